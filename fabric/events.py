@@ -1,0 +1,49 @@
+"""Events and findings: what the user is told happened, and what looks wrong."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class Severity(StrEnum):
+    INFO = "info"
+    WARNING = "warning"
+    CRITICAL = "critical"
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """A fact worth showing: a state change, a finding raised or cleared, an action taken.
+
+    ``kind`` is a short machine name (``host_state``, ``tofu_host_key``, a finding
+    kind such as ``link_down``); ``message`` is plain text for people (never markup).
+    """
+
+    ts: float
+    kind: str
+    severity: Severity
+    message: str
+    host: str = ""
+    device: str = ""
+    port: str = ""
+    switch: str = ""
+    job: str = ""
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """A diagnosis: the broken part, how bad, the numbers that show it, what to do next."""
+
+    kind: str
+    severity: Severity
+    node: str = ""
+    nic: str = ""
+    switch: str = ""
+    port: str = ""
+    job: str = ""
+    evidence: dict[str, Any] = field(default_factory=dict)
+    """Measured numbers, keys with units (``rx_power_dbm``, ``p99_usec``)."""
+    next_step: str = ""
