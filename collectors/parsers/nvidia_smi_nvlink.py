@@ -1,0 +1,113 @@
+"""``nvidia-smi nvlink -s`` (link speeds) and ``nvidia-smi nvlink -e`` (error counters) per GPU per link.
+
+Why: a GPU with an inactive NVLink or climbing replay/CRC counters makes
+every all-reduce on that node slow; the console shows both per link.
+
+``-s`` prints ``Link N: 26.562 GB/s`` or ``Link N: <inactive>``; ``-e``
+prints ``Link N: Replay Errors: 0`` (one line per counter; newer drivers add
+more counters, all kept under their printed name in snake case). Both may be
+in one input (``nvidia-smi nvlink -s -e``), the links merge.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from collectors.parsers.base import ParseProblem
+from collectors.parsers.textscan import Problems, is_na, split_lines, to_float, to_int
+
+KIND = "nvidia-smi-nvlink"
+
+_GPU = re.compile(r"^GPU (\d+): (.*?)\s*(?:\(UUID: ([^)]*)\))?\s*$")
+_SPEED = re.compile(r"^\s+Link (\d+): ([\d.]+) GB/s\s*$")
+_INACTIVE = re.compile(r"^\s+Link (\d+): <inactive>\s*$")
+_COUNTER = re.compile(r"^\s+Link (\d+): ([A-Za-z][^:]*?)\s*:\s*(\S.*?)\s*$")
+
+
+@dataclass(frozen=True, slots=True)
+class NvlinkLink:
+    link: int
+    active: bool | None  # None when the input had no status (-s) for this link
+    speed_gbytes_s: float | None  # per-link speed printed by -s, GB/s
+    errors: tuple[tuple[str, int | float | None], ...]  # -e counters, e.g. ("replay_errors", 0)
+
+    def error(self, name: str) -> int | float | None:
+        """One counter by snake-case name (``"crc_errors"``), None when absent or N/A."""
+        return dict(self.errors).get(name)
+
+
+@dataclass(frozen=True, slots=True)
+class NvlinkGpu:
+    index: int
+    name: str
+    uuid: str | None
+    links: tuple[NvlinkLink, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class NvidiaSmiNvlink:
+    gpus: tuple[NvlinkGpu, ...]
+    problems: tuple[ParseProblem, ...]
+    unknown_lines: int
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
+
+
+@dataclass
+class _Link:
+    active: bool | None = None
+    speed: float | None = None
+    errors: dict[str, int | float | None] | None = None
+
+
+def parse_nvidia_smi_nvlink(text: str) -> NvidiaSmiNvlink:
+    """Parse ``nvlink -s`` and/or ``nvlink -e`` output; never raises."""
+    problems = Problems()
+    gpus: list[tuple[int, str, str | None, dict[int, _Link]]] = []
+    for number, line in enumerate(split_lines(text), start=1):
+        if not line.strip():
+            continue
+        if match := _GPU.match(line):
+            gpus.append((int(match.group(1)), match.group(2), match.group(3), {}))
+            continue
+        if not gpus:
+            problems.unknown(number, line)
+            continue
+        links = gpus[-1][3]
+        if match := _SPEED.match(line):
+            link = links.setdefault(int(match.group(1)), _Link())
+            link.active, link.speed = True, to_float(match.group(2))
+        elif match := _INACTIVE.match(line):
+            links.setdefault(int(match.group(1)), _Link()).active = False
+        elif match := _COUNTER.match(line):
+            link = links.setdefault(int(match.group(1)), _Link())
+            raw = match.group(3)
+            value: int | float | None = to_int(raw)
+            if value is None and not is_na(raw):
+                value = to_float(raw)
+                if value is None:
+                    problems.add(number, line, "counter value not understood")
+            if link.errors is None:
+                link.errors = {}
+            link.errors[_snake(match.group(2))] = value
+        else:
+            problems.unknown(number, line)
+    return NvidiaSmiNvlink(
+        gpus=tuple(
+            NvlinkGpu(
+                index=index,
+                name=name,
+                uuid=uuid,
+                links=tuple(
+                    NvlinkLink(n, link.active, link.speed, tuple((link.errors or {}).items()))
+                    for n, link in sorted(links.items())
+                ),
+            )
+            for index, name, uuid, links in gpus
+        ),
+        problems=problems.result(),
+        unknown_lines=problems.unknown_lines,
+    )
