@@ -1,0 +1,138 @@
+"""InfiniBand value formats shared by ibstatus, sysfs, perfquery, ibqueryerrors and topology.
+
+Counter widths come from the IBA PortCounters attribute (see DOMAIN.md, "Counters
+and what they mean"): IB error counters saturate, they stick at their maximum
+instead of wrapping, so a counter at its maximum means "at least this many" and
+must never be turned into a rate.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+_RATE_RE = re.compile(r"^\s*([0-9.]+)\s*Gb/sec(?:\s*\((\d+X)\s*([A-Za-z0-9]*)\))?", re.IGNORECASE)
+_STATE_RE = re.compile(r"^\s*(\d+)\s*:\s*(\S.*?)\s*$")
+
+
+class Rate(NamedTuple):
+    """``"400 Gb/sec (4X NDR)"`` read apart: data rate in Gb/s, link width, lane speed name."""
+
+    rate_gbps: float | None
+    width: str
+    speed: str
+
+
+def parse_rate(text: str) -> Rate:
+    """Read a sysfs/ibstatus rate string; ``Rate(None, "", "")`` when it is not one."""
+    m = _RATE_RE.match(text)
+    if m is None:
+        return Rate(None, "", "")
+    try:
+        gbps = float(m.group(1))
+    except ValueError:
+        return Rate(None, "", "")
+    return Rate(gbps, m.group(2) or "", m.group(3) or "")
+
+
+def parse_state(text: str) -> tuple[int | None, str]:
+    """``"4: ACTIVE"`` -> ``(4, "ACTIVE")``; text without a code -> ``(None, text)``."""
+    m = _STATE_RE.match(text)
+    if m is None:
+        return None, text.strip()
+    return int(m.group(1)), m.group(2)
+
+
+# Per-lane data rate in Gb/s of each IB speed name (after encoding overhead, as
+# the kernel reports port rates: 4X EDR = 100 Gb/sec).
+LANE_GBPS: dict[str, float] = {
+    "SDR": 2.5,
+    "DDR": 5.0,
+    "QDR": 10.0,
+    "FDR10": 10.0,
+    "FDR": 14.0,
+    "EDR": 25.0,
+    "HDR": 50.0,
+    "NDR": 100.0,
+    "XDR": 200.0,
+}
+
+
+def link_rate_gbps(width: str, speed: str) -> float | None:
+    """Nominal rate of a link from ``"4x"`` and ``"EDR"``; None when either is unknown."""
+    lanes = width.upper().rstrip("X")
+    per_lane = LANE_GBPS.get(speed.upper())
+    if per_lane is None or not lanes.isdigit():
+        return None
+    return int(lanes) * per_lane
+
+
+# Bit widths of the IBA PortCounters (non-extended) fields, by sysfs file name.
+SYSFS_COUNTER_BITS: dict[str, int] = {
+    "symbol_error": 16,
+    "link_error_recovery": 8,
+    "link_downed": 8,
+    "port_rcv_errors": 16,
+    "port_rcv_remote_physical_errors": 16,
+    "port_rcv_switch_relay_errors": 16,
+    "port_xmit_discards": 16,
+    "port_xmit_constraint_errors": 8,
+    "port_rcv_constraint_errors": 8,
+    "local_link_integrity_errors": 4,
+    "excessive_buffer_overrun_errors": 4,
+    "VL15_dropped": 16,
+    "port_xmit_wait": 32,
+    # Data and packet counters are 64-bit when the HCA supports PortCountersExtended
+    # (the usual case); on HCAs that do not, they are the 32-bit PortCounters fields.
+    # A value sitting exactly at 2**32-1 is then saturated.
+    "port_xmit_data": 32,
+    "port_rcv_data": 32,
+    "port_xmit_packets": 32,
+    "port_rcv_packets": 32,
+}
+
+# The same fields by their MAD names, as perfquery and ibqueryerrors print them.
+MAD_COUNTER_BITS: dict[str, int] = {
+    "SymbolErrorCounter": 16,
+    "LinkErrorRecoveryCounter": 8,
+    "LinkDownedCounter": 8,
+    "PortRcvErrors": 16,
+    "PortRcvRemotePhysicalErrors": 16,
+    "PortRcvSwitchRelayErrors": 16,
+    "PortXmitDiscards": 16,
+    "PortXmitConstraintErrors": 8,
+    "PortRcvConstraintErrors": 8,
+    "LocalLinkIntegrityErrors": 4,
+    "ExcessiveBufferOverrunErrors": 4,
+    "VL15Dropped": 16,
+    "PortXmitWait": 32,
+    "QP1Dropped": 16,
+    "PortCheckRate": 16,
+    "PortXmitData": 32,
+    "PortRcvData": 32,
+    "PortXmitPkts": 32,
+    "PortRcvPkts": 32,
+    # PortRcvErrorDetails / PortXmitDiscardDetails (perfquery -E / -D): 16 bit.
+    "PortLocalPhysicalErrors": 16,
+    "PortMalformedPktErrors": 16,
+    "PortBufferOverrunErrors": 16,
+    "PortDLIDMappingErrors": 16,
+    "PortVLMappingErrors": 16,
+    "PortLoopingErrors": 16,
+    "PortInactiveDiscards": 16,
+    "PortNeighborMTUDiscards": 16,
+    "PortSwLifetimeLimitDiscards": 16,
+    "PortSwHOQLifetimeLimitDiscards": 16,
+}
+
+U64_MAX = (1 << 64) - 1
+
+
+def saturated_names(values: dict[str, int], bits: dict[str, int]) -> tuple[str, ...]:
+    """Names whose value sits at the maximum of their counter width (sorted)."""
+    out = []
+    for name, value in values.items():
+        width = bits.get(name)
+        if width is not None and value == (1 << width) - 1:
+            out.append(name)
+    return tuple(sorted(out))
