@@ -1,0 +1,121 @@
+"""Every command fleet runs on a machine, built from an allow-list with quoted arguments.
+
+The remote side runs commands through the login shell, so any text that came
+from an inventory, a node (a netdev name read from sysfs) or a switch would be
+shell code if it were pasted in. ``Command`` can only be built here: the tool
+must be on ``ALLOWED_TOOLS`` and every argument is quoted with ``shlex.quote``.
+The one exception is a sysfs ``Glob`` (``/sys/class/infiniband/*/ports/*/counters/*``),
+which the remote shell must expand: it may hold only ``[A-Za-z0-9_./*:-]``, so
+there is nothing a shell could read as code.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+
+ALLOWED_TOOLS: frozenset[str] = frozenset({
+    # RDMA and InfiniBand
+    "ibstat", "ibstatus", "ibv_devinfo", "ibv_devices", "show_gids", "perfquery",
+    "ibqueryerrors", "ibnetdiscover", "iblinkinfo", "rdma",
+    # files and system
+    "cat", "grep", "ethtool", "lldpctl", "hostname", "uname", "python3", "timeout",
+    # GPUs
+    "nvidia-smi",
+    # probes
+    "ib_send_lat", "ib_write_lat", "ib_read_lat", "ib_send_bw", "ib_write_bw", "ib_read_bw",
+    "all_reduce_perf",
+    # Slurm head
+    "squeue", "scontrol", "sinfo",
+    # switches: Cumulus NVUE, SONiC
+    "nv", "show", "config",
+})
+"""Tools fleet may run. Adding one is a reviewed change to this file, never a runtime option."""
+
+_GLOB = re.compile(r"^[A-Za-z0-9_./:*-]+$")
+_TOKEN = object()
+
+
+class CommandError(ValueError):
+    """A command that fleet refuses to build (tool not allowed, unusable argument)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Glob:
+    """A path pattern the remote shell expands; only ``[A-Za-z0-9_./:*-]`` allowed."""
+
+    pattern: str
+
+    def __post_init__(self) -> None:
+        if not _GLOB.match(self.pattern) or self.pattern.startswith("-"):
+            raise CommandError(f"glob {self.pattern!r} may hold only letters, digits, _ . / : * -")
+
+
+Arg = str | int | float | Glob
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """One or more allow-listed commands, run in sequence (``a; b; c``).
+
+    Build with ``command()``, ``sequence()`` or ``agent_command()``; the
+    constructor refuses anything else.
+    """
+
+    parts: tuple[tuple[str, ...], ...]
+    """Shell words of each command, already quoted."""
+    _token: object = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self._token is not _TOKEN:
+            raise CommandError("build a Command with collectors.commands.command()/sequence()")
+
+    @property
+    def text(self) -> str:
+        """The command line sent to the remote shell."""
+        return "; ".join(" ".join(words) for words in self.parts)
+
+    @property
+    def tools(self) -> tuple[str, ...]:
+        return tuple(words[0] for words in self.parts)
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _word(arg: Arg) -> str:
+    if isinstance(arg, Glob):
+        return arg.pattern
+    if isinstance(arg, bool):
+        raise CommandError("a bool is not a command argument")
+    text = str(arg)
+    if "\x00" in text:
+        raise CommandError("an argument may not contain a NUL byte")
+    return shlex.quote(text)
+
+
+def command(tool: str, *args: Arg) -> Command:
+    """``tool args...`` with every argument quoted; ``tool`` must be in ``ALLOWED_TOOLS``."""
+    if tool not in ALLOWED_TOOLS:
+        raise CommandError(f"tool {tool!r} is not on the allow-list")
+    return Command(((tool, *(_word(arg) for arg in args)),), _TOKEN)
+
+
+def sequence(*commands: Command) -> Command:
+    """Several commands run one after another in one SSH channel (command mode's compound tick)."""
+    if not commands:
+        raise CommandError("an empty sequence")
+    return Command(tuple(part for cmd in commands for part in cmd.parts), _TOKEN)
+
+
+def agent_command(
+    source: str, interval_s: float, *, sysfs: str | None = None, optics_every: int | None = None
+) -> Command:
+    """``python3 -u -c <source> --interval N [--sysfs ROOT] [--optics-every K]`` (docs/agent-schema.md)."""
+    args: list[Arg] = ["-u", "-c", source, "--interval", f"{interval_s:g}"]
+    if sysfs is not None:
+        args += ["--sysfs", sysfs]
+    if optics_every is not None:
+        args += ["--optics-every", optics_every]
+    return command("python3", *args)

@@ -1,0 +1,568 @@
+"""One SSH transport for the whole fleet: a connection per host, reused, on asyncssh.
+
+Why it looks like this (measured against clush/pdsh, see issue 3):
+- known_hosts is read ONCE into an ``SSHKnownHosts`` object and that object is
+  passed to every connect; passing the path re-reads the file per connect and
+  cost five times the CPU at 1,024 hosts.
+- RLIMIT_NOFILE is raised at start, so 1,088 connections do not die of EMFILE.
+- Connection set-up is bounded by a semaphore (``max_connecting``); commands on
+  open connections are not, and every wait has its own timeout, so a slow or
+  hung host never delays another.
+- Every failure is a specific ``HostState`` with a reason in words: an engineer
+  acts differently on a refused connection, a rejected key and a changed host key.
+
+Host keys: a key that differs from known_hosts, or a host that known_hosts does
+not list, is refused before authentication (nothing is sent to that machine).
+With ``tofu=True`` an unknown host's key is accepted, appended to the
+known_hosts file and reported as an ``Event`` of kind ``tofu_host_key``; a
+changed key is refused even then.
+
+``~/.ssh/config`` (HostName, User, Port, IdentityFile, ProxyJump ...) is
+honoured by asyncssh; the ssh-agent is used when ``SSH_AUTH_SOCK`` is set;
+inventory identity files and jump hosts override the config.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import random
+import resource
+import socket
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import asyncssh
+
+from collectors.commands import Command
+from collectors.inventory import InventoryHost
+from fabric.events import Event, Severity
+from fabric.records import HostStatus
+from fabric.states import HostState
+
+STDERR_KEEP_BYTES = 4096
+"""How much of a command's stderr a result keeps (the tail: where the error usually is)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """What one command (or one stream) on one host came to.
+
+    ``state``: OK, SLOW (finished, but slower than the slow threshold), or the
+    failure: UNREACHABLE, AUTH_FAILED, HOST_KEY_MISMATCH, HUNG, COMMAND_FAILED
+    (callers that cannot parse ``stdout`` set UNPARSABLE themselves).
+    ``exit_status`` is None when the command never ran to an exit.
+    ``seconds``: wall time of the call, connection set-up included.
+    """
+
+    host: str
+    state: HostState
+    stdout: str = ""
+    stderr: str = ""
+    exit_status: int | None = None
+    seconds: float = 0.0
+    reason: str = ""
+    lines: int = 0
+    """Streams only: how many lines were delivered to ``on_line``."""
+
+    @property
+    def ok(self) -> bool:
+        return not self.state.is_failure
+
+
+@dataclass(frozen=True, slots=True)
+class PoolSettings:
+    """Timeouts in seconds; ``max_connecting``: connection set-ups in flight at once."""
+
+    connect_timeout_s: float = 10.0
+    max_connecting: int = 64
+    slow_threshold_s: float = 5.0
+    backoff_initial_s: float = 1.0
+    backoff_max_s: float = 60.0
+    keepalive_interval_s: float = 30.0
+    keepalive_count_max: int = 3
+    ssh_config: tuple[Path, ...] | None = None
+    """None: asyncssh's default (``~/.ssh/config`` when it exists); ``()``: no config file."""
+    open_files_wanted: int = 65536
+
+
+def raise_open_file_limit(wanted: int) -> int:
+    """Raise the soft RLIMIT_NOFILE towards ``wanted`` (capped by the hard limit); return it."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+    return soft
+
+
+class _Failure(Exception):
+    """A connection that could not be made, already classified."""
+
+    def __init__(self, state: HostState, reason: str) -> None:
+        super().__init__(reason)
+        self.state = state
+        self.reason = reason
+
+
+@dataclass
+class _Slot:
+    """Everything the pool knows about one host."""
+
+    host: InventoryHost
+    status: HostStatus
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    conn: asyncssh.SSHClientConnection | None = None
+    failures: int = 0
+    retry_at: float = 0.0
+    last_failure: _Failure | None = None
+
+
+class _Client(asyncssh.SSHClient):
+    """Per-connection callbacks: was TCP accepted, what key was offered, is the host known."""
+
+    def __init__(self, pool: SshPool, name: str, on_lost: Callable[[], None] | None) -> None:
+        self._pool = pool
+        self._name = name
+        self._on_lost = on_lost
+        self.tcp_connected = False
+        self.key_verdict = ""  # "changed" | "unknown" | "tofu"
+        self.offered_key = ""
+        self.conn: asyncssh.SSHClientConnection | None = None
+
+    def connection_made(self, conn: asyncssh.SSHClientConnection) -> None:
+        self.tcp_connected = True
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._on_lost is not None:
+            self._on_lost()
+
+    def validate_host_public_key(self, host: str, addr: str, port: int, key: asyncssh.SSHKey) -> bool:
+        """Called by asyncssh only for a key that known_hosts does not trust."""
+        self.offered_key = f"{key.get_algorithm()} {key.get_fingerprint()}"
+        if self._pool.knows_host(host, addr, port):
+            self.key_verdict = "changed"
+            return False
+        if not self._pool.tofu:
+            self.key_verdict = "unknown"
+            return False
+        self.key_verdict = "tofu"
+        self._pool.trust_new_key(self._name, host, port, key)
+        return True
+
+
+class SshPool:
+    """Run commands and streams on many hosts over one reused connection each.
+
+    Use from one asyncio event loop. ``hosts`` are the inventory's hosts;
+    ``known_hosts`` None means ``~/.ssh/known_hosts``. ``on_event`` receives
+    ``tofu_host_key`` events (the store records them). ``clock`` (monotonic
+    seconds) and ``rng`` drive the reconnect backoff and can be replaced in tests.
+    """
+
+    def __init__(
+        self,
+        hosts: Iterable[InventoryHost],
+        *,
+        known_hosts: Path | None = None,
+        tofu: bool = False,
+        on_event: Callable[[Event], None] | None = None,
+        settings: PoolSettings | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.settings = settings or PoolSettings()
+        self.tofu = tofu
+        self._on_event = on_event
+        self._clock = clock
+        self._rng = rng or random.Random()
+        self._known_hosts_path = known_hosts or Path("~/.ssh/known_hosts").expanduser()
+        self._known_hosts = self._read_known_hosts(self._known_hosts_path)
+        now = time.time()
+        self._slots = {
+            host.name: _Slot(host, HostStatus(host.name, HostState.CONNECTING, now)) for host in hosts
+        }
+        self._connecting = asyncio.Semaphore(self.settings.max_connecting)
+        self._keys: dict[Path, list[asyncssh.SSHKey] | _Failure] = {}
+        self._jumps: dict[str, asyncssh.SSHClientConnection] = {}
+        self._jump_lock = asyncio.Lock()
+        self.open_files_limit = raise_open_file_limit(
+            max(self.settings.open_files_wanted, 4 * len(self._slots) + 256)
+        )
+
+    # --- host keys ----------------------------------------------------------------
+
+    @staticmethod
+    def _read_known_hosts(path: Path) -> asyncssh.SSHKnownHosts:
+        if path.is_file():
+            return asyncssh.read_known_hosts(str(path))
+        return asyncssh.SSHKnownHosts()
+
+    def knows_host(self, host: str, addr: str, port: int) -> bool:
+        """True when known_hosts has any key or CA for ``host``/``addr`` (on ``port``)."""
+        match = self._known_hosts.match(host, addr, port if port != 22 else None)
+        return bool(match[0] or match[1] or match[3] or match[5])
+
+    def trust_new_key(self, name: str, host: str, port: int, key: asyncssh.SSHKey) -> None:
+        """Trust-on-first-use: append the key to known_hosts (file and memory), report it."""
+        pattern = host if port == 22 else f"[{host}]:{port}"
+        line = f"{pattern} {key.export_public_key().decode('ascii').strip()}\n"
+        self._known_hosts.load(line)
+        path = self._known_hosts_path
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        existed = path.exists()
+        with path.open("a", encoding="ascii") as handle:
+            handle.write(line)
+        if not existed:
+            path.chmod(0o600)
+        if self._on_event is not None:
+            fingerprint = key.get_fingerprint()
+            self._on_event(Event(
+                ts=time.time(), kind="tofu_host_key", severity=Severity.WARNING,
+                message=f"trusted the new host key of {name} on first use: {key.get_algorithm()} {fingerprint}",
+                host=name,
+                data={"pattern": pattern, "algorithm": key.get_algorithm(), "fingerprint": fingerprint,
+                      "known_hosts": str(path)},
+            ))
+
+    # --- state --------------------------------------------------------------------
+
+    @property
+    def hosts(self) -> tuple[str, ...]:
+        return tuple(self._slots)
+
+    def state(self, host: str) -> HostStatus:
+        """The host's collection state since the last change, with the reason in words."""
+        return self._slots[host].status
+
+    def next_retry_s(self, host: str) -> float:
+        """Seconds until the pool will try to connect to ``host`` again (0: now)."""
+        return max(0.0, self._slots[host].retry_at - self._clock())
+
+    def _set_state(self, slot: _Slot, state: HostState, reason: str) -> None:
+        if slot.status.state != state or slot.status.reason != reason:
+            since = slot.status.since if slot.status.state == state else time.time()
+            slot.status = HostStatus(slot.host.name, state, since, reason)
+
+    def _result(self, slot: _Slot, started: float, state: HostState, reason: str = "", **kwargs: Any) -> RunResult:
+        self._set_state(slot, state, reason)
+        return RunResult(slot.host.name, state, seconds=time.monotonic() - started, reason=reason, **kwargs)
+
+    # --- connections --------------------------------------------------------------
+
+    async def _client_keys(self, path: Path | None) -> Sequence[asyncssh.SSHKey] | tuple[()]:
+        if path is None:
+            return ()
+        cached = self._keys.get(path)
+        if cached is None:
+            try:
+                cached = [await asyncio.to_thread(asyncssh.read_private_key, str(path))]
+            except (OSError, asyncssh.KeyImportError) as exc:
+                cached = _Failure(HostState.AUTH_FAILED, f"cannot read identity file {path}: {exc}")
+            self._keys[path] = cached
+        if isinstance(cached, _Failure):
+            raise cached
+        return cached
+
+    def _base_options(self) -> dict[str, Any]:
+        options: dict[str, Any] = {
+            "known_hosts": self._known_hosts,
+            "connect_timeout": self.settings.connect_timeout_s,
+            "keepalive_interval": self.settings.keepalive_interval_s,
+            "keepalive_count_max": self.settings.keepalive_count_max,
+        }
+        if self.settings.ssh_config is not None:
+            options["config"] = [str(path) for path in self.settings.ssh_config]
+        return options
+
+    async def _jump(self, spec: str, client_keys: Sequence[asyncssh.SSHKey] | tuple[()]) -> asyncssh.SSHClientConnection:
+        """One shared connection to the jump host ``[user@]host[:port]``."""
+        async with self._jump_lock:
+            conn = self._jumps.get(spec)
+            if conn is not None and not conn.is_closed():
+                return conn
+            user, _, hostport = spec.rpartition("@")
+            host, _, port_text = hostport.partition(":")
+            client = _Client(self, host, None)
+            options = self._base_options()
+            try:
+                conn = await asyncssh.connect(
+                    host, port=int(port_text) if port_text else (), username=user or (),
+                    client_keys=client_keys, client_factory=lambda: client, **options,
+                )
+            except Exception as exc:
+                failure = self._classify(exc, client)
+                raise _Failure(failure.state, f"jump host {spec}: {failure.reason}") from None
+            self._jumps[spec] = conn
+            return conn
+
+    def _classify(self, exc: BaseException, client: _Client) -> _Failure:
+        """The specific state of a failed connection attempt."""
+        timeout = self.settings.connect_timeout_s
+        if isinstance(exc, _Failure):
+            return exc
+        if isinstance(exc, asyncssh.HostKeyNotVerifiable):
+            if client.key_verdict == "changed":
+                return _Failure(HostState.HOST_KEY_MISMATCH,
+                                f"host key CHANGED (offered {client.offered_key}; not in known_hosts): "
+                                "refused before authentication; check for a reinstall or an impostor")
+            if client.key_verdict == "unknown":
+                return _Failure(HostState.HOST_KEY_MISMATCH,
+                                f"host unknown: no key in known_hosts (offered {client.offered_key}); "
+                                "add it to known_hosts or allow trust-on-first-use")
+            return _Failure(HostState.HOST_KEY_MISMATCH, f"host key not verifiable: {exc.reason}")
+        if isinstance(exc, asyncssh.PermissionDenied):
+            return _Failure(HostState.AUTH_FAILED, f"authentication rejected: {exc.reason}")
+        if isinstance(exc, TimeoutError):
+            if client.tcp_connected:
+                return _Failure(HostState.HUNG, f"accepted TCP but SSH set-up did not finish within {timeout:g} s")
+            return _Failure(HostState.UNREACHABLE, f"connect timeout after {timeout:g} s")
+        if isinstance(exc, socket.gaierror):
+            return _Failure(HostState.UNREACHABLE, f"name not resolved: {exc.strerror}")
+        if isinstance(exc, ConnectionRefusedError):
+            return _Failure(HostState.UNREACHABLE, "connection refused")
+        if isinstance(exc, OSError):
+            words = {errno.EHOSTUNREACH: "no route to host", errno.ENETUNREACH: "network unreachable",
+                     errno.EMFILE: "too many open files on the collector"}
+            return _Failure(HostState.UNREACHABLE, words.get(exc.errno or 0, str(exc.strerror or exc)))
+        if isinstance(exc, asyncssh.DisconnectError):
+            return _Failure(HostState.UNREACHABLE, f"disconnected during set-up: {exc.reason}")
+        if isinstance(exc, asyncssh.Error):
+            return _Failure(HostState.UNREACHABLE, f"SSH error: {exc.reason}")
+        return _Failure(HostState.UNREACHABLE, f"{type(exc).__name__}: {exc}")
+
+    def _backoff(self, slot: _Slot, failure: _Failure) -> None:
+        slot.failures += 1
+        delay = min(self.settings.backoff_max_s, self.settings.backoff_initial_s * 2 ** (slot.failures - 1))
+        slot.retry_at = self._clock() + delay * self._rng.uniform(0.5, 1.0)
+        slot.last_failure = failure
+
+    async def _connection(self, slot: _Slot) -> asyncssh.SSHClientConnection:
+        """The host's open connection, made when needed; raises _Failure (also while backing off)."""
+        async with slot.lock:
+            if slot.conn is not None and not slot.conn.is_closed():
+                return slot.conn
+            slot.conn = None
+            wait_s = slot.retry_at - self._clock()
+            if slot.last_failure is not None and wait_s > 0:
+                failure = slot.last_failure
+                raise _Failure(failure.state, f"{failure.reason} (next retry in {wait_s:.1f} s)")
+            async with self._connecting:
+                conn = await self._connect(slot)
+            slot.conn, slot.failures, slot.retry_at, slot.last_failure = conn, 0, 0.0, None
+            return conn
+
+    async def _connect(self, slot: _Slot) -> asyncssh.SSHClientConnection:
+        host = slot.host
+        client = _Client(self, host.name, lambda: self._forget(slot, client))
+        try:
+            client_keys = await self._client_keys(host.identity_file)
+            options = self._base_options()
+            if host.jump_host:
+                options["tunnel"] = await self._jump(host.jump_host, client_keys)
+            if host.address and host.address != host.name and self._named_in_known_hosts(host):
+                options["host_key_alias"] = host.name
+            conn = await asyncssh.connect(
+                host.connect_address, port=host.port or (), username=host.user or (),
+                client_keys=client_keys, client_factory=lambda: client, **options,
+            )
+        except Exception as exc:
+            failure = self._classify(exc, client)
+            self._backoff(slot, failure)
+            raise failure from None
+        client.conn = conn
+        return conn
+
+    def _named_in_known_hosts(self, host: InventoryHost) -> bool:
+        """known_hosts lists the inventory name (not the address): look keys up by name."""
+        return self.knows_host(host.name, "", host.port or 22) and not self.knows_host(
+            host.address, host.address, host.port or 22
+        )
+
+    def _forget(self, slot: _Slot, client: _Client) -> None:
+        """The connection closed under us: the next command reconnects."""
+        if slot.conn is not None and client.conn is slot.conn:
+            slot.conn = None
+
+    def _slot(self, host: str) -> _Slot:
+        try:
+            return self._slots[host]
+        except KeyError:
+            raise KeyError(f"{host!r} is not in the pool's inventory") from None
+
+    def _lost(self, slot: _Slot, started: float, exc: BaseException) -> RunResult:
+        """The connection broke during a command: drop it and back off before reconnecting."""
+        if slot.conn is not None:
+            slot.conn.abort()
+            slot.conn = None
+        failure = _Failure(HostState.UNREACHABLE, f"connection lost: {getattr(exc, 'reason', None) or exc}")
+        self._backoff(slot, failure)
+        return self._result(slot, started, failure.state, failure.reason)
+
+    # --- commands -----------------------------------------------------------------
+
+    async def run(self, host: str, command: Command, timeout_s: float) -> RunResult:
+        """Run ``command`` on ``host`` and wait for it to exit, at most ``timeout_s`` seconds.
+
+        The timeout covers opening the channel and the command itself; connection
+        set-up has its own (``connect_timeout_s``). stdin is closed at once. Never
+        raises for a machine's fault: every outcome is a ``RunResult``.
+        """
+        slot = self._slot(host)
+        started = time.monotonic()
+        try:
+            conn = await self._connection(slot)
+        except _Failure as failure:
+            return self._result(slot, started, failure.state, failure.reason)
+        stdout: list[str] = []
+        stderr: list[str] = []
+        process: asyncssh.SSHClientProcess[str] | None = None
+        try:
+            async with asyncio.timeout(timeout_s):
+                process = await conn.create_process(command.text, stdin=asyncssh.DEVNULL,
+                                                    encoding="utf-8", errors="replace")
+                await asyncio.gather(_drain(process.stdout, stdout), _drain(process.stderr, stderr))
+                completed = await process.wait()
+        except TimeoutError:
+            if process is not None:
+                process.close()
+            out = "".join(stdout)
+            what = "no output" if not out else f"not finished ({len(out)} characters of output so far)"
+            return self._result(slot, started, HostState.HUNG, f"{what} within {timeout_s:g} s",
+                                stdout=out, stderr=_tail("".join(stderr)))
+        except (asyncssh.Error, OSError) as exc:
+            return self._lost(slot, started, exc)
+        out, err = "".join(stdout), _tail("".join(stderr))
+        status = completed.exit_status
+        if status != 0:
+            if status is None or status < 0:
+                reason = f"killed by signal {completed.exit_signal[0] if completed.exit_signal else '?'}"
+            else:
+                reason = f"exit status {status}" + (f": {_first_line(err)}" if err.strip() else "")
+            return self._result(slot, started, HostState.COMMAND_FAILED, reason,
+                                stdout=out, stderr=err, exit_status=status)
+        seconds = time.monotonic() - started
+        if seconds > self.settings.slow_threshold_s:
+            return self._result(slot, started, HostState.SLOW,
+                                f"answered in {seconds:.2f} s (slow above {self.settings.slow_threshold_s:g} s)",
+                                stdout=out, stderr=err, exit_status=0)
+        return self._result(slot, started, HostState.OK, stdout=out, stderr=err, exit_status=0)
+
+    async def stream(
+        self,
+        host: str,
+        command: Command,
+        on_line: Callable[[str], None],
+        *,
+        first_line_timeout_s: float,
+        line_timeout_s: float,
+        stop: asyncio.Event | None = None,
+    ) -> RunResult:
+        """Run a long-lived ``command`` (the node agent) and hand each stdout line to ``on_line``.
+
+        Returns when the stream ends: OK when ``stop`` was set (stdin is closed,
+        which ends the agent) or the command exited 0; HUNG when no line came
+        within ``first_line_timeout_s`` of the start or ``line_timeout_s`` of the
+        previous line; COMMAND_FAILED on a non-zero exit (stderr kept);
+        UNREACHABLE when the connection broke. Lines are passed without the newline.
+        """
+        slot = self._slot(host)
+        started = time.monotonic()
+        try:
+            conn = await self._connection(slot)
+        except _Failure as failure:
+            return self._result(slot, started, failure.state, failure.reason)
+        stderr: list[str] = []
+        lines = 0
+        stop_wait = asyncio.ensure_future((stop or asyncio.Event()).wait())
+        process: asyncssh.SSHClientProcess[str] | None = None
+        stderr_task: asyncio.Future[None] | None = None
+        try:
+            async with asyncio.timeout(first_line_timeout_s):
+                process = await conn.create_process(command.text, encoding="utf-8", errors="replace")
+            stderr_task = asyncio.ensure_future(_drain(process.stderr, stderr))
+            self._set_state(slot, HostState.OK, "")
+            while True:
+                read = asyncio.ensure_future(process.stdout.readline())
+                limit = first_line_timeout_s if lines == 0 else line_timeout_s
+                done, _ = await asyncio.wait({read, stop_wait}, timeout=limit,
+                                             return_when=asyncio.FIRST_COMPLETED)
+                if stop_wait in done:
+                    read.cancel()
+                    process.stdin.write_eof()
+                    process.close()
+                    return self._result(slot, started, HostState.OK, "stream stopped", lines=lines)
+                if not done:
+                    read.cancel()
+                    process.close()
+                    what = "no first line" if lines == 0 else f"no line after line {lines}"
+                    return self._result(slot, started, HostState.HUNG, f"{what} within {limit:g} s",
+                                        stderr=_tail("".join(stderr)), lines=lines)
+                text = read.result()
+                if not text:
+                    break
+                lines += 1
+                on_line(text.rstrip("\n"))
+            completed = await asyncio.wait_for(process.wait(), timeout=line_timeout_s)
+            await asyncio.wait_for(stderr_task, timeout=line_timeout_s)
+        except TimeoutError:
+            if process is not None:
+                process.close()
+            return self._result(slot, started, HostState.HUNG,
+                                f"stream did not start or end within {first_line_timeout_s:g} s",
+                                stderr=_tail("".join(stderr)), lines=lines)
+        except (asyncssh.Error, OSError) as exc:
+            return replace(self._lost(slot, started, exc), lines=lines)
+        finally:
+            stop_wait.cancel()
+            if stderr_task is not None and not stderr_task.done():
+                stderr_task.cancel()
+        err = _tail("".join(stderr))
+        if completed.exit_status != 0:
+            reason = f"stream ended with exit status {completed.exit_status}"
+            if err.strip():
+                reason += f": {_first_line(err)}"
+            return self._result(slot, started, HostState.COMMAND_FAILED, reason, stderr=err,
+                                exit_status=completed.exit_status, lines=lines)
+        return self._result(slot, started, HostState.OK, "stream ended", stderr=err, exit_status=0, lines=lines)
+
+    async def close(self, timeout_s: float = 5.0) -> None:
+        """Close every connection (jump hosts last) and wait up to ``timeout_s`` for them."""
+        conns = [slot.conn for slot in self._slots.values() if slot.conn is not None]
+        for slot in self._slots.values():
+            slot.conn = None
+        jumps = list(self._jumps.values())
+        self._jumps.clear()
+        for group in (conns, jumps):
+            for conn in group:
+                conn.close()
+            if group:
+                await asyncio.wait([asyncio.ensure_future(conn.wait_closed()) for conn in group],
+                                   timeout=timeout_s)
+
+
+async def _drain(reader: asyncssh.SSHReader[str], into: list[str]) -> None:
+    while True:
+        chunk = await reader.read(65536)
+        if not chunk:
+            return
+        into.append(chunk)
+
+
+def _tail(text: str) -> str:
+    return text[-STDERR_KEEP_BYTES:]
+
+
+def _first_line(text: str) -> str:
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()[:200]
+    return ""
+
+
+__all__ = ["PoolSettings", "RunResult", "SshPool", "raise_open_file_limit"]

@@ -1,0 +1,166 @@
+"""Tiny real asyncssh servers on 127.0.0.x for the SSH pool's tests.
+
+Each server has its own ed25519 host key and accepts one client key. What it
+does with a command is chosen per server (``behaviour``): answer, answer late,
+never answer, fail, or stream lines until stdin closes. Counters record what
+the server saw, so tests can prove e.g. that no authentication was attempted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import asyncssh
+import pytest
+
+_addresses = itertools.count(2)
+
+
+def next_address() -> str:
+    """A loopback address of its own for each server (127.0.0.2 ...)."""
+    number = next(_addresses)
+    return f"127.0.{number // 250 % 250}.{number % 250 + 2}"
+
+
+@dataclass
+class ServerStats:
+    tcp_connections: int = 0
+    auth_attempts: int = 0
+    commands: list[str] = field(default_factory=list)
+    forwards: list[tuple[str, int]] = field(default_factory=list)
+    auth_in_flight: int = 0
+    max_auth_in_flight: int = 0
+
+
+@dataclass
+class FakeHost:
+    """One in-process SSH server. ``behaviour``: ok | hang | slow | fail | stream."""
+
+    name: str
+    address: str
+    host_key: asyncssh.SSHKey
+    client_key: asyncssh.SSHKey
+    behaviour: str = "ok"
+    delay_s: float = 0.3
+    auth_delay_s: float = 0.0
+    stats: ServerStats = field(default_factory=ServerStats)
+    port: int = 0
+    acceptor: asyncssh.SSHAcceptor | None = None
+    connections: list[asyncssh.SSHServerConnection] = field(default_factory=list)
+    release: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def known_hosts_line(self, key: asyncssh.SSHKey | None = None) -> str:
+        public = (key or self.host_key).export_public_key().decode().strip()
+        return f"[{self.address}]:{self.port} {public}\n"
+
+    async def start(self) -> None:
+        host = self
+
+        class Server(asyncssh.SSHServer):
+            def connection_made(self, conn: asyncssh.SSHServerConnection) -> None:
+                host.stats.tcp_connections += 1
+                host.connections.append(conn)
+
+            async def begin_auth(self, username: str) -> bool:
+                host.stats.auth_attempts += 1
+                host.stats.auth_in_flight += 1
+                host.stats.max_auth_in_flight = max(host.stats.max_auth_in_flight, host.stats.auth_in_flight)
+                try:
+                    if host.auth_delay_s:
+                        await asyncio.sleep(host.auth_delay_s)  # a slow handshake, not a wait for a result
+                finally:
+                    host.stats.auth_in_flight -= 1
+                return True
+
+            def public_key_auth_supported(self) -> bool:
+                return True
+
+            def validate_public_key(self, username: str, key: asyncssh.SSHKey) -> bool:
+                return key == host.client_key.convert_to_public()
+
+            def connection_requested(self, dest_host: str, dest_port: int, orig_host: str, orig_port: int) -> bool:
+                host.stats.forwards.append((dest_host, dest_port))
+                return True
+
+        self.acceptor = await asyncssh.listen(
+            self.address, self.port, server_host_keys=[self.host_key],
+            server_factory=Server, process_factory=self._handle,
+        )
+        self.port = self.acceptor.get_port()
+
+    async def stop(self) -> None:
+        """Stop listening and drop every open connection (a restart's first half)."""
+        assert self.acceptor is not None
+        self.acceptor.close()
+        await self.acceptor.wait_closed()
+        for conn in self.connections:
+            conn.abort()
+        self.connections.clear()
+
+    async def _handle(self, process: asyncssh.SSHServerProcess[str]) -> None:
+        command = process.command or ""
+        self.stats.commands.append(command)
+        if self.behaviour == "hang":
+            await self.release.wait()
+        elif self.behaviour == "slow":
+            await asyncio.sleep(self.delay_s)  # the fault being simulated: a node that answers late
+        if self.behaviour == "fail":
+            process.stderr.write("cat: /sys/class/infiniband: No such file or directory\n")
+            process.exit(1)
+            return
+        if self.behaviour == "stream":
+            for seq in range(3):
+                process.stdout.write(f'{{"seq": {seq}}}\n')
+            await process.stdin.read()  # until the client closes stdin
+            process.exit(0)
+            return
+        process.stdout.write(f"{self.name}\n")
+        process.exit(0)
+
+
+@pytest.fixture(autouse=True)
+def clean_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """No user config, no agent: the tests see only what they set up."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+    return home
+
+
+@pytest.fixture
+def client_key(tmp_path: Path) -> Iterator[tuple[asyncssh.SSHKey, Path]]:
+    key = asyncssh.generate_private_key("ssh-ed25519")
+    path = tmp_path / "id_ed25519"
+    key.write_private_key(str(path))
+    path.chmod(0o600)
+    yield key, path
+
+
+@pytest.fixture
+async def fake_hosts(client_key: tuple[asyncssh.SSHKey, Path]) -> AsyncIterator[list[FakeHost]]:
+    """A list to which tests add started servers via ``make_host``; all are stopped afterwards."""
+    hosts: list[FakeHost] = []
+    yield hosts
+    for host in hosts:
+        host.release.set()
+        if host.acceptor is not None:
+            host.acceptor.close()
+        for conn in host.connections:
+            conn.abort()
+
+
+@pytest.fixture
+def make_host(fake_hosts: list[FakeHost], client_key: tuple[asyncssh.SSHKey, Path]):  # type: ignore[no-untyped-def]
+    async def make(name: str, behaviour: str = "ok", **kwargs: object) -> FakeHost:
+        host = FakeHost(name, next_address(), asyncssh.generate_private_key("ssh-ed25519"),
+                        client_key[0], behaviour, **kwargs)  # type: ignore[arg-type]
+        await host.start()
+        fake_hosts.append(host)
+        return host
+
+    return make
