@@ -178,7 +178,10 @@ def format_all_reduce_perf(params: NcclParams, rows: list[NcclRow]) -> str:
             f" device {r.device:2d} [{_pci(r.pci_bus_id)}] {r.gpu_name}"
         )
     if params.reduced_max_bytes is not None:
-        lines += ["#", f"# Reducing maxBytes to {params.reduced_max_bytes} due to memory limitation"]
+        lines += [
+            "#",
+            f"# Reducing maxBytes to {params.reduced_max_bytes} due to memory limitation",
+        ]
     if params.nccl_version is not None:
         lines.append(f"NCCL version {params.nccl_version}")
     lines += ["#", HEADER_PLACE, HEADER_NAMES, HEADER_UNITS]

@@ -145,7 +145,9 @@ def _gid_decimal(gid: str) -> str:
 
 
 def _address(side: str, ep: PerftestEndpoint, verb: str, params: PerftestParams) -> str:
-    line = f" {side} address: LID {_c_hex(ep.lid, 4)} QPN {_c_hex(ep.qpn, 6)} PSN {_c_hex(ep.psn, 6)}"
+    line = (
+        f" {side} address: LID {_c_hex(ep.lid, 4)} QPN {_c_hex(ep.qpn, 6)} PSN {_c_hex(ep.psn, 6)}"
+    )
     if verb == "read":
         line += f" OUT {_c_hex(ep.out_reads, 4)}"
     if verb in ("read", "write"):

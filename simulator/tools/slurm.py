@@ -131,9 +131,7 @@ COLUMNS: dict[str, Column] = {
     "D": Column("NODES", lambda j, _n: str(j.node_count)),
     "C": Column("CPUS", lambda j, _n: str(j.node_count * CPUS_PER_NODE)),
     "N": Column("NODELIST", lambda j, _n: j.nodes if _running(j) else ""),
-    "R": Column(
-        "NODELIST(REASON)", lambda j, _n: j.nodes if _running(j) else f"({_reason(j)})"
-    ),
+    "R": Column("NODELIST(REASON)", lambda j, _n: j.nodes if _running(j) else f"({_reason(j)})"),
     "r": Column("REASON", lambda j, _n: _reason(j)),
     "S": Column("START_TIME", lambda j, _n: _iso(j.start_time) if _running(j) else "N/A"),
     "V": Column("SUBMIT_TIME", lambda j, _n: _iso(_submit_time(j))),
@@ -364,7 +362,9 @@ def _parse_squeue(argv: list[str]) -> SqueueArgs | str:
         if key is None and len(arg) > 2 and arg[:2] in with_value and not arg.startswith("--"):
             key, value, eq = with_value[arg[:2]], arg[2:], "="
         if key is None:
-            return f"squeue: unrecognized option '{arg}'\nTry \"squeue --help\" for more information\n"
+            return (
+                f"squeue: unrecognized option '{arg}'\nTry \"squeue --help\" for more information\n"
+            )
         if not eq:
             if not pending:
                 return f"squeue: option requires an argument -- '{name.lstrip('-')}'\nTry \"squeue --help\" for more information\n"
