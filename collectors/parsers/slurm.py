@@ -1,0 +1,425 @@
+"""Slurm job listings: ``squeue --json``, ``squeue`` tables (default or ``-o`` format) and
+``scontrol show job``.
+
+Why: the Jobs screen ties latency to jobs and tenants, so each job's nodes
+(hostlists expanded with python-hostlist) and account must be read exactly.
+
+``squeue --json`` changed shape across releases: OpenAPI v0.0.37 (Slurm
+21.08) prints plain numbers and a string ``job_state``; v0.0.39+ (23.02 and
+later) wrap numbers as ``{"set": bool, "infinite": bool, "number": n}`` and
+23.11+ print ``job_state`` as a list. Both are read; an unset number is None,
+an infinite time limit sets ``time_limit_infinite``.
+
+Times: JSON gives Unix seconds (``start_time_s``); ``scontrol`` prints the
+controller's local time without a zone, kept as text (``start_time``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import hostlist
+
+from collectors.parsers.base import ParseProblem
+from collectors.parsers.textscan import Problems, split_lines, to_int
+
+KINDS = ("squeue-json", "squeue", "scontrol-job")
+
+
+def expand_nodes(nodelist: str, problems: Problems, line: int = 0) -> tuple[str, ...]:
+    """``"tc-intel[002-004]"`` -> the three host names; a bad hostlist is a problem, not a crash."""
+    if not nodelist or nodelist in {"(null)", "None"}:
+        return ()
+    try:
+        return tuple(hostlist.expand_hostlist(nodelist))
+    except (hostlist.BadHostlist, ValueError, TypeError, IndexError) as exc:
+        problems.add(line, nodelist, f"bad hostlist: {exc}")
+        return ()
+
+
+# ---------------------------------------------------------------- squeue --json
+
+
+@dataclass(frozen=True, slots=True)
+class SqueueJsonJob:
+    job_id: int | None
+    array_job_id: int | None
+    array_task_id: int | None
+    name: str
+    user_name: str
+    user_id: int | None
+    account: str
+    partition: str
+    qos: str
+    job_state: str  # first state word ("RUNNING")
+    state_flags: tuple[str, ...]  # further state words of 23.11+ lists ("COMPLETING")
+    state_reason: str
+    nodes_hostlist: str  # "cs[1-4]" as printed
+    nodes: tuple[str, ...]  # expanded
+    node_count: int | None
+    cpus: int | None
+    priority: int | None
+    submit_time_s: int | None  # Unix seconds
+    start_time_s: int | None
+    end_time_s: int | None
+    time_limit_min: int | None  # minutes
+    time_limit_infinite: bool
+    batch_host: str
+    tres_alloc: str  # "cpu=1,mem=62.50G,node=1,billing=1"
+
+
+@dataclass(frozen=True, slots=True)
+class SqueueJson:
+    plugin: str  # "openapi/v0.0.37", "data_parser/v0.0.40", ...
+    slurm_release: str
+    jobs: tuple[SqueueJsonJob, ...]
+    errors: tuple[str, ...]  # the response's own "errors" and "warnings" entries
+    problems: tuple[ParseProblem, ...]
+    unknown_lines: int
+
+
+def _num(value: Any) -> tuple[int | None, bool]:
+    """(number, infinite) from a plain number or a ``{"set","infinite","number"}`` object."""
+    if isinstance(value, dict):
+        if value.get("infinite") is True:
+            return None, True
+        if value.get("set") is False:
+            return None, False
+        value = value.get("number")
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None, False
+    return int(value), False
+
+
+def _obj(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _message(entry: Any) -> str:
+    if isinstance(entry, dict):
+        text = entry.get("description") or entry.get("error") or entry.get("warning")
+        return str(text) if text else json.dumps(entry, sort_keys=True)
+    return str(entry)
+
+
+def parse_squeue_json(text: str) -> SqueueJson:
+    """Parse ``squeue --json`` (any OpenAPI version seen so far); never raises."""
+    problems = Problems()
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        line = getattr(exc, "lineno", 0)
+        lines = split_lines(text)
+        problems.unknown_lines = sum(1 for item in lines if item.strip())
+        problems.add(line, lines[line - 1] if 0 < line <= len(lines) else "", f"not JSON: {exc}")
+        return SqueueJson("", "", (), (), problems.result(), problems.unknown_lines)
+    if not isinstance(data, dict) or not isinstance(data.get("jobs"), list):
+        problems.add(0, "", "JSON without a 'jobs' list: not squeue --json output")
+        return SqueueJson("", "", (), (), problems.result(), 0)
+    meta = _obj(data.get("meta"))
+    plugin_info = _obj(meta.get("plugin"))
+    slurm_info = _obj(meta.get("Slurm") or meta.get("slurm"))
+    plugin = _str(plugin_info.get("type")) or _str(plugin_info.get("data_parser"))
+    release = _str(slurm_info.get("release"))
+    jobs = []
+    for position, job in enumerate(data["jobs"]):
+        if not isinstance(job, dict):
+            problems.add(0, str(job), f"jobs[{position}] is not an object")
+            continue
+        jobs.append(_json_job(job, problems))
+    errors = tuple(
+        _message(entry)
+        for key in ("errors", "warnings")
+        if isinstance(data.get(key), list)
+        for entry in data[key]
+    )
+    return SqueueJson(plugin, release, tuple(jobs), errors, problems.result(), 0)
+
+
+def _json_job(job: dict[str, Any], problems: Problems) -> SqueueJsonJob:
+    state = job.get("job_state")
+    states = [s for s in state if isinstance(s, str)] if isinstance(state, list) else [_str(state)]
+    time_limit, infinite = _num(job.get("time_limit"))
+    nodes_text = _str(job.get("nodes"))
+    return SqueueJsonJob(
+        job_id=_num(job.get("job_id"))[0],
+        array_job_id=_num(job.get("array_job_id"))[0],
+        array_task_id=_num(job.get("array_task_id"))[0],
+        name=_str(job.get("name")),
+        user_name=_str(job.get("user_name")),
+        user_id=_num(job.get("user_id"))[0],
+        account=_str(job.get("account")),
+        partition=_str(job.get("partition")),
+        qos=_str(job.get("qos")),
+        job_state=states[0] if states else "",
+        state_flags=tuple(states[1:]),
+        state_reason=_str(job.get("state_reason")),
+        nodes_hostlist=nodes_text,
+        nodes=expand_nodes(nodes_text, problems),
+        node_count=_num(job.get("node_count"))[0],
+        cpus=_num(job.get("cpus"))[0],
+        priority=_num(job.get("priority"))[0],
+        submit_time_s=_num(job.get("submit_time"))[0],
+        start_time_s=_num(job.get("start_time"))[0],
+        end_time_s=_num(job.get("end_time"))[0],
+        time_limit_min=time_limit,
+        time_limit_infinite=infinite,
+        batch_host=_str(job.get("batch_host")),
+        tres_alloc=_str(job.get("tres_alloc_str")),
+    )
+
+
+# ---------------------------------------------------------------- squeue table
+
+# Header word -> typed field of SqueueRow.
+_SQUEUE_COLUMNS = {
+    "JOBID": "job_id",
+    "JOB_ID": "job_id",
+    "PARTITION": "partition",
+    "NAME": "name",
+    "USER": "user",
+    "ACCOUNT": "account",
+    "ST": "state",
+    "STATE": "state",
+    "TIME": "time_used",
+    "TIME_LEFT": "time_left",
+    "NODES": "node_count",
+    "CPUS": "cpus",
+    "PRIORITY": "priority",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class SqueueRow:
+    job_id: str  # "123", "123_4" for array tasks
+    partition: str | None
+    name: str | None
+    user: str | None  # as printed: squeue truncates to the column width
+    account: str | None
+    state: str | None  # "R", "PD" or "RUNNING" as printed
+    time_used: str | None  # "20:35", "14-00:00:00" as printed
+    time_left: str | None
+    node_count: int | None
+    cpus: int | None
+    priority: int | None
+    nodelist: str | None  # hostlist, None when the column shows a reason
+    nodes: tuple[str, ...]
+    reason: str | None  # "(Resources)" without the parentheses
+    fields: tuple[tuple[str, str], ...]  # every column as printed
+
+
+@dataclass(frozen=True, slots=True)
+class Squeue:
+    columns: tuple[str, ...]
+    jobs: tuple[SqueueRow, ...]
+    problems: tuple[ParseProblem, ...]
+    unknown_lines: int
+
+
+def _is_squeue_header(words: list[str]) -> bool:
+    return ("JOBID" in words or "JOB_ID" in words) and any(
+        w in words for w in ("ST", "STATE", "USER", "NAME", "PARTITION")
+    )
+
+
+def parse_squeue(text: str, columns: Sequence[str] | None = None) -> Squeue:
+    """Parse an ``squeue`` table; the header is detected, or given as ``columns`` with ``-h``.
+
+    The last column (usually ``NODELIST(REASON)``) may contain spaces; the
+    others may not (squeue pads and truncates them).
+    """
+    problems = Problems()
+    names: list[str] = [c.upper() for c in columns] if columns else []
+    jobs: list[SqueueRow] = []
+    for number, line in enumerate(split_lines(text), start=1):
+        words = line.split()
+        if not words:
+            continue
+        if _is_squeue_header(words):
+            names = words
+            continue
+        if not names:
+            problems.unknown(number, line, "no squeue header before this line")
+            continue
+        cells = line.split(None, len(names) - 1)
+        if len(cells) != len(names):
+            problems.unknown(number, line, f"row has {len(cells)} values, header has {len(names)}")
+            continue
+        row = _squeue_row(number, names, [c.strip() for c in cells], problems)
+        if row is None:
+            problems.unknown(number, line, "no job id in the JOBID column")
+        else:
+            jobs.append(row)
+    if not names and not problems.items:
+        problems.add(0, "", "no squeue header found")
+    return Squeue(tuple(names), tuple(jobs), problems.result(), problems.unknown_lines)
+
+
+def _squeue_row(
+    number: int, names: list[str], cells: list[str], problems: Problems
+) -> SqueueRow | None:
+    typed: dict[str, str] = {}
+    nodelist: str | None = None
+    reason: str | None = None
+    for name, cell in zip(names, cells, strict=True):
+        if name in _SQUEUE_COLUMNS:
+            typed[_SQUEUE_COLUMNS[name]] = cell
+        elif name == "NODELIST(REASON)":
+            if cell.startswith("(") and cell.endswith(")"):
+                reason = cell[1:-1]
+            else:
+                nodelist = cell
+        elif name in {"NODELIST", "NODELIST(REASON)"}:
+            nodelist = cell
+        elif name == "REASON":
+            reason = cell
+    job_id = typed.get("job_id", "")
+    if not re.fullmatch(r"\d+(?:[_+]\S+)?", job_id):
+        return None
+    return SqueueRow(
+        job_id=job_id,
+        partition=typed.get("partition"),
+        name=typed.get("name"),
+        user=typed.get("user"),
+        account=typed.get("account"),
+        state=typed.get("state"),
+        time_used=typed.get("time_used"),
+        time_left=typed.get("time_left"),
+        node_count=to_int(typed.get("node_count", "")),
+        cpus=to_int(typed.get("cpus", "")),
+        priority=to_int(typed.get("priority", "")),
+        nodelist=nodelist,
+        nodes=expand_nodes(nodelist or "", problems, number),
+        reason=reason,
+        fields=tuple(zip(names, cells, strict=True)),
+    )
+
+
+# ---------------------------------------------------------------- scontrol show job
+
+_KEY = re.compile(r"(?:^|(?<=\s))([A-Za-z_][\w:/]*)=")
+_ID_NAME = re.compile(r"^(.*?)\((\d+)\)$")
+
+
+@dataclass(frozen=True, slots=True)
+class ScontrolNodeDetail:
+    """One ``Nodes=... CPU_IDs=... Mem=... GRES=`` line of ``scontrol show job --details``."""
+
+    nodes: tuple[str, ...]
+    cpu_ids: str
+    mem_mib: int | None
+    gres: str
+
+
+@dataclass(frozen=True, slots=True)
+class ScontrolJob:
+    job_id: str
+    name: str
+    user: str  # without the "(uid)"
+    user_id: int | None
+    account: str
+    partition: str
+    qos: str
+    job_state: str
+    reason: str
+    nodelist: str  # NodeList= as printed
+    nodes: tuple[str, ...]  # expanded
+    num_nodes: int | None
+    num_cpus: int | None
+    submit_time: str  # controller local time as printed
+    start_time: str
+    end_time: str
+    time_limit: str  # "14-00:00:00", "UNLIMITED" as printed
+    node_details: tuple[ScontrolNodeDetail, ...]
+    fields: tuple[tuple[str, str], ...]  # every Key=Value as printed, in order
+
+
+@dataclass(frozen=True, slots=True)
+class ScontrolJobs:
+    jobs: tuple[ScontrolJob, ...]
+    errors: tuple[str, ...]  # "slurm_load_jobs error: ..." and similar
+    problems: tuple[ParseProblem, ...]
+    unknown_lines: int
+
+
+def _pairs(line: str) -> list[tuple[str, str]]:
+    """``Key=Value Key2=a b`` -> pairs; a value runs to the next ``Key=`` after whitespace."""
+    matches = list(_KEY.finditer(line))
+    pairs = []
+    for index, match in enumerate(matches):
+        end = matches[index + 1].start() if index + 1 < len(matches) else len(line)
+        pairs.append((match.group(1), line[match.end() : end].strip()))
+    return pairs
+
+
+def parse_scontrol_job(text: str) -> ScontrolJobs:
+    """Parse ``scontrol show job [--details]`` for one or many jobs; never raises."""
+    problems = Problems()
+    blocks: list[tuple[list[tuple[str, str]], list[ScontrolNodeDetail]]] = []
+    errors: list[str] = []
+    for number, line in enumerate(split_lines(text), start=1):
+        stripped = line.strip()
+        if not stripped:
+            continue
+        pairs = _pairs(stripped)
+        if pairs and pairs[0][0] == "JobId":
+            blocks.append((pairs, []))
+            continue
+        if not pairs or not blocks or not stripped.startswith(pairs[0][0] + "="):
+            if re.search(r"(?i)error|invalid|no jobs", stripped):
+                errors.append(stripped)
+            else:
+                problems.unknown(number, line)
+            continue
+        fields, details = blocks[-1]
+        if pairs[0][0] == "Nodes" and any(key == "CPU_IDs" for key, _ in pairs):
+            named = dict(pairs)
+            details.append(
+                ScontrolNodeDetail(
+                    nodes=expand_nodes(named.get("Nodes", ""), problems, number),
+                    cpu_ids=named.get("CPU_IDs", ""),
+                    mem_mib=to_int(named.get("Mem", "")),
+                    gres=named.get("GRES", ""),
+                )
+            )
+            continue
+        fields.extend(pairs)
+    jobs = tuple(_scontrol_job(fields, details, problems) for fields, details in blocks)
+    return ScontrolJobs(jobs, tuple(errors), problems.result(), problems.unknown_lines)
+
+
+def _scontrol_job(
+    fields: list[tuple[str, str]], details: list[ScontrolNodeDetail], problems: Problems
+) -> ScontrolJob:
+    named = dict(fields)
+    user_match = _ID_NAME.match(named.get("UserId", ""))
+    nodelist = named.get("NodeList", "")
+    return ScontrolJob(
+        job_id=named.get("JobId", ""),
+        name=named.get("JobName", ""),
+        user=user_match.group(1) if user_match else named.get("UserId", ""),
+        user_id=int(user_match.group(2)) if user_match else None,
+        account=named.get("Account", ""),
+        partition=named.get("Partition", ""),
+        qos=named.get("QOS", ""),
+        job_state=named.get("JobState", ""),
+        reason=named.get("Reason", ""),
+        nodelist=nodelist,
+        nodes=expand_nodes(nodelist, problems),
+        num_nodes=to_int(named.get("NumNodes", "").split("-")[0]),
+        num_cpus=to_int(named.get("NumCPUs", "")),
+        submit_time=named.get("SubmitTime", ""),
+        start_time=named.get("StartTime", ""),
+        end_time=named.get("EndTime", ""),
+        time_limit=named.get("TimeLimit", ""),
+        node_details=tuple(details),
+        fields=tuple(fields),
+    )
