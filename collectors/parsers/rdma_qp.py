@@ -1,0 +1,228 @@
+"""Parser for ``rdma resource show qp`` (iproute2), text and ``-j`` JSON.
+
+Text: one line per QP of ``key value`` pairs, e.g.
+``link mlx5_0/1 lqpn 1 type GSI state RTS sq-psn 0 comm [ib_core]``; user QPs add
+``pid N comm NAME``, ``-d``/``-dd`` add driver fields (``subtype REG_UMR``,
+``drv_*``), and MLNX_OFED's iproute2 prints kernel owners without brackets.
+Continuation lines (indented) belong to the QP above them.
+
+JSON: a list of objects (``ifname``, ``port``, ``lqpn``, ...). Published
+iproute2 versions emitted broken JSON with ``-jp -dd`` (an anonymous object
+holding the driver fields, or objects closed early): such output is salvaged
+object by object, the repair or the loss listed in ``problems``.
+A QP is a kernel QP when no ``pid`` is given.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from collectors.parsers.base import ParseProblem
+from collectors.parsers.problem_log import ProblemLog, to_int
+
+_NAMED = frozenset(
+    {"link", "ifname", "ifindex", "port", "lqpn", "rqpn", "type", "subtype", "state",
+     "rq-psn", "sq-psn", "path-mig-state", "pdn", "pid", "comm"}
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class RdmaQp:
+    device: str  # "mlx5_0" (or the netdev-style name rdma prints, e.g. "ibp8s0f1")
+    port: int | None
+    lqpn: int | None  # local QP number
+    rqpn: int | None  # remote QP number (connected QPs)
+    type: str  # "RC", "UD", "GSI", "SMI", "DRIVER", ...
+    subtype: str  # -dd driver QPs: "REG_UMR"
+    state: str  # "RTS", "INIT", "ERR", ...
+    rq_psn: int | None
+    sq_psn: int | None
+    path_mig_state: str
+    pdn: int | None
+    pid: int | None  # None for kernel QPs
+    comm: str  # owner, brackets removed: "ib_core", "ib_send_bw"
+    kernel: bool  # owned by the kernel (no pid printed)
+    attributes: dict[str, str] = field(default_factory=dict)  # everything else (drv_* ...)
+
+
+@dataclass(frozen=True, slots=True)
+class RdmaQpResult:
+    qps: tuple[RdmaQp, ...]
+    json: bool  # the input was (meant to be) JSON
+    problems: tuple[ParseProblem, ...]
+    unknown_lines: int
+
+    def count_by_device(self) -> dict[tuple[str, int | None], int]:
+        """QPs per (device, port)."""
+        out: dict[tuple[str, int | None], int] = {}
+        for qp in self.qps:
+            key = (qp.device, qp.port)
+            out[key] = out.get(key, 0) + 1
+        return out
+
+
+def _qp(values: dict[str, str]) -> RdmaQp:
+    def num(key: str) -> int | None:
+        text = values.get(key)
+        return None if text is None else to_int(text)
+
+    device = values.get("ifname", "")
+    port = num("port")
+    link = values.get("link")
+    if link is not None:
+        device, _, port_text = link.partition("/")
+        port = to_int(port_text) if port_text else None
+    comm = values.get("comm", "")
+    pid = num("pid")
+    return RdmaQp(
+        device=device,
+        port=port,
+        lqpn=num("lqpn"),
+        rqpn=num("rqpn"),
+        type=values.get("type", ""),
+        subtype=values.get("subtype", ""),
+        state=values.get("state", ""),
+        rq_psn=num("rq-psn"),
+        sq_psn=num("sq-psn"),
+        path_mig_state=values.get("path-mig-state", ""),
+        pdn=num("pdn"),
+        pid=pid,
+        comm=comm[1:-1] if comm.startswith("[") and comm.endswith("]") else comm,
+        kernel=pid is None,
+        attributes={k: v for k, v in values.items() if k not in _NAMED},
+    )
+
+
+def _pairs(tokens: list[str], into: dict[str, str], line_no: int, line: str, log: ProblemLog) -> None:
+    if len(tokens) % 2:
+        log.add(line_no, line, f"odd token {tokens[-1]!r} without a value; ignored")
+        tokens = tokens[:-1]
+    for i in range(0, len(tokens), 2):
+        into[tokens[i]] = tokens[i + 1]
+
+
+def _parse_text(text: str, log: ProblemLog) -> list[RdmaQp]:
+    qps: list[RdmaQp] = []
+    current: dict[str, str] | None = None
+    for line_no, line in enumerate(text.splitlines(), 1):
+        tokens = line.split()
+        if not tokens:
+            continue
+        if tokens[0] == "link" and len(tokens) >= 2 and "/" in tokens[1] and not line[0].isspace():
+            if current is not None:
+                qps.append(_qp(current))
+            current = {}
+            _pairs(tokens, current, line_no, line, log)
+            if "lqpn" not in current:
+                log.add(line_no, line, "QP line without lqpn")
+            continue
+        if current is not None and line[0].isspace():
+            _pairs(tokens, current, line_no, line, log)
+            continue
+        log.unknown(line_no, line)
+    if current is not None:
+        qps.append(_qp(current))
+    return qps
+
+
+_TOKEN_RE = re.compile(r'"(?:[^"\\\n]|\\.)*"|[{}\n]')
+_ANON_OBJECT_RE = re.compile(r'(,\s*)\{')
+
+
+def _json_values(obj: dict[str, Any]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for key, value in obj.items():
+        if isinstance(value, dict):
+            out.update(_json_values(value))
+        elif isinstance(value, list):
+            out[key] = json.dumps(value)
+        else:
+            out[key] = str(value)
+    return out
+
+
+def _salvage(text: str, log: ProblemLog) -> list[RdmaQp]:
+    """Recover QPs object by object from JSON that does not parse as a whole."""
+    qps: list[RdmaQp] = []
+    depth = 0
+    start = -1
+    start_line = 0
+    line_no = 1
+    outside: dict[int, str] = {}  # line -> text outside every object
+    lines = text.splitlines()
+    last = 0
+    for m in _TOKEN_RE.finditer(text):
+        tok = m.group()
+        if depth == 0 and m.start() > last:
+            chunk = text[last : m.start()].strip(" \t[],")
+            if chunk:
+                outside[line_no] = chunk
+        if tok == "\n":
+            line_no += 1
+        elif tok == "{":
+            if depth == 0:
+                start, start_line = m.start(), line_no
+            depth += 1
+        elif tok == "}" and depth > 0:
+            depth -= 1
+            if depth == 0:
+                qps.extend(_one_object(text[start : m.end()], start_line, lines, log))
+        elif tok[0] == '"' and depth == 0:
+            outside[line_no] = lines[line_no - 1] if line_no <= len(lines) else tok
+        last = m.end()
+    if depth and start >= 0:
+        log.add(start_line, lines[start_line - 1] if start_line <= len(lines) else "", "JSON object never closed (truncated)")
+    for n, chunk in outside.items():
+        log.unknown(n, lines[n - 1] if n <= len(lines) else chunk, "text outside any JSON object")
+    return qps
+
+
+def _one_object(raw: str, line_no: int, lines: list[str], log: ProblemLog) -> list[RdmaQp]:
+    text_of_line = lines[line_no - 1] if line_no <= len(lines) else ""
+    try:
+        obj = json.loads(raw)
+    except ValueError:
+        repaired = _ANON_OBJECT_RE.sub(r'\1"driver": {', raw)
+        try:
+            obj = json.loads(repaired)
+        except ValueError:
+            log.unknown(line_no, text_of_line, "JSON object does not parse; skipped")
+            return []
+        log.add(line_no, text_of_line, "non-standard JSON (anonymous driver object) repaired")
+    if not isinstance(obj, dict):
+        log.unknown(line_no, text_of_line, "JSON value is not an object")
+        return []
+    return [_qp(_json_values(obj))]
+
+
+def _parse_json(text: str, log: ProblemLog) -> list[RdmaQp]:
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        log.add(0, "", "output is not valid JSON; salvaging object by object")
+        return _salvage(text, log)
+    if isinstance(doc, dict):
+        # Old iproute2 wrapped the list in an object ({"qp": [...]})
+        lists = [v for v in doc.values() if isinstance(v, list)]
+        doc = lists[0] if len(lists) == 1 else [doc]
+    if not isinstance(doc, list):
+        log.add(0, "", "JSON is neither a list nor an object")
+        return []
+    qps = []
+    for i, obj in enumerate(doc):
+        if isinstance(obj, dict):
+            qps.append(_qp(_json_values(obj)))
+        else:
+            log.unknown(0, str(obj), f"JSON item {i} is not an object")
+    return qps
+
+
+def parse_rdma_qp(text: str) -> RdmaQpResult:
+    """Parse ``rdma resource show qp`` text or ``-j`` JSON; never raises."""
+    log = ProblemLog()
+    is_json = text.lstrip()[:1] in ("[", "{")
+    qps = _parse_json(text, log) if is_json else _parse_text(text, log)
+    return RdmaQpResult(tuple(qps), is_json, log.freeze(), log.unknown_lines)
