@@ -93,8 +93,8 @@ class PerftestParams:
     inline_bytes: int | None = None  # None: perftest's default for the test
     report_gbits: bool = False  # --report_gbits
     rdma_cm: bool = False  # -R
-    pcie_relax_order: bool = True
-    wr_api: bool = True
+    pcie_relax_order: bool | None = True  # None: a perftest build without this line
+    wr_api: bool | None = True  # None: a perftest build without the ibv_wr* API line
     cpu_warnings: tuple[str, ...] = ()  # e.g. "Conflicting CPU frequency values detected: ..."
 
 
@@ -166,8 +166,10 @@ def _info(verb: str, kind: str, params: PerftestParams, server: bool) -> str:
     out += f" Dual-port       : OFF\t\tDevice         : {params.device}\n"
     out += f" Number of qps   : {params.num_qps}\t\tTransport type : IB\n"
     out += f" Connection type : {params.connection}\t\tUsing SRQ      : OFF\n"
-    out += f" PCIe relax order: {'ON' if params.pcie_relax_order else 'OFF'}\n"
-    out += f" ibv_wr* API     : {'ON' if params.wr_api else 'OFF'}\n"
+    if params.pcie_relax_order is not None:
+        out += f" PCIe relax order: {'ON' if params.pcie_relax_order else 'OFF'}\n"
+    if params.wr_api is not None:
+        out += f" ibv_wr* API     : {'ON' if params.wr_api else 'OFF'}\n"
     if not server:
         tx_depth = params.tx_depth if params.tx_depth is not None else (128 if kind == "bw" else 1)
         out += f" TX depth        : {tx_depth}\n"
