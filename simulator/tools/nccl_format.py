@@ -146,15 +146,10 @@ def _row(row: NcclRow, params: NcclParams) -> str:
     return head + out + inp
 
 
-def average_busbw(rows: list[NcclRow], n_ranks: int) -> float:
-    """``# Avg bus bandwidth``, GB/s, as nccl-tests computes it.
-
-    The mean of every size's out-of-place and in-place busbw, multiplied once
-    more by the bus factor 2(n-1)/n: every fixture shows it (a3mega: mean
-    37.729 x 15/8 = 70.742; 4xL40S: 3.1615 x 3/2 = 4.74277; 2 GPUs: factor 1).
-    """
+def average_busbw(rows: list[NcclRow]) -> float:
+    """``# Avg bus bandwidth``, GB/s: the mean of every size's out-of-place and in-place busbw."""
     values = [r.out_busbw_gbs for r in rows] + [r.in_busbw_gbs for r in rows]
-    return sum(values) / len(values) * bus_factor(n_ranks) if values else 0.0
+    return sum(values) / len(values) if values else 0.0
 
 
 def _g(value: float) -> str:
@@ -188,6 +183,6 @@ def format_all_reduce_perf(params: NcclParams, rows: list[NcclRow]) -> str:
     lines += [_row(r, params) for r in rows]
     wrong = sum(r.out_wrong + r.in_wrong for r in rows)
     lines.append(f"# Out of bounds values : {wrong} {'FAILED' if wrong else 'OK'}")
-    lines.append(f"# Avg bus bandwidth    : {_g(average_busbw(rows, len(params.ranks)))} ")
+    lines.append(f"# Avg bus bandwidth    : {_g(average_busbw(rows))} ")
     lines.append("#")
     return "".join(line + "\n" for line in lines)
