@@ -191,10 +191,16 @@ def parse_format(fmt: str) -> list[Field] | str:
     return fields
 
 
+# squeue cuts names to the field size (``jm12em@b`` in the capture) but prints
+# times, numbers and node lists whole (``14-00:00:00`` in a ``%.10L`` column).
+TRUNCATED_TYPES = frozenset("juaPqTtbr")
+
+
 def _cell(text: str, field: Field) -> str:
     if field.size is None:
         return text
-    text = text[: field.size]
+    if field.type in TRUNCATED_TYPES:
+        text = text[: field.size]
     return text.rjust(field.size) if field.right else text.ljust(field.size)
 
 
