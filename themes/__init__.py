@@ -1,0 +1,1 @@
+"""Console themes as data (``*.toml``, one per theme) and the shared TCSS (``fleet.tcss``)."""

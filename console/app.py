@@ -1,0 +1,201 @@
+"""The fleet console: wiring only. Global keys, themes, screens, and the two workers
+(store refresh, collector) whose results the screens draw."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, ClassVar
+
+from textual import on, work
+from textual.app import App
+from textual.binding import Binding, BindingType
+from textual.reactive import reactive
+from textual.worker import Worker, WorkerState
+
+from console.actions import CHANGES_MACHINE
+from console.commands import FleetCommands, JobCommands, NodeCommands
+from console.config import Config
+from console.feed import Feed, run_collector
+from console.messages import (
+    CollectorRoundFinished,
+    HostStatusChanged,
+    JobChosen,
+    NodeChosen,
+    SnapshotLoaded,
+)
+from console.screens.events import EventsScreen
+from console.screens.fleet import FleetScreen
+from console.screens.help import HelpScreen
+from console.screens.jobs import JobsScreen
+from console.screens.jump import JumpScreen
+from console.screens.node import NodeScreen
+from console.screens.topology import TopologyScreen
+from console.theming import load_themes, stylesheet_path
+from console.view_model import ConsoleView
+
+REPLAY_STEP_S = 60.0
+REPLAY_BIG_STEP_S = 600.0
+
+
+class FleetApp(App[None]):
+    CSS_PATH = stylesheet_path()
+    TITLE = "fleet"
+    COMMANDS: ClassVar = App.COMMANDS | {NodeCommands, JobCommands, FleetCommands}
+    MODES: ClassVar = {
+        "fleet": FleetScreen, "events": EventsScreen, "jobs": JobsScreen, "topology": TopologyScreen,
+    }
+    DEFAULT_MODE = "fleet"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("question_mark", "help", "Keys", id="app.help"),
+        Binding("colon", "command_palette", "Palette", id="app.palette"),
+        Binding("1", "switch_mode('fleet')", "Fleet", id="app.fleet"),
+        Binding("2", "switch_mode('events')", "Events", id="app.events"),
+        Binding("3", "switch_mode('jobs')", "Jobs", id="app.jobs"),
+        Binding("4", "switch_mode('topology')", "Topology", id="app.topology"),
+        Binding("left_square_bracket", f"replay_step({-REPLAY_STEP_S})", "-1 min", id="app.replay_back"),
+        Binding("right_square_bracket", f"replay_step({REPLAY_STEP_S})", "+1 min", id="app.replay_forward"),
+        Binding("left_curly_bracket", f"replay_step({-REPLAY_BIG_STEP_S})", "-10 min", show=False,
+                id="app.replay_back_big"),
+        Binding("right_curly_bracket", f"replay_step({REPLAY_BIG_STEP_S})", "+10 min", show=False,
+                id="app.replay_forward_big"),
+        Binding("t", "replay_jump", "Go to time", id="app.replay_jump"),
+        Binding("L", "replay_live", "Live", id="app.replay_live"),
+        Binding("q", "quit", "Quit", id="app.quit"),
+    ]
+
+    view: reactive[ConsoleView | None] = reactive(None, always_update=True)
+    """The newest view of the fleet at the moment shown; screens draw it."""
+    cursor_ts: reactive[float | None] = reactive(None)
+    """The replayed moment (unix seconds); None: live."""
+    highlighted_nodes: reactive[frozenset[str]] = reactive(frozenset())
+    """Nodes of the job chosen on the Jobs screen, marked on Fleet and Topology."""
+    writer_problem: reactive[str] = reactive("")
+    """Why the store writer of the in-console collector is behind or failing; "" when fine."""
+
+    def __init__(self, config: Config, feed: Feed, inventory: Any = None) -> None:
+        super().__init__()
+        self.config = config
+        self.feed = feed
+        self.inventory = inventory
+        self._refreshing = False
+        self._refresh_again = False
+        self._view_waiters: list[asyncio.Future[ConsoleView]] = []
+        self.refreshes_skipped = 0
+        self.set_reactive(FleetApp.cursor_ts, config.at_ts)
+
+    def on_mount(self) -> None:
+        for theme in load_themes():
+            self.register_theme(theme)
+        self.theme = self.config.theme
+        self.set_keymap(dict(self.config.keymap))
+        self.set_interval(self.config.refresh_s, self.request_refresh)
+        self.request_refresh()
+        if self.inventory is not None and self.cursor_ts is None:
+            self.collect()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return not (self.config.read_only and action in CHANGES_MACHINE)
+
+    # --- refresh: one read at a time; a tick while reading is skipped, never queued twice
+    def request_refresh(self) -> None:
+        if self._refreshing:
+            self._refresh_again = True
+            self.refreshes_skipped += 1
+            return
+        self._refreshing = True
+        self.refresh_view(self.cursor_ts)
+
+    @work(group="refresh", exit_on_error=False)
+    async def refresh_view(self, cursor_ts: float | None) -> None:
+        try:
+            view = await self.feed.load_view(cursor_ts)
+            self.post_message(SnapshotLoaded(view))
+        finally:
+            self._refreshing = False
+            if self._refresh_again:
+                self._refresh_again = False
+                self.call_later(self.request_refresh)
+
+    def on_snapshot_loaded(self, message: SnapshotLoaded) -> None:
+        if message.view.snapshot.live != (self.cursor_ts is None):
+            self.request_refresh()
+            return
+        self.view = message.view
+        waiters, self._view_waiters = self._view_waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(message.view)
+
+    async def next_view(self) -> ConsoleView:
+        """The next view the screens draw (tests and the benchmark await it)."""
+        waiter: asyncio.Future[ConsoleView] = asyncio.get_running_loop().create_future()
+        self._view_waiters.append(waiter)
+        return await waiter
+
+    # --- collector (live, with an inventory)
+    @work(group="collector", exit_on_error=False)
+    async def collect(self) -> None:
+        await run_collector(
+            self.inventory, self.config.db_path,
+            on_status=lambda status: self.post_message(HostStatusChanged(status)),
+            on_round=lambda summary: self.post_message(CollectorRoundFinished(
+                summary.ts, summary.hosts_ok, dict(summary.hosts_failed), summary.samples)),
+            on_writer_problem=self._writer_problem,
+        )
+
+    def _writer_problem(self, problem: str) -> None:
+        self.writer_problem = problem
+
+    def on_collector_round_finished(self, _message: CollectorRoundFinished) -> None:
+        self.request_refresh()
+
+    def on_host_status_changed(self, message: HostStatusChanged) -> None:
+        if message.status.state.is_failure:
+            self.notify(f"{message.status.host}: {message.status.state.value} {message.status.reason}",
+                        severity="warning", markup=False)
+
+    @on(Worker.StateChanged)
+    def _worker_changed(self, event: Worker.StateChanged) -> None:
+        """Every worker failure ends here and is shown; nothing fails silently."""
+        if event.state is WorkerState.ERROR:
+            error = event.worker.error
+            self.notify(f"{event.worker.name} failed: {error!r}", title="worker failed",
+                        severity="error", timeout=10, markup=False)
+
+    # --- replay
+    def watch_cursor_ts(self) -> None:
+        self.request_refresh()
+
+    def action_replay_step(self, seconds: float) -> None:
+        base = self.cursor_ts
+        if base is None:
+            base = self.view.snapshot.moment_ts if self.view is not None else self.feed.now()
+        target = base + seconds
+        self.cursor_ts = None if target >= self.feed.now() else target
+
+    def action_replay_jump(self) -> None:
+        self.push_screen(JumpScreen(self.feed.now()), self._jumped)
+
+    def _jumped(self, moment: float | None) -> None:
+        if moment is not None:
+            self.cursor_ts = None if moment >= self.feed.now() else moment
+
+    def action_replay_live(self) -> None:
+        self.cursor_ts = None
+
+    # --- navigation
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen(self.screen))
+
+    def on_node_chosen(self, message: NodeChosen) -> None:
+        if isinstance(self.screen, NodeScreen):
+            self.pop_screen()
+        self.push_screen(NodeScreen(message.name))
+
+    def on_job_chosen(self, message: JobChosen) -> None:
+        view = self.view
+        job = next((j for j in view.jobs if j.job_id == message.job_id), None) if view else None
+        self.highlighted_nodes = frozenset(job.nodes) if job else frozenset()
+
+    def on_unmount(self) -> None:
+        self.feed.close()

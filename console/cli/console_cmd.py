@@ -1,0 +1,55 @@
+"""`fleet console`: open the Textual console on the store, collecting live when given an inventory."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import click
+
+
+@click.command()
+@click.option("--inventory", type=click.Path(dir_okay=False, path_type=Path),
+              help="Inventory TOML: collect from these hosts while the console runs.")
+@click.option("--db", type=click.Path(dir_okay=False, path_type=Path),
+              help="Store file (default: the store's XDG data path).")
+@click.option("--read-only", "read_only", is_flag=True, default=None,
+              help="Hide and refuse every action that changes a machine.")
+@click.option("--theme", help="fleet-dark (default), fleet-light or fleet-high-contrast.")
+@click.option("--at", "at", metavar="TIMESTAMP",
+              help="Replay this moment: 2026-11-29T03:00Z, -15m, or unix seconds.")
+@click.option("--refresh", "refresh_s", type=float, help="Seconds between redraws (default 1).")
+def console(inventory: Path | None, db: Path | None, read_only: bool | None, theme: str | None,
+            at: str | None, refresh_s: float | None) -> None:
+    """Open the fleet console (flags > FLEET_* env > $XDG_CONFIG_HOME/fleet/config.toml)."""
+    from console.app import FleetApp
+    from console.config import ConfigError, load_config
+    from console.feed import Feed, open_store_loader
+    from console.theming import load_themes
+
+    try:
+        config = load_config(
+            {"db": db, "inventory": inventory, "read_only": read_only, "theme": theme, "at": at,
+             "refresh_s": refresh_s},
+            os.environ, time.time(),
+        )
+    except ConfigError as error:
+        raise click.UsageError(str(error)) from error
+    names = [t.name for t in load_themes()]
+    if config.theme not in names:
+        raise click.UsageError(f"unknown theme {config.theme!r}; choose one of {', '.join(names)}")
+    loaded = None
+    if config.inventory_path is not None:
+        from collectors.inventory import InventoryError, load_inventory
+
+        try:
+            loaded = load_inventory(config.inventory_path)
+        except (InventoryError, OSError) as error:
+            raise click.UsageError(f"inventory: {error}") from error
+    elif not config.db_path.exists():
+        raise click.UsageError(
+            f"no store at {config.db_path}: give --db, or --inventory to collect into it")
+    config.db_path.parent.mkdir(parents=True, exist_ok=True)
+    feed = Feed(lambda: open_store_loader(config.db_path), refresh_s=config.refresh_s)
+    FleetApp(config, feed, loaded).run()

@@ -1,0 +1,81 @@
+"""Command-palette providers: find a node or a job by typing, switch theme, replay."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import TYPE_CHECKING, cast
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+from console.messages import JobChosen, NodeChosen
+
+if TYPE_CHECKING:
+    from console.app import FleetApp
+
+
+def _app(provider: Provider) -> FleetApp:
+    from console.app import FleetApp
+
+    return cast(FleetApp, provider.app)
+
+
+class NodeCommands(Provider):
+    """``gpu017`` -> open that node; its health and reason in the help line."""
+
+    async def search(self, query: str) -> Hits:
+        app = _app(self)
+        if app.view is None:
+            return
+        matcher = self.matcher(query)
+        for row in app.view.rows:
+            score = matcher.match(row.name)
+            if score > 0:
+                yield Hit(score, matcher.highlight(row.name), partial(app.post_message, NodeChosen(row.name)),
+                          help=f"{row.health.value}: {'; '.join(row.reasons[:2]) or 'no problem found'}")
+
+
+class JobCommands(Provider):
+    """``job 1234`` / a job or tenant name -> highlight that job's nodes."""
+
+    async def search(self, query: str) -> Hits:
+        app = _app(self)
+        if app.view is None:
+            return
+        matcher = self.matcher(query)
+        for job in app.view.jobs:
+            label = f"job {job.job_id} {job.name} ({job.account})"
+            score = matcher.match(label)
+            if score > 0:
+                yield Hit(score, matcher.highlight(label), partial(app.post_message, JobChosen(job.job_id)),
+                          help=f"{len(job.nodes)} nodes: {job.nodelist}")
+
+
+class FleetCommands(Provider):
+    """Themes, screens and the replay cursor."""
+
+    def _commands(self) -> list[tuple[str, str, object]]:
+        app = _app(self)
+        commands: list[tuple[str, str, object]] = [
+            (f"Theme: {name}", "switch the colour theme", partial(setattr, app, "theme", name))
+            for name in sorted(app.available_themes) if name.startswith("fleet-")
+        ]
+        commands += [
+            ("Go live", "leave replay and follow the fleet now", app.action_replay_live),
+            ("Replay: go to time", "replay a past moment from the store", app.action_replay_jump),
+            ("Screen: Fleet", "every node", partial(app.switch_mode, "fleet")),
+            ("Screen: Events", "findings and state changes", partial(app.switch_mode, "events")),
+            ("Screen: Jobs", "jobs and tenants", partial(app.switch_mode, "jobs")),
+            ("Screen: Topology", "spines, leaves, links", partial(app.switch_mode, "topology")),
+        ]
+        return commands
+
+    async def discover(self) -> Hits:
+        for name, help_text, callback in self._commands():
+            yield DiscoveryHit(name, callback, help=help_text)  # type: ignore[arg-type]
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for name, help_text, callback in self._commands():
+            score = matcher.match(name)
+            if score > 0:
+                yield Hit(score, matcher.highlight(name), callback, help=help_text)  # type: ignore[arg-type]

@@ -1,0 +1,146 @@
+"""The console's one typed configuration, built once in the CLI and passed down.
+
+Precedence: command-line flags > ``FLEET_*`` environment variables > the TOML
+file at ``$XDG_CONFIG_HOME/fleet/config.toml`` > defaults. Unknown keys are
+rejected with the list of known ones, so a typo never silently does nothing.
+Nothing reads the environment after start-up.
+
+```toml
+db = "/var/lib/fleet/fleet.db"
+inventory = "/etc/fleet/inventory.toml"
+read_only = true
+theme = "fleet-high-contrast"
+refresh_s = 1.0
+
+[keymap]            # binding id = keys (comma separated)
+"fleet.filter" = "slash,f"
+"app.replay_back" = "left_square_bracket"
+```
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from console.timespec import TimeSpecError, parse_moment
+
+DEFAULT_THEME = "fleet-dark"
+
+
+class ConfigError(ValueError):
+    """The configuration cannot be used; the message names the source and the key."""
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    db_path: Path
+    inventory_path: Path | None = None
+    read_only: bool = False
+    """Hide and refuse every action that changes a machine."""
+    theme: str = DEFAULT_THEME
+    at_ts: float | None = None
+    """Start replaying this moment (unix seconds) instead of live."""
+    refresh_s: float = 1.0
+    """Seconds between two reads of the store for the screens."""
+    keymap: Mapping[str, str] = field(default_factory=dict)
+    """Binding id -> keys, handed to ``App.set_keymap``."""
+
+
+_FILE_KEYS = {"db", "inventory", "read_only", "theme", "refresh_s", "keymap"}
+_ENV_KEYS = {
+    "FLEET_DB": "db",
+    "FLEET_INVENTORY": "inventory",
+    "FLEET_READ_ONLY": "read_only",
+    "FLEET_THEME": "theme",
+    "FLEET_REFRESH_S": "refresh_s",
+}
+
+
+def config_file_path(env: Mapping[str, str]) -> Path:
+    base = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".config")
+    return Path(base) / "fleet" / "config.toml"
+
+
+def default_db_path(env: Mapping[str, str]) -> Path:
+    """The store's own default when the store package names one, else the XDG data dir."""
+    try:
+        from store.paths import default_db_path as store_default
+    except ImportError:
+        base = env.get("XDG_DATA_HOME") or str(
+            Path(env.get("HOME", "~")).expanduser() / ".local" / "share"
+        )
+        return Path(base) / "fleet" / "fleet.db"
+    return Path(store_default())
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise ConfigError(f"{path}: {error}") from error
+    unknown = sorted(set(data) - _FILE_KEYS)
+    if unknown:
+        raise ConfigError(f"{path}: unknown keys {unknown}; known: {sorted(_FILE_KEYS)}")
+    keymap = data.get("keymap", {})
+    if not isinstance(keymap, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in keymap.items()
+    ):
+        raise ConfigError(f"{path}: [keymap] maps binding ids to key strings")
+    return data
+
+
+def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
+    return {key: env[name] for name, key in _ENV_KEYS.items() if env.get(name)}
+
+
+def _bool(value: Any, source: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in {"1", "true", "yes", "on"}:
+        return True
+    if text in {"0", "false", "no", "off", ""}:
+        return False
+    raise ConfigError(f"{source}: read_only must be true or false, not {value!r}")
+
+
+def load_config(
+    flags: Mapping[str, Any], env: Mapping[str, str], now_ts: float
+) -> Config:
+    """Merge flags (None: not given), environment and file into one ``Config``.
+
+    ``flags`` keys: db, inventory, read_only, theme, at, refresh_s.
+    """
+    path = config_file_path(env)
+    merged: dict[str, Any] = {}
+    merged.update(_read_file(path))
+    merged.update(_from_env(env))
+    merged.update({k: v for k, v in flags.items() if v is not None and k != "at"})
+    at_ts: float | None = None
+    if flags.get("at") is not None:
+        try:
+            at_ts = parse_moment(str(flags["at"]), now_ts)
+        except TimeSpecError as error:
+            raise ConfigError(f"--at: {error}") from error
+    try:
+        refresh_s = float(merged.get("refresh_s", 1.0))
+    except (TypeError, ValueError) as error:
+        raise ConfigError(f"refresh_s must be a number of seconds: {error}") from error
+    if refresh_s <= 0:
+        raise ConfigError("refresh_s must be above zero")
+    inventory = merged.get("inventory")
+    return Config(
+        db_path=Path(merged["db"]).expanduser() if merged.get("db") else default_db_path(env),
+        inventory_path=Path(inventory).expanduser() if inventory else None,
+        read_only=_bool(merged.get("read_only", False), "read_only"),
+        theme=str(merged.get("theme", DEFAULT_THEME)),
+        at_ts=at_ts,
+        refresh_s=refresh_s,
+        keymap=dict(merged.get("keymap", {})),
+    )

@@ -1,0 +1,90 @@
+"""Where the console's data comes from: the store (always) and the collector (live, with an
+inventory). No Textual here; the app runs these as workers and posts what they return.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from console.reader_thread import ReaderThread
+from console.snapshot import SnapshotLoader, StoreReading
+from console.view_model import ConsoleView, build_view
+from fabric.health import HealthThresholds
+from fabric.records import HostStatus
+
+
+def open_store_loader(db_path: Path) -> SnapshotLoader:
+    from store.reader import StoreReader
+
+    reader: StoreReading = StoreReader(db_path)
+    return SnapshotLoader(reader)
+
+
+class Feed:
+    """Reads views of the fleet through one reader thread."""
+
+    def __init__(
+        self,
+        open_loader: Callable[[], SnapshotLoader],
+        *,
+        thresholds: HealthThresholds | None = None,
+        refresh_s: float = 1.0,
+        now: Callable[[], float] = time.time,
+    ) -> None:
+        self._thread: ReaderThread[SnapshotLoader] = ReaderThread(open_loader)
+        self._thresholds = thresholds or HealthThresholds()
+        self._refresh_s = refresh_s
+        self.now = now
+
+    async def load_view(self, cursor_ts: float | None) -> ConsoleView:
+        now_ts = self.now()
+        clock = time.monotonic()
+        thresholds, refresh_s = self._thresholds, self._refresh_s
+
+        def read(loader: SnapshotLoader) -> ConsoleView:
+            return build_view(loader.load(cursor_ts, now_ts, clock), thresholds, refresh_s)
+
+        return await self._thread.call(read)
+
+    async def read(self, fn: Callable[[Any], Any]) -> Any:
+        """Run ``fn(reader)`` on the reader thread (node detail, job latency, ...)."""
+        return await self._thread.call(lambda loader: fn(loader.reader))
+
+    def close(self) -> None:
+        self._thread.close()
+
+
+async def run_collector(
+    inventory: Any,
+    db_path: Path,
+    on_status: Callable[[HostStatus], object],
+    on_round: Callable[[Any], object],
+    on_writer_problem: Callable[[str], None],
+) -> None:
+    """Collect from the inventory into the store until cancelled (live mode only)."""
+    from collectors.engine import Collector
+
+    from store.writer import StoreWriter
+
+    writer = StoreWriter(db_path)
+    writer.start()
+
+    def round_done(summary: Any) -> None:
+        stats = writer.stats()
+        problem = stats.failing or ""
+        if not problem and stats.dropped:
+            problem = f"{stats.dropped:,} samples dropped (writer behind)"
+        on_writer_problem(problem)
+        on_round(summary)
+
+    collector = Collector(
+        inventory, writer, interval_s=inventory.interval_s, on_status=on_status, on_round=round_done
+    )
+    try:
+        await collector.run()
+    finally:
+        await collector.close()
+        writer.close(timeout=5.0)

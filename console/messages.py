@@ -1,0 +1,61 @@
+"""Messages of the console: facts, named in the past tense.
+
+Bursts collapse through ``can_replace``: only the newest snapshot, round or
+per-host status is worth drawing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.message import Message
+
+from console.view_model import ConsoleView
+from fabric.records import HostStatus
+
+
+@dataclass
+class SnapshotLoaded(Message):
+    """The refresh worker read one moment of the fleet (live or replayed) and built its views."""
+
+    view: ConsoleView
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, SnapshotLoaded)
+
+
+@dataclass
+class HostStatusChanged(Message):
+    """The collector running inside the console saw a host change state."""
+
+    status: HostStatus
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, HostStatusChanged) and message.status.host == self.status.host
+
+
+@dataclass
+class CollectorRoundFinished(Message):
+    """The collector finished one round over the fleet. Counts of hosts; ``samples``: values."""
+
+    ts: float
+    hosts_ok: int
+    hosts_failed: dict[str, int]
+    samples: int
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, CollectorRoundFinished)
+
+
+@dataclass
+class NodeChosen(Message):
+    """The user picked a node (fleet row, event, palette) to look at."""
+
+    name: str
+
+
+@dataclass
+class JobChosen(Message):
+    """The user picked a job; its nodes are highlighted on the Fleet and Topology screens."""
+
+    job_id: str

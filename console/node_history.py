@@ -1,0 +1,81 @@
+"""The last hour of one node, read from the store for the Node screen's plots.
+
+Runs on the reader thread. Throughput and pauses are summed over the node's
+NICs; latency comes from the store's probes where the node was either end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from console.widgets.plot import PlotData, PlotSeries
+
+HISTORY_S = 3600.0
+
+
+class SeriesLike(Protocol):
+    @property
+    def ts(self) -> list[float]: ...
+    @property
+    def avg(self) -> list[float]: ...
+
+
+class HistoryReading(Protocol):
+    def series(self, host: str, metric: str, device: str = "", port: str = "", *,
+               start: float, end: float, resolution: str = "auto") -> SeriesLike: ...
+    def probes(self, kind: str | None = None, since: float | None = None, until: float | None = None,
+               host: str | None = None, job: str | None = None, run_id: str | None = None,
+               limit: int = 1000) -> Sequence[Any]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class NodeHistory:
+    moment_ts: float
+    throughput: PlotData
+    pauses: PlotData
+    latency: PlotData
+
+
+def _summed(reader: HistoryReading, host: str, metric: str, ports: Sequence[tuple[str, str]],
+            start: float, end: float) -> PlotSeries | None:
+    totals: dict[float, float] = {}
+    for device, port in ports:
+        data = reader.series(host, metric, device, port, start=start, end=end)
+        for ts, value in zip(data.ts, data.avg, strict=False):
+            totals[ts] = totals.get(ts, 0.0) + value
+    if not totals:
+        return None
+    times = sorted(totals)
+    return PlotSeries(metric, tuple((ts - end) / 60.0 for ts in times), tuple(totals[ts] for ts in times))
+
+
+def _labelled(series: PlotSeries | None, label: str) -> tuple[PlotSeries, ...]:
+    return () if series is None else (PlotSeries(label, series.x, series.y),)
+
+
+def load_history(reader: HistoryReading, host: str, ports: Sequence[tuple[str, str]],
+                 moment_ts: float) -> NodeHistory:
+    start, end = moment_ts - HISTORY_S, moment_ts
+    rx = _summed(reader, host, "rx_gbps", ports, start, end)
+    tx = _summed(reader, host, "tx_gbps", ports, start, end)
+    prx = _summed(reader, host, "rx_pause_per_s", ports, start, end)
+    ptx = _summed(reader, host, "tx_pause_per_s", ports, start, end)
+    probes = sorted(reader.probes(kind="lat", since=start, until=end, host=host),
+                    key=lambda p: p.ts)
+    p50 = [(p.ts, p.result.get("t_typical_usec")) for p in probes if p.ok]
+    p99 = [(p.ts, p.result.get("p99_usec")) for p in probes if p.ok]
+    latency: list[PlotSeries] = []
+    for label, points in (("typical", p50), ("p99", p99)):
+        kept = [(ts, float(v)) for ts, v in points if isinstance(v, int | float)]
+        if kept:
+            latency.append(PlotSeries(label, tuple((ts - end) / 60.0 for ts, _ in kept),
+                                      tuple(v for _, v in kept)))
+    return NodeHistory(
+        moment_ts=moment_ts,
+        throughput=PlotData("throughput, last hour", "Gb/s", _labelled(rx, "rx") + _labelled(tx, "tx")),
+        pauses=PlotData("PFC pauses, last hour", "frames/s",
+                        _labelled(prx, "received") + _labelled(ptx, "sent")),
+        latency=PlotData("latency probes, last hour", "usec", tuple(latency)),
+    )

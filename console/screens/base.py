@@ -1,0 +1,65 @@
+"""What every fleet screen shares: header, summary bar, footer, and one way to get new data.
+
+A screen draws ``app.view`` when it becomes current and whenever a new view
+arrives while it is current; a hidden screen does no work.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, cast
+
+from textual.app import ComposeResult
+from textual.screen import Screen
+from textual.widgets import Footer
+
+from console.view_model import ConsoleView
+from console.widgets.header import FleetHeader
+from console.widgets.summary_bar import SummaryBar
+
+if TYPE_CHECKING:
+    from console.app import FleetApp
+
+
+class FleetScreenBase(Screen[None]):
+    TITLE_TEXT = "fleet"
+
+    @property
+    def fleet_app(self) -> FleetApp:
+        from console.app import FleetApp
+
+        return cast(FleetApp, self.app)
+
+    def compose(self) -> ComposeResult:
+        yield FleetHeader(id="header")
+        yield SummaryBar(id="summary")
+        yield from self.compose_body()
+        yield Footer()
+
+    def compose_body(self) -> ComposeResult:
+        yield from ()
+
+    def on_mount(self) -> None:
+        self.watch(self.app, "view", self._view_arrived, init=False)
+        self.watch(self.app, "highlighted_nodes", lambda _nodes: self._view_arrived(None), init=False)
+        self.app.theme_changed_signal.subscribe(self, lambda _theme: self._view_arrived(None))
+
+    def on_screen_resume(self) -> None:
+        self._view_arrived(None)
+
+    def _view_arrived(self, _view: ConsoleView | None) -> None:
+        view = self.fleet_app.view
+        if not self.is_current or not self.is_mounted:
+            return
+        header = self.query_one(FleetHeader)
+        cursor = self.fleet_app.cursor_ts
+        moment = view.snapshot.moment_ts if view is not None else cursor
+        header.show(self.TITLE_TEXT, moment, cursor is None, self.fleet_app.config.read_only)
+        if view is None:
+            return
+        self.query_one(SummaryBar).show(
+            view.summary, len(view.rows), self.fleet_app.writer_problem
+        )
+        self.show_view(view)
+
+    def show_view(self, view: ConsoleView) -> None:
+        """Draw ``view``; subclasses redraw only what changed."""

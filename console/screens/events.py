@@ -1,0 +1,112 @@
+"""The Events screen: findings and state changes, newest first; enter jumps to the node."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.reactive import reactive
+from textual.widgets import DataTable, Input
+
+from console.messages import JobChosen, NodeChosen
+from console.screens.base import FleetScreenBase
+from console.timespec import format_moment
+from console.view_model import ConsoleView
+from fabric.events import Event, Severity
+
+SEVERITY_VARIABLE = {Severity.INFO: "foreground", Severity.WARNING: "warning", Severity.CRITICAL: "error"}
+
+
+def event_matches(event: Event, text: str) -> bool:
+    """Words ANDed: ``severity:critical``, ``node:gpu001``, ``kind:link_down``, or any text in
+    the message."""
+    for word in text.lower().split():
+        key, sep, value = word.partition(":")
+        if sep and key == "severity":
+            ok = event.severity.value == value
+        elif sep and key == "node":
+            ok = value in event.host.lower()
+        elif sep and key == "kind":
+            ok = value in event.kind.lower()
+        else:
+            ok = word in event.message.lower() or word in event.host.lower()
+        if not ok:
+            return False
+    return True
+
+
+class EventsScreen(FleetScreenBase):
+    TITLE_TEXT = "Events"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("slash", "filter", "Filter", id="events.filter"),
+        Binding("escape", "clear_filter", "Clear filter", show=False, id="events.clear_filter"),
+    ]
+
+    filter_text: reactive[str] = reactive("")
+    """Words the events must match (see ``event_matches``)."""
+
+    def compose_body(self) -> ComposeResult:
+        yield Input(placeholder="filter: severity:critical node:gpu001 kind:link_down text", id="filter")
+        yield DataTable(id="events-table", cursor_type="row")
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.query_one("#filter", Input).display = False
+        table = self.query_one("#events-table", DataTable)
+        table.add_columns("time", "severity", "kind", "node", "where", "message")
+        self._shown: tuple[Event, ...] = ()
+        table.focus()
+
+    def show_view(self, view: ConsoleView) -> None:
+        events = tuple(e for e in view.snapshot.events if event_matches(e, self.filter_text))
+        if events == self._shown:
+            return
+        self._shown = events
+        table = self.query_one("#events-table", DataTable)
+        table.clear()
+        v = self.app.theme_variables
+        for index, e in enumerate(events):
+            where = "/".join(p for p in (e.switch, e.device, e.port) if p)
+            table.add_row(
+                Text(format_moment(e.ts)),
+                Text(e.severity.value, style=v.get(SEVERITY_VARIABLE[e.severity], "")),
+                Text(e.kind), Text(e.host), Text(where), Text(e.message), key=str(index),
+            )
+
+    def watch_filter_text(self) -> None:
+        if self.fleet_app.view is not None and self.is_mounted:
+            self.show_view(self.fleet_app.view)
+
+    def action_filter(self) -> None:
+        box = self.query_one("#filter", Input)
+        box.display = True
+        box.focus()
+
+    def action_clear_filter(self) -> None:
+        box = self.query_one("#filter", Input)
+        box.value = ""
+        box.display = False
+        self.filter_text = ""
+        self.query_one("#events-table", DataTable).focus()
+
+    @on(Input.Changed, "#filter")
+    def _typed(self, event: Input.Changed) -> None:
+        self.filter_text = event.value
+
+    @on(Input.Submitted, "#filter")
+    def _done(self) -> None:
+        self.query_one("#events-table", DataTable).focus()
+
+    @on(DataTable.RowSelected)
+    def _chosen(self, event: DataTable.RowSelected) -> None:
+        index = int(str(event.row_key.value))
+        if index >= len(self._shown):
+            return
+        chosen = self._shown[index]
+        if chosen.host:
+            self.post_message(NodeChosen(chosen.host))
+        elif chosen.job:
+            self.post_message(JobChosen(chosen.job))

@@ -1,0 +1,142 @@
+"""The Fleet screen: every node in one table, worst first, filterable; the start screen."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.reactive import reactive
+from textual.widgets import DataTable, Input, Static
+
+from console.filtering import FilterError, NodeFilter, parse_filter
+from console.formatting import health_text
+from console.messages import NodeChosen
+from console.screens.base import FleetScreenBase
+from console.view_model import ConsoleView, NodeRow
+from console.widgets.fleet_table import COLUMN_BY_KEY, COLUMNS, FleetTable
+from console.widgets.legend import HealthLegend
+
+
+class FleetScreen(FleetScreenBase):
+    TITLE_TEXT = "Fleet"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("slash", "filter", "Filter", id="fleet.filter"),
+        Binding("s", "sort_next", "Sort column", id="fleet.sort_next"),
+        Binding("S", "sort_reverse", "Reverse sort", id="fleet.sort_reverse"),
+        Binding("escape", "clear_filter", "Clear filter", show=False, id="fleet.clear_filter"),
+    ]
+
+    sort_column: reactive[str] = reactive("state")
+    """Key of the column the rows are ordered by (``fleet_table.COLUMNS``)."""
+    sort_descending: reactive[bool] = reactive(True)
+    """True: largest (worst, busiest) first."""
+    node_filter: reactive[NodeFilter] = reactive(parse_filter(""))
+    """The `/` filter in effect; empty shows every node."""
+
+    def compose_body(self) -> ComposeResult:
+        yield Input(placeholder="filter: gpu[001-064] state:degraded job:1234 tenant:acme group:2 !word",
+                    id="filter")
+        yield FleetTable(id="fleet-table")
+        yield Static(id="reasons")
+        yield HealthLegend(id="legend")
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.query_one("#filter", Input).display = False
+        self.query_one(FleetTable).focus()
+
+    def visible_rows(self, view: ConsoleView) -> list[NodeRow]:
+        """The rows the filter lets through, in the chosen order (name breaks ties)."""
+        rows = [r for r in view.rows if self.node_filter.matches(r)]
+        rows.sort(key=lambda r: r.name)
+        rows.sort(key=COLUMN_BY_KEY[self.sort_column].sort_key, reverse=self.sort_descending)
+        return rows
+
+    def show_view(self, view: ConsoleView) -> None:
+        table = self.query_one(FleetTable)
+        table.show_rows(self.visible_rows(view), self.fleet_app.highlighted_nodes)
+        self._show_reasons()
+
+    def _show_reasons(self) -> None:
+        view = self.fleet_app.view
+        name = self.query_one(FleetTable).current_node()
+        reasons = self.query_one("#reasons", Static)
+        if view is None or name is None:
+            reasons.update("")
+            return
+        row = next((r for r in view.rows if r.name == name), None)
+        if row is None:
+            reasons.update("")
+            return
+        line = health_text(row.health, row.name, self.app.theme_variables)
+        line.append(": ")
+        line.append(Text("; ".join(row.reasons) or "no problem found"))
+        if row.jobs:
+            line.append(f"  │ jobs {', '.join(row.jobs)} ({', '.join(row.tenants)})")
+        reasons.update(line)
+
+    def _redraw(self) -> None:
+        if self.fleet_app.view is not None and self.is_mounted:
+            self.show_view(self.fleet_app.view)
+
+    def watch_sort_column(self) -> None:
+        self._redraw()
+
+    def watch_sort_descending(self) -> None:
+        self._redraw()
+
+    def watch_node_filter(self) -> None:
+        self._redraw()
+
+    def action_filter(self) -> None:
+        box = self.query_one("#filter", Input)
+        box.display = True
+        box.focus()
+
+    def action_clear_filter(self) -> None:
+        box = self.query_one("#filter", Input)
+        box.value = ""
+        box.display = False
+        self.node_filter = parse_filter("")
+        self.query_one(FleetTable).focus()
+
+    def action_sort_next(self) -> None:
+        keys = [c.key for c in COLUMNS]
+        self.sort_column = keys[(keys.index(self.sort_column) + 1) % len(keys)]
+        self.notify(f"sorted by {COLUMN_BY_KEY[self.sort_column].label}", timeout=2)
+
+    def action_sort_reverse(self) -> None:
+        self.sort_descending = not self.sort_descending
+
+    @on(Input.Changed, "#filter")
+    def _filter_typed(self, event: Input.Changed) -> None:
+        try:
+            self.node_filter = parse_filter(event.value)
+        except FilterError as error:
+            event.input.border_subtitle = str(error)
+        else:
+            event.input.border_subtitle = ""
+
+    @on(Input.Submitted, "#filter")
+    def _filter_done(self) -> None:
+        self.query_one(FleetTable).focus()
+
+    @on(DataTable.HeaderSelected)
+    def _header_clicked(self, event: DataTable.HeaderSelected) -> None:
+        key = str(event.column_key.value)
+        if key == self.sort_column:
+            self.sort_descending = not self.sort_descending
+        else:
+            self.sort_column = key
+
+    @on(DataTable.RowHighlighted)
+    def _row_moved(self) -> None:
+        self._show_reasons()
+
+    @on(DataTable.RowSelected)
+    def _row_chosen(self, event: DataTable.RowSelected) -> None:
+        if event.row_key.value is not None:
+            self.post_message(NodeChosen(str(event.row_key.value)))

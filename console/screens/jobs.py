@@ -1,0 +1,121 @@
+"""The Jobs screen: running Slurm jobs and tenants, their nodes' health, throughput, GPU use,
+and per-job probe latency p50/p99 over the last hour. Choosing a job highlights its nodes."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal
+from textual.widgets import DataTable
+
+from console.formatting import number
+from console.messages import JobChosen
+from console.screens.base import FleetScreenBase
+from console.view_model import ConsoleView
+from console.widgets.plot import PlotData, PlotSeries, PlotWidget
+
+LATENCY_WINDOW_S = 3600.0
+LATENCY_BUCKET_S = 60.0
+
+
+class JobsScreen(FleetScreenBase):
+    TITLE_TEXT = "Jobs"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("f", "show_on_fleet", "Show on Fleet", id="jobs.show_on_fleet"),
+        Binding("c", "clear_highlight", "Clear highlight", id="jobs.clear_highlight"),
+    ]
+
+    def compose_body(self) -> ComposeResult:
+        yield DataTable(id="jobs-table", cursor_type="row")
+        with Horizontal(id="jobs-bottom"):
+            yield DataTable(id="tenants-table", cursor_type="row")
+            yield PlotWidget(PlotData("job latency p50/p99 (choose a job)", "usec"), id="job-latency")
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.query_one("#jobs-table", DataTable).add_columns(
+            "job", "name", "user", "tenant", "state", "nodes", "nodelist", "rx Gb/s", "tx Gb/s",
+            "GPU %", "degraded")
+        self.query_one("#tenants-table", DataTable).add_columns(
+            "tenant", "jobs", "nodes", "tx Gb/s", "GPU %", "degraded")
+        self._job_rows: tuple[tuple[Text, ...], ...] = ()
+        self._tenant_rows: tuple[tuple[Text, ...], ...] = ()
+        self.query_one("#jobs-table", DataTable).focus()
+
+    def show_view(self, view: ConsoleView) -> None:
+        v = self.app.theme_variables
+        highlighted = self.fleet_app.highlighted_nodes
+        rows = tuple(
+            (
+                Text(j.job_id, style="bold" if highlighted and set(j.nodes) == highlighted else ""),
+                Text(j.name), Text(j.user), Text(j.account), Text(j.state), Text(str(len(j.nodes))),
+                Text(j.nodelist), Text(number(j.rx_gbps)), Text(number(j.tx_gbps)),
+                Text(number(j.gpu_util_pct, 0)),
+                Text(str(j.degraded_nodes) if j.degraded_nodes else "",
+                     style=v.get("health-degraded", "")),
+            )
+            for j in view.jobs
+        )
+        if rows != self._job_rows:
+            self._job_rows = rows
+            table = self.query_one("#jobs-table", DataTable)
+            keep = table.cursor_row
+            table.clear()
+            for job, row in zip(view.jobs, rows, strict=True):
+                table.add_row(*row, key=job.job_id)
+            if rows:
+                table.move_cursor(row=min(keep, len(rows) - 1))
+        tenants = tuple(
+            (Text(t.account), Text(str(t.jobs)), Text(str(t.nodes)), Text(number(t.tx_gbps)),
+             Text(number(t.gpu_util_pct, 0)),
+             Text(str(t.degraded_nodes) if t.degraded_nodes else "", style=v.get("health-degraded", "")))
+            for t in view.tenants
+        )
+        if tenants != self._tenant_rows:
+            self._tenant_rows = tenants
+            table = self.query_one("#tenants-table", DataTable)
+            table.clear()
+            table.add_rows(tenants)
+
+    def _current_job(self) -> str | None:
+        table = self.query_one("#jobs-table", DataTable)
+        if not table.row_count:
+            return None
+        key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
+        return str(key) if key is not None else None
+
+    @on(DataTable.RowSelected, "#jobs-table")
+    def _chosen(self, event: DataTable.RowSelected) -> None:
+        if event.row_key.value is None:
+            return
+        job_id = str(event.row_key.value)
+        self.post_message(JobChosen(job_id))
+        view = self.fleet_app.view
+        moment = view.snapshot.moment_ts if view is not None else self.fleet_app.feed.now()
+        self.load_latency(job_id, moment)
+
+    def action_show_on_fleet(self) -> None:
+        job_id = self._current_job()
+        if job_id is not None:
+            self.post_message(JobChosen(job_id))
+            self.app.switch_mode("fleet")
+
+    def action_clear_highlight(self) -> None:
+        self.fleet_app.highlighted_nodes = frozenset()
+
+    @work(group="job-latency", exclusive=True, exit_on_error=False)
+    async def load_latency(self, job_id: str, moment: float) -> None:
+        def read(reader: Any) -> list[tuple[float, float, float]]:
+            return list(reader.job_latency(job_id, moment - LATENCY_WINDOW_S, moment, LATENCY_BUCKET_S))
+
+        buckets = await self.fleet_app.feed.read(read)
+        x = tuple((ts - moment) / 60.0 for ts, _p50, _p99 in buckets)
+        self.query_one("#job-latency", PlotWidget).show(PlotData(
+            f"job {job_id} latency, last hour", "usec",
+            (PlotSeries("p50", x, tuple(p50 for _ts, p50, _p99 in buckets)),
+             PlotSeries("p99", x, tuple(p99 for _ts, _p50, p99 in buckets))) if buckets else (),
+        ))

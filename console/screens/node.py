@@ -1,0 +1,179 @@
+"""The Node screen: one node's ports, optics, QPs, GPUs, last hour and events."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, VerticalScroll
+from textual.widgets import DataTable, Static
+
+from console.formatting import count, health_text, number
+from console.node_history import HISTORY_S, NodeHistory, load_history
+from console.screens.base import FleetScreenBase
+from console.timespec import format_moment
+from console.view_model import ConsoleView
+from console.widgets.plot import PlotData, PlotWidget
+from fabric.health import HealthThresholds, NodeSummary, optics_margin_db
+from fabric.samples import SeriesKey
+
+HISTORY_REREAD_S = 10.0
+"""The plots span an hour; re-reading them more often than every 10 s shows nothing new."""
+
+PORT_STATES = {1.0: "DOWN", 2.0: "INIT", 3.0: "ARMED", 4.0: "ACTIVE"}
+TableRows = tuple[tuple[Text, ...], ...]
+
+
+def _cells(*values: str | Text) -> tuple[Text, ...]:
+    return tuple(v if isinstance(v, Text) else Text(v) for v in values)
+
+
+class NodeScreen(FleetScreenBase):
+    TITLE_TEXT = "Node"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape,backspace", "app.pop_screen", "Back", id="node.back"),
+    ]
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.node_name = name
+        self.TITLE_TEXT = f"Node {name}"
+        self._tables: dict[str, TableRows] = {}
+        self._history_at: float | None = None
+        self._history_loading = False
+
+    def compose_body(self) -> ComposeResult:
+        with VerticalScroll(id="node-body"):
+            yield Static(id="node-title")
+            yield DataTable(id="ports", cursor_type="row")
+            with Horizontal(id="node-middle"):
+                yield DataTable(id="optics", cursor_type="row")
+                yield DataTable(id="gpus", cursor_type="row")
+            with Horizontal(id="plots"):
+                yield PlotWidget(PlotData("throughput, last hour", "Gb/s"), id="plot-throughput")
+                yield PlotWidget(PlotData("PFC pauses, last hour", "frames/s"), id="plot-pauses")
+                yield PlotWidget(PlotData("latency probes, last hour", "usec"), id="plot-latency")
+            yield DataTable(id="node-events", cursor_type="row")
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.query_one("#ports", DataTable).add_columns(
+            "NIC", "port", "state", "rate", "rx Gb/s", "tx Gb/s", "PFC rx/s", "PFC tx/s",
+            "CNP sent/s", "CNP handled/s", "ECN/s", "err Δ5m", "pre-FEC BER", "QPs", "cable to")
+        self.query_one("#optics", DataTable).add_columns(
+            "NIC", "lane", "Rx dBm", "Tx dBm", "bias mA", "margin dB", "")
+        self.query_one("#gpus", DataTable).add_columns(
+            "GPU", "util %", "°C", "W", "mem GiB", "XID", "ECC/NVLink Δ5m", "NVLink CRC")
+        self.query_one("#node-events", DataTable).add_columns("time", "severity", "kind", "where", "message")
+        self.query_one("#ports", DataTable).focus()
+
+    def _fill(self, table_id: str, rows: TableRows) -> None:
+        if self._tables.get(table_id) == rows:
+            return
+        self._tables[table_id] = rows
+        table = self.query_one(f"#{table_id}", DataTable)
+        table.clear()
+        table.add_rows(rows)
+
+    def show_view(self, view: ConsoleView) -> None:
+        name = self.node_name
+        summary = view.summaries.get(name, NodeSummary())
+        health = view.healths.get(name)
+        values = view.snapshot.values.get(name, {})
+        deltas = view.snapshot.error_deltas.get(name, {})
+        v = self.app.theme_variables
+        title = Text()
+        if health is not None:
+            title = health_text(health.health, name, v)
+            status = view.snapshot.statuses.get(name)
+            if status is not None:
+                title.append(f"  {status.state.value} since {format_moment(status.since)}")
+            title.append("\n")
+            title.append(Text("\n".join(health.reasons) or "no problem found"))
+        else:
+            title = Text(f"{name}: not in the store at this moment")
+        self.query_one("#node-title", Static).update(title)
+        peers = {(p.device, p.port): f"{p.peer_host} {p.peer_port}".strip()
+                 for p in view.snapshot.ports if p.host == name}
+        self._fill("ports", self._port_rows(summary, peers))
+        self._fill("optics", self._optics_rows(values))
+        self._fill("gpus", self._gpu_rows(summary, values, deltas))
+        events = [e for e in view.snapshot.events if e.host == name][:50]
+        self._fill("node-events", tuple(_cells(
+            format_moment(e.ts), e.severity.value, e.kind,
+            "/".join(p for p in (e.device, e.port) if p), e.message) for e in events))
+        moment = view.snapshot.moment_ts
+        if not self._history_loading and (
+                self._history_at is None or abs(moment - self._history_at) >= HISTORY_REREAD_S):
+            self._history_loading = True
+            self.load_history([(n.device, n.port) for n in summary.nics], moment)
+
+    def _port_rows(self, summary: NodeSummary, peers: dict[tuple[str, str], str]) -> TableRows:
+        rows = []
+        for n in summary.nics:
+            state = PORT_STATES.get(n.port_state or 0.0, number(n.port_state, 0))
+            rows.append(_cells(
+                n.device, n.port, state, number(n.rate_gbps, 0), number(n.rx_gbps), number(n.tx_gbps),
+                number(n.rx_pause_per_s, 0), number(n.tx_pause_per_s, 0), number(n.cnp_sent_per_s, 0),
+                number(n.cnp_handled_per_s, 0), number(n.ecn_marked_per_s, 0),
+                count(n.error_delta) if n.error_delta else "",
+                f"{n.pre_fec_ber:.1e}" if n.pre_fec_ber is not None else "-",
+                count(n.qp_count), peers.get((n.device, n.port), ""),
+            ))
+        return tuple(rows)
+
+    def _optics_rows(self, values: dict[SeriesKey, float] | object) -> TableRows:
+        assert isinstance(values, dict)
+        t = HealthThresholds()
+        lanes: dict[tuple[str, str], dict[str, float]] = {}
+        for (metric, device, port), value in values.items():
+            if metric.startswith("optics_") and port.startswith("L"):
+                lanes.setdefault((device, port), {})[metric] = value
+        rows = []
+        v = self.app.theme_variables
+        for (device, lane), f in sorted(lanes.items(), key=lambda item: (item[0][0], int(item[0][1][1:] or 0))):
+            margin = optics_margin_db(f.get("optics_rx_power_dbm"), t)
+            verdict = Text("")
+            if margin is not None and margin < 0:
+                verdict = Text("below alarm", style=v.get("health-down", ""))
+            elif margin is not None and margin < t.optics_margin_warn_db:
+                verdict = Text("low", style=v.get("health-degraded", ""))
+            rows.append(_cells(
+                device, lane[1:], number(f.get("optics_rx_power_dbm"), 2), number(f.get("optics_tx_power_dbm"), 2),
+                number(f.get("optics_tx_bias_ma"), 1), number(margin, 1), verdict))
+        return tuple(rows)
+
+    def _gpu_rows(self, summary: NodeSummary, values: object, deltas: object) -> TableRows:
+        assert isinstance(values, dict) and isinstance(deltas, dict)
+        rows = []
+        for g in summary.gpus:
+            used = values.get(("gpu_mem_used_bytes", g.device, ""))
+            total = values.get(("gpu_mem_total_bytes", g.device, ""))
+            mem = f"{used / 2**30:.0f}/{total / 2**30:.0f}" if used is not None and total else "-"
+            crc = values.get(("gpu_nvlink_crc_errors", g.device, ""))
+            rows.append(_cells(
+                g.device, number(g.util_pct, 0), number(g.temp_c, 0),
+                number(values.get(("gpu_power_w", g.device, "")), 0), mem,
+                str(g.xid_last) if g.xid_last else "", count(g.error_delta) if g.error_delta else "",
+                count(crc)))
+        return tuple(rows)
+
+    @work(group="node-history", exclusive=True, exit_on_error=False)
+    async def load_history(self, ports: Sequence[tuple[str, str]], moment: float) -> None:
+        name = self.node_name
+        try:
+            history: NodeHistory = await self.fleet_app.feed.read(
+                lambda reader: load_history(reader, name, ports, moment))
+        finally:
+            self._history_loading = False
+        self._history_at = history.moment_ts
+        self.query_one("#plot-throughput", PlotWidget).show(history.throughput)
+        self.query_one("#plot-pauses", PlotWidget).show(history.pauses)
+        self.query_one("#plot-latency", PlotWidget).show(history.latency)
+
+
+__all__ = ["HISTORY_S", "NodeScreen"]

@@ -1,0 +1,169 @@
+"""Read one moment of the fleet from the store: the console's only read path.
+
+Live and replay differ in one line (``latest()`` or ``as_of(ts)``); everything
+after it, and every screen, is the same code. Runs on a worker thread.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from fabric.events import Event
+from fabric.health import ERROR_METRICS
+from fabric.records import HostRecord, HostStatus, JobRecord, PortRecord
+from fabric.samples import SeriesKey
+
+ERROR_WINDOW_S = 300.0
+"""Error counters are shown as their rise over the last five minutes: long enough to catch a
+slowly flapping link, short enough that a fixed cable turns green again soon."""
+
+EVENTS_SHOWN = 500
+PORTS_REREAD_S = 30.0
+"""Cabling (LLDP peers) changes rarely; reading 8,000 port rows every second is waste."""
+
+
+class PointLike(Protocol):
+    @property
+    def host(self) -> str: ...
+    @property
+    def metric(self) -> str: ...
+    @property
+    def device(self) -> str: ...
+    @property
+    def port(self) -> str: ...
+    @property
+    def ts(self) -> float: ...
+    @property
+    def value(self) -> float: ...
+
+
+class StoreReading(Protocol):
+    """The part of ``store.reader.StoreReader`` (docs/contracts.md) the console reads."""
+
+    def latest(
+        self, hosts: Sequence[str] | None = None, metrics: Sequence[str] | None = None
+    ) -> Sequence[PointLike]: ...
+    def as_of(
+        self, ts: float, hosts: Sequence[str] | None = None, metrics: Sequence[str] | None = None
+    ) -> Sequence[PointLike]: ...
+    def host_statuses(self, as_of: float | None = None) -> Mapping[str, HostStatus]: ...
+    def hosts(self) -> Sequence[HostRecord]: ...
+    def ports(self, host: str | None = None) -> Sequence[PortRecord]: ...
+    def events(
+        self,
+        since: float | None = None,
+        until: float | None = None,
+        host: str | None = None,
+        severity: str | None = None,
+        kind: str | None = None,
+        limit: int = 1000,
+    ) -> Sequence[Event]: ...
+    def jobs(self, as_of: float | None = None) -> Sequence[JobRecord]: ...
+    def time_span(self) -> tuple[float, float] | None: ...
+
+
+HostValues = Mapping[str, Mapping[SeriesKey, float]]
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """The fleet at ``moment_ts`` (unix seconds) as the store knows it."""
+
+    moment_ts: float
+    live: bool
+    hosts: tuple[HostRecord, ...]
+    statuses: Mapping[str, HostStatus]
+    values: HostValues
+    """host -> (metric, device, port) -> value."""
+    error_deltas: HostValues
+    """host -> series -> rise of the error counter over ``ERROR_WINDOW_S``."""
+    jobs: tuple[JobRecord, ...]
+    events: tuple[Event, ...]
+    """Newest first, up to the moment shown."""
+    ports: tuple[PortRecord, ...]
+    newest_sample_ts: float | None
+    span: tuple[float, float] | None
+    read_s: float = 0.0
+    """Seconds the read took (the console shows it when it grows)."""
+    node_names: tuple[str, ...] = field(default=())
+
+
+def _group(points: Sequence[PointLike]) -> dict[str, dict[SeriesKey, float]]:
+    grouped: dict[str, dict[SeriesKey, float]] = {}
+    for p in points:
+        grouped.setdefault(p.host, {})[(p.metric, p.device, p.port)] = p.value
+    return grouped
+
+
+def _deltas(
+    now: Mapping[str, Mapping[SeriesKey, float]], before: Mapping[str, Mapping[SeriesKey, float]]
+) -> dict[str, dict[SeriesKey, float]]:
+    """Rise of each error counter; a counter without an earlier value counts from its first value
+    seen, i.e. 0 (the store may be younger than the window; see ``errors_per_s`` for that case)."""
+    result: dict[str, dict[SeriesKey, float]] = {}
+    for host, series in now.items():
+        base = before.get(host, {})
+        for key, value in series.items():
+            if key[0] in ERROR_METRICS and key in base and value > base[key]:
+                result.setdefault(host, {})[key] = value - base[key]
+    return result
+
+
+def _node_names(hosts: Sequence[HostRecord], values: HostValues, statuses: Mapping[str, HostStatus]) -> tuple[str, ...]:
+    """Nodes of the inventory; without an inventory in the store, every host that reports
+    node metrics or a status and is not a switch."""
+    nodes = {h.name for h in hosts if h.role == "node"}
+    known = {h.name for h in hosts}
+    for host, series in values.items():
+        if host not in known and not any(key[0].startswith("sw_") for key in series):
+            nodes.add(host)
+    nodes.update(h for h in statuses if h not in known and h not in values)
+    return tuple(sorted(nodes))
+
+
+class SnapshotLoader:
+    """Reads snapshots; keeps the rarely changing port list between reads."""
+
+    def __init__(self, reader: StoreReading) -> None:
+        self._reader = reader
+        self._ports: tuple[PortRecord, ...] = ()
+        self._ports_read_at: float | None = None
+
+    @property
+    def reader(self) -> StoreReading:
+        return self._reader
+
+    def load(self, cursor_ts: float | None, now_ts: float, clock: float) -> Snapshot:
+        """The fleet now (``cursor_ts`` None) or at ``cursor_ts``. ``clock``: a monotonic
+        reading, only to time the read and pace the port reread."""
+        started = time.perf_counter()
+        live = cursor_ts is None
+        moment = now_ts if cursor_ts is None else cursor_ts
+        reader = self._reader
+        points = reader.latest() if live else reader.as_of(moment)
+        values = _group(points)
+        before = _group(reader.as_of(moment - ERROR_WINDOW_S, metrics=sorted(ERROR_METRICS)))
+        statuses = dict(reader.host_statuses(as_of=None if live else moment))
+        hosts = tuple(reader.hosts())
+        if self._ports_read_at is None or clock - self._ports_read_at >= PORTS_REREAD_S:
+            self._ports = tuple(reader.ports())
+            self._ports_read_at = clock
+        newest = max((p.ts for p in points), default=None)
+        return Snapshot(
+            moment_ts=moment,
+            live=live,
+            hosts=hosts,
+            statuses=statuses,
+            values=values,
+            error_deltas=_deltas(values, before),
+            jobs=tuple(reader.jobs(as_of=None if live else moment)),
+            events=tuple(reader.events(until=moment, limit=EVENTS_SHOWN)),
+            ports=self._ports,
+            newest_sample_ts=newest,
+            span=reader.time_span(),
+            read_s=time.perf_counter() - started,
+            node_names=_node_names(hosts, values, statuses),
+        )

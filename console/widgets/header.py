@@ -1,0 +1,33 @@
+"""The top line of every screen: where you are, LIVE or the replayed time, READ-ONLY."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+from console.timespec import format_moment
+
+
+class FleetHeader(Static):
+    """Draws the screen title and the time mode; the screen tells it what to show."""
+
+    DEFAULT_CSS = """
+    FleetHeader { height: 1; background: $panel; color: $foreground; }
+    """
+
+    def show(self, title: str, moment_ts: float | None, live: bool, read_only: bool) -> None:
+        variables = self.app.theme_variables
+        line = Text()
+        line.append(" fleet ", style=f"bold {variables.get('primary', '')}")
+        line.append(f"│ {title} │ ")
+        if live:
+            line.append(" LIVE ", style=f"bold reverse {variables.get('success', '')}")
+            if moment_ts is not None:
+                line.append(f" {format_moment(moment_ts)}")
+        else:
+            line.append(" REPLAY ", style=f"bold reverse {variables.get('replay', '')}")
+            line.append(f" {format_moment(moment_ts)}" if moment_ts is not None else "")
+        if read_only:
+            line.append("  ")
+            line.append(" READ-ONLY ", style=f"bold reverse {variables.get('warning', '')}")
+        self.update(line)
