@@ -1,0 +1,876 @@
+"""The simulated fleet at any instant: NodeView, SwitchView and JobView snapshots.
+
+Every number is a pure function of the scenario, its seed, the simulated time
+``t`` (seconds since the simulator started) and the switch configuration
+applied so far (the only mutable state: hash seeds, hash fields, adaptive
+routing, staged NVUE changes and their history). Counters integrate the traffic
+model's per-second rates over the stretches of time in which the network state
+was constant, so they only grow, at the model's rates (hardware counters
+saturate where the real ones do; a switchd restart clears a switch's port
+counters, as on the real switch). Views are computed on demand, per command.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import hostlist
+
+from fabric.naming import RAILS_PER_NODE, nic_name
+from simulator import faults as fault_rules
+from simulator.faults import ECC_XIDS, FaultEffects, NicKey
+from simulator.scenario import Scenario
+from simulator.state import (
+    GidView,
+    GpuView,
+    JobView,
+    LldpNeighbor,
+    NicView,
+    NodeView,
+    OpticsLane,
+    OpticsView,
+    QpView,
+    SwitchPortView,
+    SwitchView,
+)
+from simulator.tools.ethtool import mlx5_ethtool_counter_names
+from simulator.tools.sysfs import IB_PORT_COUNTERS
+from simulator.topology import Topology
+from simulator.traffic import (
+    ECMP_FIELDS,
+    PKT_BYTES,
+    SWITCHD_RESTART_S,
+    Fabric,
+    NetState,
+    ProbeEstimate,
+    Solution,
+    SwitchConfig,
+    TxEnd,
+    nic_ip,
+    unit_random,
+)
+
+# --- the machines' fixed identity (an HGX H100 node with 8 ConnectX-7 NICs) -----------
+
+GPU_NAME = "NVIDIA H100 80GB HBM3"
+GPU_MEM_MIB = 81559
+GPU_MAX_SM_MHZ = 1980
+GPU_POWER_LIMIT_W = 700.0
+GPU_PCI_BUSES = (0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB)
+NIC_PCI_BUSES = (0x0C, 0x1F, 0x3B, 0x4C, 0x8C, 0x9F, 0xBC, 0xCC)
+NVLINKS_PER_GPU = 18
+HCA_TYPE = "MT4129"
+FW_VERSION = "28.39.1002"
+BOARD_ID = "MT_0000000838"
+KERNEL = "5.15.0-119-generic"
+NVIDIA_DRIVER = "550.90.07"
+CUDA_VERSION = "12.4"
+OFED_VERSION = "MLNX_OFED_LINUX-24.04-0.7.0.0"
+CUMULUS_VERSION = "5.9.1"
+SONIC_VERSION = "SONiC.202311.1"
+
+HW_COUNTERS_IB = (
+    "duplicate_request",
+    "implied_nak_seq_err",
+    "local_ack_timeout_err",
+    "out_of_buffer",
+    "out_of_sequence",
+    "packet_seq_err",
+    "req_cqe_error",
+    "req_cqe_flush_error",
+    "req_remote_access_errors",
+    "req_remote_invalid_request",
+    "resp_cqe_error",
+    "resp_cqe_flush_error",
+    "resp_local_length_error",
+    "resp_remote_access_errors",
+    "rnr_nak_retry_err",
+    "rx_atomic_requests",
+    "rx_dct_connect",
+    "rx_read_requests",
+    "rx_write_requests",
+)
+"""mlx5 ``hw_counters`` of an InfiniBand port (lifespan is added by the sysfs renderer)."""
+
+HW_COUNTERS_ROCE = tuple(
+    sorted(
+        (
+            *HW_COUNTERS_IB,
+            "np_cnp_sent",
+            "np_ecn_marked_roce_packets",
+            "roce_adp_retrans",
+            "roce_adp_retrans_to",
+            "roce_slow_restart",
+            "roce_slow_restart_cnps",
+            "roce_slow_restart_trans",
+            "rp_cnp_handled",
+            "rp_cnp_ignored",
+            "rx_icrc_encapsulated",
+        )
+    )
+)
+"""mlx5 ``hw_counters`` of a RoCE port, sorted as sysfs lists them."""
+
+IPOIB_ETHTOOL = ("rx_packets", "rx_bytes", "tx_packets", "tx_bytes", "tx_queue_dropped", "rx_out_of_buffer")
+"""``ethtool -S`` of an IPoIB netdev: software counters only."""
+
+SATURATE_BITS = {
+    "symbol_error": 16,
+    "link_error_recovery": 8,
+    "link_downed": 8,
+    "port_rcv_errors": 16,
+    "port_rcv_remote_physical_errors": 16,
+    "port_rcv_switch_relay_errors": 16,
+    "port_xmit_discards": 16,
+    "port_xmit_constraint_errors": 8,
+    "port_rcv_constraint_errors": 8,
+    "local_link_integrity_errors": 4,
+    "excessive_buffer_overrun_errors": 4,
+    "VL15_dropped": 16,
+    "port_xmit_wait": 32,
+}
+"""PortCounters widths: these IB counters stick at their maximum instead of wrapping."""
+
+Source = tuple[tuple[str, float], ...]
+"""A counter as a sum of model rate totals times factors."""
+
+STEP = "step:"
+
+BACKGROUND = {"bg_pkts": 35.0, "bg_bytes": 35.0 * 180, "mcast": 0.05}
+"""Non-RDMA traffic of a RoCE netdev (ARP, LLDP, ND, management), per second."""
+
+_UNMODULATED = frozenset({"rx_bits", "corrected_bits", "symbol_errors"})
+_MOD_AMPLITUDE = 0.04
+_MOD_OMEGA = 2 * math.pi / 37.0
+
+
+def _s(*pairs: tuple[str, float]) -> Source:
+    return pairs
+
+
+def _counter_sources() -> dict[str, Source]:
+    both = {
+        "port_xmit_data": _s(("tx_bytes", 0.25)),
+        "port_rcv_data": _s(("rx_bytes", 0.25)),
+        "port_xmit_packets": _s(("tx_pkts", 1.0)),
+        "port_rcv_packets": _s(("rx_pkts", 1.0)),
+        "unicast_xmit_packets": _s(("tx_pkts", 1.0)),
+        "unicast_rcv_packets": _s(("rx_pkts", 1.0)),
+        "multicast_xmit_packets": _s(("mcast", 0.5)),
+        "multicast_rcv_packets": _s(("mcast", 1.0)),
+        "port_xmit_wait": _s(("xmit_wait", 1.0)),
+        "symbol_error": _s(("symbol_errors", 1.0)),
+        "port_rcv_errors": _s(("rcv_errors", 1.0)),
+        "link_downed": _s((STEP + "link_down", 1.0)),
+        "link_error_recovery": _s((STEP + "link_down", 1.0)),
+    }
+    return both
+
+
+def _hw_sources() -> dict[str, Source]:
+    return {
+        "duplicate_request": _s(("dup_requests", 1.0)),
+        "local_ack_timeout_err": _s(("ack_timeouts", 1.0)),
+        "out_of_buffer": _s(("out_of_buffer", 1.0)),
+        "out_of_sequence": _s(("out_of_sequence", 1.0)),
+        "packet_seq_err": _s(("seq_naks", 1.0)),
+        "rnr_nak_retry_err": _s(("rnr_retry", 1.0)),
+        "req_cqe_error": _s(("cqe_errors", 1.0)),
+        "req_cqe_flush_error": _s(("cqe_errors", 0.5)),
+        "rx_write_requests": _s(("rx_write_requests", 1.0)),
+        "rx_read_requests": _s(("rx_write_requests", 0.002)),
+        "np_cnp_sent": _s(("cnp_sent", 1.0)),
+        "np_ecn_marked_roce_packets": _s(("ecn_marked_rx", 1.0)),
+        "rp_cnp_handled": _s(("cnp_handled", 1.0)),
+        "rp_cnp_ignored": _s(("cnp_ignored", 1.0)),
+        "roce_adp_retrans": _s(("retrans", 1.0)),
+    }
+
+
+def _ethtool_sources() -> dict[str, Source]:
+    bg = (("bg_pkts", 1.0),)
+    sources: dict[str, Source] = {
+        "rx_packets": bg,
+        "rx_bytes": (("bg_bytes", 1.0),),
+        "tx_packets": (("bg_pkts", 0.6),),
+        "tx_bytes": (("bg_bytes", 0.6),),
+        "rx_csum_complete": bg,
+        "tx_csum_partial": (("bg_pkts", 0.6),),
+        "tx_cqes": (("bg_pkts", 0.6),),
+        "ch_events": (("bg_pkts", 0.9),),
+        "ch_poll": (("bg_pkts", 1.1),),
+        "ch_arm": (("bg_pkts", 0.9),),
+        "rx_out_of_buffer": (("out_of_buffer", 1.0),),
+        "rx_vport_unicast_packets": bg,
+        "rx_vport_unicast_bytes": (("bg_bytes", 1.0),),
+        "tx_vport_unicast_packets": (("bg_pkts", 0.6),),
+        "tx_vport_unicast_bytes": (("bg_bytes", 0.6),),
+        "rx_vport_multicast_packets": (("mcast", 1.0),),
+        "rx_vport_multicast_bytes": (("mcast", 90.0),),
+        "rx_vport_rdma_unicast_packets": (("rx_pkts", 1.0),),
+        "rx_vport_rdma_unicast_bytes": (("rx_bytes", 1.0),),
+        "tx_vport_rdma_unicast_packets": (("tx_pkts", 1.0),),
+        "tx_vport_rdma_unicast_bytes": (("tx_bytes", 1.0),),
+        "tx_packets_phy": (("tx_pkts", 1.0), ("bg_pkts", 0.6)),
+        "rx_packets_phy": (("rx_pkts", 1.0), ("bg_pkts", 1.0), ("mcast", 1.0)),
+        "rx_crc_errors_phy": (("rcv_errors", 1.0),),
+        "tx_bytes_phy": (("tx_bytes", 1.0), ("bg_bytes", 0.6)),
+        "rx_bytes_phy": (("rx_bytes", 1.0), ("bg_bytes", 1.0), ("mcast", 90.0)),
+        "rx_multicast_phy": (("mcast", 1.0),),
+        "tx_mac_control_phy": (("tx_pause", 1.0),),
+        "rx_mac_control_phy": (("rx_pause", 1.0),),
+        "rx_pause_ctrl_phy": (("rx_pause", 1.0),),
+        "tx_pause_ctrl_phy": (("tx_pause", 1.0),),
+        "rx_discards_phy": (("rx_discards", 1.0),),
+        "rx_65_to_127_bytes_phy": (("bg_pkts", 0.7), ("mcast", 1.0)),
+        "rx_128_to_255_bytes_phy": (("bg_pkts", 0.3),),
+        "rx_4096_to_8191_bytes_phy": (("rx_pkts", 1.0),),
+        "link_down_events_phy": ((STEP + "link_down", 1.0),),
+        "rx_pcs_symbol_err_phy": (("symbol_errors", 1.0),),
+        "rx_corrected_bits_phy": (("corrected_bits", 1.0),),
+        "rx_bits_phy": (("rx_bits", 1.0),),
+        "rx_err_lane_0_phy": (("corrected_bits", 0.26),),
+        "rx_err_lane_1_phy": (("corrected_bits", 0.24),),
+        "rx_err_lane_2_phy": (("corrected_bits", 0.25),),
+        "rx_err_lane_3_phy": (("corrected_bits", 0.25),),
+        "rx_prio0_bytes": (("bg_bytes", 1.0),),
+        "rx_prio0_packets": bg,
+        "tx_prio0_bytes": (("bg_bytes", 0.6),),
+        "tx_prio0_packets": (("bg_pkts", 0.6),),
+        "rx_prio3_bytes": (("rx_bytes", 1.0),),
+        "rx_prio3_packets": (("rx_pkts", 1.0),),
+        "rx_prio3_discards": (("rx_discards", 1.0),),
+        "tx_prio3_bytes": (("tx_bytes", 1.0),),
+        "tx_prio3_packets": (("tx_pkts", 1.0),),
+        "rx_prio3_pause": (("rx_pause", 1.0),),
+        "rx_prio3_pause_duration": (("rx_pause_usec", 1.0),),
+        "tx_prio3_pause": (("tx_pause", 1.0),),
+        "tx_prio3_pause_duration": (("tx_pause_usec", 1.0),),
+        "rx_prio3_pause_transition": (("rx_pause", 0.5),),
+        "tx_pause_storm_warning_events": ((STEP + "storm_warning", 1.0),),
+        "tx_pause_storm_error_events": ((STEP + "storm_error", 1.0),),
+        "rx_prio3_buf_discard": (("rx_discards", 1.0),),
+        "rx_prio3_marked": (("ecn_marked_rx", 1.0),),
+    }
+    return sources
+
+
+COUNTER_SOURCES = _counter_sources()
+HW_SOURCES = _hw_sources()
+ETHTOOL_SOURCES = _ethtool_sources()
+ROCE_ETHTOOL_NAMES = mlx5_ethtool_counter_names()
+
+
+@dataclass(frozen=True, slots=True)
+class HostBehaviour:
+    """How a machine's SSH server behaves now: refuses, hangs, or answers after ``delay_s``."""
+
+    unreachable: bool = False
+    hung: bool = False
+    delay_s: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class AppliedConfig:
+    t: float
+    config: SwitchConfig
+    restart: bool
+
+
+class FleetModel:
+    """The whole simulated fleet. Query with a simulated time ``t`` (seconds after start)."""
+
+    def __init__(self, scenario: Scenario, *, seed: int | None = None, start_unix: float | None = None) -> None:
+        self.scenario = scenario
+        self.seed = scenario.fabric.seed if seed is None else seed
+        self.start_unix = time.time() if start_unix is None else start_unix
+        os_map = {switch: spec.os for spec in scenario.switch_os for switch in spec.names}
+        self.topology = Topology(scenario.fabric, os_map)
+        self.fabric = Fabric(self.topology, scenario.jobs, self.seed)
+        self.roce = scenario.fabric.link_layer == "roce"
+        self._applied: dict[str, list[AppliedConfig]] = {}
+        self.pending: dict[str, dict[str, str]] = {}
+        """Staged, not yet applied switch settings (NVUE ``nv set``), per switch."""
+        self.history: dict[str, list[tuple[int, str, str]]] = {}
+        """Applied configuration revisions per switch: (revision, date, message)."""
+        self._fault_times = fault_rules.boundaries(scenario.faults)
+        self._solutions: dict[tuple[object, ...], tuple[NetState, Solution]] = {}
+
+    # ------------------------------------------------------------------ time
+
+    def now(self) -> float:
+        """Simulated seconds since start, from the wall clock."""
+        return time.time() - self.start_unix
+
+    def unix(self, t: float) -> float:
+        return self.start_unix + t
+
+    # ------------------------------------------------------------------ switch configuration
+
+    def switch_config(self, switch: str, t: float) -> SwitchConfig:
+        """The configuration in effect on ``switch`` at ``t``."""
+        config = self.fabric.default_config(switch)
+        for applied in self._applied.get(switch, ()):
+            if applied.t <= t:
+                config = applied.config
+        return config
+
+    def apply_switch_config(self, switch: str, t: float, config: SwitchConfig, *, restart: bool, message: str) -> int:
+        """Apply ``config`` at ``t``; ``restart``: switchd restarts (no forwarding for a moment).
+
+        Returns the new configuration revision.
+        """
+        self._applied.setdefault(switch, []).append(AppliedConfig(t, config, restart))
+        history = self.history.setdefault(switch, [])
+        revision = (history[-1][0] if history else 0) + 1
+        date = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(self.unix(t)))
+        history.append((revision, date, message))
+        self._solutions.clear()
+        return revision
+
+    def restarting(self, t: float) -> frozenset[str]:
+        return frozenset(
+            switch
+            for switch, applied in self._applied.items()
+            if any(a.restart and a.t <= t < a.t + SWITCHD_RESTART_S for a in applied)
+        )
+
+    def last_restart(self, switch: str, t: float) -> float | None:
+        starts = [a.t for a in self._applied.get(switch, ()) if a.restart and a.t <= t]
+        return max(starts) if starts else None
+
+    # ------------------------------------------------------------------ network state
+
+    def effects(self, t: float) -> FaultEffects:
+        return fault_rules.effects(self.scenario.faults, self.topology, t)
+
+    def _state_key(self, t: float) -> tuple[object, ...]:
+        faults = self.scenario.faults
+        active = frozenset(i for i, f in enumerate(faults) if f.active(t))
+        escalated = frozenset(
+            i for i in active if faults[i].kind == "pfc_storm" and t - faults[i].at >= fault_rules.STORM_ESCALATION_S
+        )
+        configs = tuple(
+            sorted(
+                (s, self.switch_config(s, t))
+                for s in self._applied
+                if self.switch_config(s, t) != self.fabric.default_config(s)
+            )
+        )
+        collision = frozenset(
+            f.target
+            for i, f in enumerate(faults)
+            if i in active
+            and f.kind == "ecmp_collision"
+            and self.switch_config(f.target, t) == self.switch_config(f.target, f.at)
+        )
+        return (active, escalated, configs, collision, self.restarting(t))
+
+    def solution(self, t: float) -> tuple[NetState, Solution]:
+        """The traffic model's steady state at ``t`` (cached per distinct network state)."""
+        key = self._state_key(t)
+        cached = self._solutions.get(key)
+        if cached is None:
+            _, _, configs, collision, restarting = key
+            state = NetState(
+                effects=self.effects(t),
+                configs=configs,  # type: ignore[arg-type]
+                collision=collision,  # type: ignore[arg-type]
+                restarting=restarting,  # type: ignore[arg-type]
+            )
+            cached = (state, self.fabric.solve(state))
+            if len(self._solutions) > 64:
+                self._solutions.clear()
+            self._solutions[key] = cached
+        return cached
+
+    def segments(self, t: float, since: float = 0.0) -> list[tuple[float, float]]:
+        """Stretches of [since, t] during which the network state was constant."""
+        cuts = set(self._fault_times)
+        for applied in self._applied.values():
+            for a in applied:
+                cuts.add(a.t)
+                if a.restart:
+                    cuts.add(a.t + SWITCHD_RESTART_S)
+        points = [since, *sorted(c for c in cuts if since < c < t), t]
+        return [(a, b) for a, b in zip(points, points[1:], strict=False) if b > a]
+
+    # ------------------------------------------------------------------ counters
+
+    def _totals(self, end: TxEnd, t: float, since: float = 0.0) -> dict[str, float]:
+        """Model rate totals of one end from ``since`` to ``t``, with a smooth seeded wobble."""
+        phase = 2 * math.pi * unit_random(self.seed, "phase", *end)
+        totals: dict[str, float] = {}
+        for a, b in self.segments(t, since):
+            _, solution = self.solution((a + b) / 2)
+            rates = solution.rates.get(end)
+            plain = b - a
+            wobble = plain - (_MOD_AMPLITUDE / _MOD_OMEGA) * (
+                math.cos(_MOD_OMEGA * b + phase) - math.cos(_MOD_OMEGA * a + phase)
+            )
+            if rates:
+                for name, rate in rates.items():
+                    totals[name] = totals.get(name, 0.0) + rate * (plain if name in _UNMODULATED else wobble)
+            for name, rate in BACKGROUND.items():
+                totals[name] = totals.get(name, 0.0) + rate * wobble
+        return totals
+
+    def _baseline(self, end: TxEnd, host: str) -> dict[str, float]:
+        """What the counters held when the simulator started: days of earlier, healthy traffic."""
+        uptime = 86400 * (2 + 38 * unit_random(self.seed, "uptime", host))
+        gbps = self.fabric.link_gbps * (0.05 + 0.3 * unit_random(self.seed, "history", *end))
+        nbytes = uptime * gbps * 1e9 / 8
+        pkts = nbytes / PKT_BYTES
+        bits = uptime * self.fabric.link_gbps * 1e9
+        return {
+            "tx_bytes": nbytes,
+            "rx_bytes": nbytes * 0.998,
+            "tx_pkts": pkts,
+            "rx_pkts": pkts * 0.998,
+            "rx_write_requests": pkts / 64,
+            "ecn_marked_rx": pkts * 3e-7,
+            "cnp_sent": pkts * 1.5e-7,
+            "cnp_handled": pkts * 1.5e-7,
+            "rx_pause": pkts * 1e-9,
+            "rx_pause_usec": pkts * 5e-9,
+            "rx_bits": bits,
+            "corrected_bits": bits * self.fabric.base_ber(end),
+            "bg_pkts": uptime * BACKGROUND["bg_pkts"],
+            "bg_bytes": uptime * BACKGROUND["bg_bytes"],
+            "mcast": uptime * BACKGROUND["mcast"],
+        }
+
+    @staticmethod
+    def _fill(
+        names: tuple[str, ...], sources: Mapping[str, Source], totals: Mapping[str, float], steps: Mapping[str, int]
+    ) -> dict[str, int]:
+        values: dict[str, int] = {}
+        for name in names:
+            source = sources.get(name)
+            if source is None:
+                values[name] = 0
+                continue
+            total = 0.0
+            for key, factor in source:
+                total += steps.get(key, 0) * factor if key.startswith(STEP) else totals.get(key, 0.0) * factor
+            value = int(total)
+            bits = SATURATE_BITS.get(name)
+            if bits is not None:
+                value = min(value, 2**bits - 1)
+            values[name] = value
+        return values
+
+    # ------------------------------------------------------------------ nodes
+
+    def nic_cable(self, node: str, rail: int, effects: FaultEffects) -> TxEnd:
+        """The switch port a NIC's cable reaches now (after miswires)."""
+        owner = effects.swapped.get((node, rail), (node, rail))
+        cable = self.topology.designed_cable(owner[0], owner[1])
+        return cable.switch, cable.port
+
+    def _nic_down(self, node: str, rail: int, t: float, effects: FaultEffects) -> bool:
+        cable = (node, nic_name(rail))
+        switch, _ = self.nic_cable(node, rail, effects)
+        if cable in effects.down or switch in self.restarting(t):
+            return True
+        if self.fabric.rx_power_dbm(cable, effects) < -14.0:
+            return True
+        flap = effects.flapping.get(cable)
+        return flap is not None and fault_rules.flap_is_down(flap[0], flap[1], t)
+
+    def _link_down_steps(self, node: str, rail: int, t: float, effects: FaultEffects) -> int:
+        cable = (node, nic_name(rail))
+        count = fault_rules.link_down_events(self.scenario.faults, self.topology, cable, t)
+        switch, _ = self.nic_cable(node, rail, effects)
+        count += sum(1 for a in self._applied.get(switch, ()) if a.restart and a.t <= t)
+        return count
+
+    def _storm_steps(self, node: str, rail: int, t: float) -> dict[str, int]:
+        warning = error = 0
+        for fault in self.scenario.faults:
+            if fault.kind == "pfc_storm" and fault_rules.parse_nic(fault.target) == (node, rail) and fault.at <= t:
+                warning += 1
+                error += int(t - fault.at >= fault_rules.STORM_ESCALATION_S)
+        return {STEP + "storm_warning": warning, STEP + "storm_error": error}
+
+    def node_view(self, node: str, t: float) -> NodeView:
+        """Everything ``node`` reports at ``t``."""
+        effects = self.effects(t)
+        _, solution = self.solution(t)
+        nics = tuple(self._nic_view(node, rail, t, effects, solution) for rail in range(RAILS_PER_NODE))
+        gpus = tuple(self._gpu_view(node, index, t, effects, solution) for index in range(8))
+        return NodeView(
+            name=node,
+            hostname_fqdn=f"{node}.cluster.local",
+            kernel=KERNEL,
+            driver_version=NVIDIA_DRIVER,
+            cuda_version=CUDA_VERSION,
+            ofed_version=OFED_VERSION,
+            mgmt_ip=self.topology.addresses[node],
+            nics=nics,
+            gpus=gpus,
+        )
+
+    def netdev(self, rail: int) -> str:
+        bus = NIC_PCI_BUSES[rail]
+        return f"enp{bus}s0np0" if self.roce else f"ibp{bus}s0"
+
+    def _mac(self, node: str, rail: int) -> str:
+        index = self.topology.node_index(node)
+        return f"b8:3f:d2:{(index >> 8) & 0xFF:02x}:{index & 0xFF:02x}:{rail * 2:02x}"
+
+    def _guid(self, node: str, rail: int) -> str:
+        index = self.topology.node_index(node)
+        return f"0xa088c20300{(index >> 8) & 0xFF:02x}{index & 0xFF:02x}{rail:02x}"
+
+    def _nic_view(self, node: str, rail: int, t: float, effects: FaultEffects, solution: Solution) -> NicView:
+        end = (node, nic_name(rail))
+        down = self._nic_down(node, rail, t, effects)
+        totals = self._baseline(end, node)
+        for name, value in self._totals(end, t).items():
+            totals[name] = totals.get(name, 0.0) + value
+        steps = {STEP + "link_down": self._link_down_steps(node, rail, t, effects), **self._storm_steps(node, rail, t)}
+        rate = effects.rate_gbps.get(end, self.scenario.fabric.link_gbps)
+        counters = self._fill(IB_PORT_COUNTERS, COUNTER_SOURCES, totals, steps)
+        hw = self._fill(HW_COUNTERS_ROCE if self.roce else HW_COUNTERS_IB, HW_SOURCES, totals, steps)
+        ethtool = self._fill(ROCE_ETHTOOL_NAMES if self.roce else IPOIB_ETHTOOL, ETHTOOL_SOURCES, totals, steps)
+        mac = self._mac(node, rail)
+        guid = self._guid(node, rail)
+        switch, port = self.nic_cable(node, rail, effects)
+        return NicView(
+            name=nic_name(rail),
+            port=1,
+            rail=rail,
+            netdev=self.netdev(rail),
+            link_layer="Ethernet" if self.roce else "InfiniBand",
+            state="DOWN" if down else "ACTIVE",
+            phys_state="Polling" if down else "LinkUp",
+            rate_gbps=rate,
+            width="4X",
+            speed_name=_speed_name(rate),
+            hca_type=HCA_TYPE,
+            fw_version=FW_VERSION,
+            board_id=BOARD_ID,
+            node_guid=guid,
+            port_guid=guid,
+            sys_image_guid=guid,
+            lid=0 if self.roce else self.topology.node_index(node) * RAILS_PER_NODE + rail + 2,
+            sm_lid=0 if self.roce else 1,
+            mac=mac,
+            mtu=4096,
+            counters=counters,
+            hw_counters=hw,
+            ethtool=ethtool,
+            optics=self._optics(node, rail, effects, t),
+            gids=self._gids(node, rail, mac, guid),
+            qps=self._qps(node, rail, effects, down, totals),
+            lldp=None if down else self._switch_neighbor(switch, port),
+        )
+
+    def _optics(self, node: str, rail: int, effects: FaultEffects, t: float) -> OpticsView:
+        cable = (node, nic_name(rail))
+        rx_dbm = self.fabric.rx_power_dbm(cable, effects)
+        drift = 0.02 * math.sin(t / 60.0 + 6.283 * unit_random(self.seed, "drift", node, rail))
+        lanes = []
+        for lane in range(4):
+            spread = unit_random(self.seed, "lane", node, rail, lane)
+            lane_rx = rx_dbm + 0.6 * (spread - 0.5) + drift
+            lane_tx = 0.2 + 1.2 * unit_random(self.seed, "tx", node, rail, lane) + drift
+            lanes.append(
+                OpticsLane(
+                    rx_power_mw=round(10 ** (lane_rx / 10), 4),
+                    tx_power_mw=round(10 ** (lane_tx / 10), 4),
+                    tx_bias_ma=round(7.4 + 1.2 * unit_random(self.seed, "bias", node, rail, lane), 3),
+                )
+            )
+        serial = int(unit_random(self.seed, "sn", node, rail) * 99999)
+        return OpticsView(
+            identifier="0x19 (OSFP 8X Pluggable Transceiver)",
+            vendor_name="NVIDIA",
+            vendor_pn="MMA4Z00-NS400",
+            vendor_sn=f"MT2330FT{serial:05d}",
+            temp_c=round(41.0 + 12.0 * unit_random(self.seed, "otemp", node, rail) + 20 * drift, 2),
+            voltage_v=round(3.29 + 0.03 * unit_random(self.seed, "volt", node, rail), 4),
+            lanes=tuple(lanes),
+        )
+
+    def _gids(self, node: str, rail: int, mac: str, guid: str) -> tuple[GidView, ...]:
+        netdev = self.netdev(rail)
+        if not self.roce:
+            raw = guid.removeprefix("0x")
+            groups = ":".join(raw[i : i + 4] for i in range(0, 16, 4))
+            return (GidView(0, f"fe80:0000:0000:0000:{groups}", "", "", netdev),)
+        octets = [int(x, 16) for x in mac.split(":")]
+        eui = [octets[0] ^ 0x02, octets[1], octets[2], 0xFF, 0xFE, octets[3], octets[4], octets[5]]
+        link_local = "fe80:0000:0000:0000:" + ":".join(f"{eui[i]:02x}{eui[i + 1]:02x}" for i in range(0, 8, 2))
+        ip = nic_ip(self.topology, node, rail)
+        a, b, c, d = (int(x) for x in ip.split("."))
+        mapped = f"0000:0000:0000:0000:0000:ffff:{a:02x}{b:02x}:{c:02x}{d:02x}"
+        return (
+            GidView(0, link_local, "", "v1", netdev),
+            GidView(1, link_local, "", "v2", netdev),
+            GidView(2, mapped, ip, "v1", netdev),
+            GidView(3, mapped, ip, "v2", netdev),
+        )
+
+    def _qps(
+        self, node: str, rail: int, effects: FaultEffects, down: bool, totals: Mapping[str, float]
+    ) -> tuple[QpView, ...]:
+        qps = [QpView(1, 0, "GSI", "RTS", 0, "[ib_core]")]
+        if not self.roce:
+            qps.insert(0, QpView(0, 0, "SMI", "RTS", 0, "[ib_core]"))
+        job = self.fabric.job_of_node.get(node)
+        psn = int(totals.get("tx_pkts", 0.0)) & 0xFFFFFF
+        if job is not None and len(job.nodes) > 1:
+            pid = 10000 + int(unit_random(self.seed, "pid", node, job.id) * 50000)
+            ordered = sorted(job.nodes, key=self.topology.node_index)
+            k = ordered.index(node)
+            after, before = ordered[(k + 1) % len(ordered)], ordered[k - 1]
+            base = self.fabric.qp_base(node, rail)
+            state = "ERR" if down else "RTS"
+            for channel in range(4):
+                send = base + 2 * channel
+                qps.append(QpView(send, self.fabric.qp_base(after, rail) + 2 * channel + 1, "RC", state, pid, "python3",
+                                  (psn + 977 * channel) & 0xFFFFFF, 0))
+                qps.append(QpView(send + 1, self.fabric.qp_base(before, rail) + 2 * channel, "RC", state, pid,
+                                  "python3", 0, (psn + 331 * channel) & 0xFFFFFF))
+        held = effects.qp_exhaustion.get((node, rail))
+        if held:
+            pid = 20000 + int(unit_random(self.seed, "leak", node) * 40000)
+            start = 0x40000 + int(unit_random(self.seed, "leakqp", node, rail) * 0x10000)
+            for i in range(held):
+                qps.append(QpView(start + i, 0, "RC", "INIT" if i % 7 else "ERR", pid, "python3"))
+        return tuple(qps)
+
+    def _switch_neighbor(self, switch: str, port: str) -> LldpNeighbor:
+        os_name = self.topology.os_of(switch)
+        index = self.topology.port_index(switch, port)
+        if os_name == "sonic":
+            descr = f"SONiC Software Version: {SONIC_VERSION} - HwSku: Mellanox-SN5600-V256 - Distribution: Debian 12"
+        else:
+            descr = f"Cumulus Linux version {CUMULUS_VERSION} running on Nvidia SN5600"
+        alias = f"etp{index + 1}" if os_name == "sonic" else port
+        return LldpNeighbor(
+            switch=switch,
+            switch_port=port,
+            chassis_mac=self._switch_mac(switch),
+            mgmt_ip=self.topology.addresses[switch],
+            port_descr=alias,
+            system_descr=descr,
+        )
+
+    def _gpu_view(self, node: str, index: int, t: float, effects: FaultEffects, solution: Solution) -> GpuView:
+        job = self.fabric.job_of_node.get(node)
+        running = job is not None and job.start <= t
+        factor = solution.job_factor.get(job.id, 1.0) if job is not None else 0.0
+        if job is not None and len(job.nodes) == 1:
+            factor = 1.0
+        wobble = math.sin(t / 7.0 + 6.283 * unit_random(self.seed, "gpu", node, index))
+        xid_last, xid_count = fault_rules.xid_events(self.scenario.faults, node, index, t)
+        util = round(35 + 63 * factor + 1.5 * wobble) if running else 0
+        if xid_last == 79:
+            util = 0
+        thermal = effects.gpu_thermal.get((node, index))
+        temp = 45 + 0.22 * util + wobble if util else 33 + 2 * unit_random(self.seed, "idle", node, index)
+        power = 120 + 5.6 * util + 6 * wobble if util else 68 + 6 * unit_random(self.seed, "pidle", node, index)
+        clock = GPU_MAX_SM_MHZ if util else 345
+        throttle = 0 if util else 0x1
+        if thermal is not None:
+            temp, power, clock, throttle = thermal, power * 0.8, 1350, 0x20 | 0x40
+        ecc = xid_count if xid_last in ECC_XIDS else 0
+        nvlink_crc = [0] * NVLINKS_PER_GPU
+        if xid_last == 74:
+            nvlink_crc[3] = 120 * xid_count
+        mem = 71000 + int(4000 * unit_random(self.seed, "mem", node, index)) if running else 0
+        digest = uuid.UUID(int=int(unit_random(self.seed, "uuid", node, index) * 2**64) << 64 | index)
+        return GpuView(
+            index=index,
+            name=GPU_NAME,
+            uuid=f"GPU-{digest}",
+            pci_bus_id=f"00000000:{GPU_PCI_BUSES[index]:02X}:00.0",
+            util_pct=max(0, min(100, util)),
+            mem_used_mib=mem,
+            mem_total_mib=GPU_MEM_MIB,
+            temp_c=round(temp),
+            power_w=round(power, 2) if xid_last != 79 else 0.0,
+            power_limit_w=GPU_POWER_LIMIT_W,
+            sm_clock_mhz=clock,
+            max_sm_clock_mhz=GPU_MAX_SM_MHZ,
+            throttle_reasons=throttle,
+            ecc_volatile_uncorrected=ecc,
+            ecc_aggregate_uncorrected=ecc,
+            xid_last=xid_last,
+            xid_count=xid_count,
+            pcie_replay=0,
+            nvlink_crc_errors=tuple(nvlink_crc),
+            nvlink_replay_errors=(0,) * NVLINKS_PER_GPU,
+            nvlink_recovery_errors=(0,) * NVLINKS_PER_GPU,
+        )
+
+    # ------------------------------------------------------------------ switches
+
+    def _switch_mac(self, switch: str) -> str:
+        index = self.topology.switches.index(switch) if switch in self.topology.switches else 255
+        return f"9c:05:91:{(index >> 8) & 0xFF:02x}:{index & 0xFF:02x}:00"
+
+    def switch_view(self, switch: str, t: float) -> SwitchView:
+        """Everything ``switch`` reports at ``t``."""
+        effects = self.effects(t)
+        _, solution = self.solution(t)
+        config = self.switch_config(switch, t)
+        os_name = self.topology.os_of(switch)
+        role = self.topology.role_of(switch)
+        ports = tuple(
+            self._port_view(switch, index, port, t, effects, solution)
+            for index, port in enumerate(self.topology.switch_port_names(switch))
+        )
+        return SwitchView(
+            name=switch,
+            os=os_name,
+            role=role,
+            version=SONIC_VERSION if os_name == "sonic" else CUMULUS_VERSION,
+            mgmt_ip=self.topology.addresses[switch],
+            chassis_mac=self._switch_mac(switch),
+            ports=ports,
+            hash_seed=config.hash_seed,
+            ecmp_hash_fields=tuple(f for f in ECMP_FIELDS if f in config.ecmp_fields),
+            adaptive_routing=config.adaptive_routing,
+            pending_config=dict(self.pending.get(switch, {})),
+            config_history=tuple(self.history.get(switch, ())),
+        )
+
+    def _port_peer(self, switch: str, index: int, effects: FaultEffects) -> tuple[str, str, str] | None:
+        """(host, port, description) at the other end of a switch port's cable, after miswires."""
+        port = self.topology.port_name(switch, index)
+        if switch in self.topology.spines:
+            uplink = self.topology.spine_port_leaf(switch, index)
+            return uplink.leaf, uplink.leaf_port, f"downlink to {uplink.leaf}"
+        if index >= self.scenario.fabric.nodes_per_leaf:
+            uplink = self.topology.uplinks[switch][index - self.scenario.fabric.nodes_per_leaf]
+            return uplink.spine, uplink.spine_port, f"uplink to {uplink.spine}"
+        designed = self.topology.downlink_node(switch, index)
+        if designed is None:
+            return None
+        _, rail = self.topology.leaf_group_rail(switch)
+        for nic, owner in effects.swapped.items():
+            if owner == (designed, rail):
+                return nic[0], nic_name(nic[1]), f"{nic[0]}:{nic_name(nic[1])}"
+        _ = port
+        return designed, nic_name(rail), f"{designed}:{nic_name(rail)}"
+
+    def _port_view(
+        self, switch: str, index: int, port: str, t: float, effects: FaultEffects, solution: Solution
+    ) -> SwitchPortView:
+        peer = self._port_peer(switch, index, effects)
+        end = (switch, port)
+        restart = self.last_restart(switch, t)
+        since = restart if restart is not None else 0.0
+        totals: dict[str, float] = {} if restart is not None else self._baseline(end, switch)
+        for name, value in self._totals(end, t, since).items():
+            totals[name] = totals.get(name, 0.0) + value
+        if peer is None:
+            up = False
+            speed = self.scenario.fabric.link_gbps
+        else:
+            host, peer_port, _ = peer
+            if host in self.topology.nodes:
+                up = not self._nic_down(host, int(peer_port.removeprefix("mlx5_")), t, effects)
+                speed = effects.rate_gbps.get((host, peer_port), self.scenario.fabric.link_gbps)
+            else:
+                cable = self.fabric.cable_key(end, {})
+                up = solution.capacity.get(end, 0.0) > 0 and switch not in self.restarting(t)
+                speed = effects.rate_gbps.get(cable, self.scenario.fabric.link_gbps)
+        rates = solution.rates.get(end, {})
+        pause3 = lambda key: tuple(int(totals.get(key, 0.0)) if p == 3 else 0 for p in range(8))  # noqa: E731
+        tx_gbps = solution.actual.get(end, 0.0) if up else 0.0
+        rx_bps = rates.get("rx_bytes", 0.0) * 8 if up else 0.0
+        return SwitchPortView(
+            name=port,
+            alias=f"etp{index + 1}" if self.topology.os_of(switch) == "sonic" else "",
+            speed_gbps=speed,
+            oper_up=up,
+            admin_up=True,
+            mtu=9216,
+            rx_bytes=int(totals.get("rx_bytes", 0.0)),
+            tx_bytes=int(totals.get("tx_bytes", 0.0)),
+            rx_packets=int(totals.get("rx_pkts", 0.0)),
+            tx_packets=int(totals.get("tx_pkts", 0.0)),
+            rx_drops=0,
+            tx_drops=int(totals.get("tx_drops", 0.0)),
+            rx_errors=int(totals.get("rcv_errors", 0.0) + totals.get("symbol_errors", 0.0)),
+            tx_errors=0,
+            rx_pfc_pause=pause3("rx_pause"),
+            tx_pfc_pause=pause3("tx_pause"),
+            ecn_marked=int(totals.get("ecn_marked", 0.0)),
+            queue_drops=(0,) * 8,
+            rx_bps=rx_bps,
+            tx_bps=tx_gbps * 1e9,
+            lldp=self._peer_neighbor(peer) if up and peer is not None else None,
+            description=peer[2] if peer is not None else "",
+        )
+
+    def _peer_neighbor(self, peer: tuple[str, str, str]) -> LldpNeighbor:
+        host, port, _ = peer
+        if host in self.topology.nodes:
+            rail = int(port.removeprefix("mlx5_"))
+            return LldpNeighbor(
+                switch=host,
+                switch_port=self.netdev(rail),
+                chassis_mac=self._mac(host, rail),
+                mgmt_ip=self.topology.addresses[host],
+                port_descr=self.netdev(rail),
+                system_descr=f"Ubuntu 22.04.4 LTS Linux {KERNEL} #129-Ubuntu SMP x86_64",
+            )
+        return self._switch_neighbor(host, port)
+
+    # ------------------------------------------------------------------ jobs, hosts, probes
+
+    def jobs_view(self, t: float) -> tuple[JobView, ...]:
+        """Slurm's view of the scenario's jobs at ``t``."""
+        views = []
+        for job in self.scenario.jobs:
+            views.append(
+                JobView(
+                    job_id=job.id,
+                    name=job.name,
+                    user=job.user,
+                    account=job.tenant,
+                    partition=job.partition,
+                    state="RUNNING" if job.start <= t else "PENDING",
+                    nodes=hostlist.collect_hostlist(list(job.nodes)),
+                    node_count=len(job.nodes),
+                    start_time=self.unix(job.start),
+                    time_limit_min=4320,
+                )
+            )
+        return tuple(views)
+
+    def behaviour(self, host: str, t: float) -> HostBehaviour:
+        effects = self.effects(t)
+        return HostBehaviour(
+            unreachable=host in effects.unreachable,
+            hung=host in effects.hung,
+            delay_s=effects.slow_s.get(host, 0.0),
+        )
+
+    def probe(self, src: NicKey, dst: NicKey, t: float, qpn: int, size_bytes: int = 2) -> ProbeEstimate:
+        """What a perftest pair between two NICs measures at ``t``."""
+        state, solution = self.solution(t)
+        return self.fabric.probe(state, solution, src, dst, qpn, size_bytes=size_bytes)
+
+    def job_factor(self, job_id: int, t: float) -> float:
+        """Pace of a job's collectives at ``t`` (1: as fast as it offers)."""
+        return self.solution(t)[1].job_factor.get(job_id, 1.0)
+
+    def views(self, t: float) -> Callable[[], tuple[NodeView, ...]]:
+        """A callable computing every node's view, for tools that need the whole fleet."""
+        return lambda: tuple(self.node_view(n, t) for n in self.topology.nodes)
+
+
+def _speed_name(rate_gbps: int) -> str:
+    """IB speed of a 4X link at ``rate_gbps`` (sysfs prints it for RoCE ports too)."""
+    return {800: "XDR", 400: "NDR", 200: "HDR", 100: "EDR", 56: "FDR", 40: "QDR"}.get(rate_gbps, "SDR")
