@@ -1,0 +1,110 @@
+"""Series ids: the writer's map from (host, metric, device, port) to ids, and per-host last values.
+
+Loaded from the database when the writer (re)opens it, so that after a failed
+commit it can be thrown away and rebuilt from what is really on disk.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+import numpy as np
+
+from fabric.samples import METRICS, MetricKind, SeriesKey
+from store.codec import F64, I64, decode_frame
+
+NO_TS = np.int64(-1)
+
+
+def metric_kind(metric: str) -> MetricKind:
+    """The kind of ``metric``; names missing from the catalogue are kept as gauges."""
+    spec = METRICS.get(metric)
+    return spec.kind if spec is not None else MetricKind.GAUGE
+
+
+class HostSeries:
+    """The series of one host: column per series, with its id and newest value."""
+
+    def __init__(self) -> None:
+        self.index: dict[SeriesKey, int] = {}
+        self.sids: I64 = np.zeros(0, dtype=np.int64)
+        self.is_error = np.zeros(0, dtype=np.bool_)
+        self.values: F64 = np.zeros(0, dtype=np.float64)
+        self.ts_ms: I64 = np.zeros(0, dtype=np.int64)
+        self.dirty = False
+
+    def add(self, key: SeriesKey, sid: int, kind: MetricKind) -> int:
+        self.index[key] = len(self.sids)
+        self.sids = np.append(self.sids, np.int64(sid))
+        self.is_error = np.append(self.is_error, kind is MetricKind.ERROR)
+        self.values = np.append(self.values, np.nan)
+        self.ts_ms = np.append(self.ts_ms, NO_TS)
+        return self.index[key]
+
+
+class Catalog:
+    """All series known to the store, as the writer sees them."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.hosts: dict[str, HostSeries] = {}
+        self.groups: dict[tuple[str, str], int] = {}
+        self.group_of: dict[int, int] = {}
+        self.now_ms = 0
+        """The newest sample time ingested: the store's clock for sealing and retention."""
+        self._load()
+
+    def _load(self) -> None:
+        for gid, host, metric in self.conn.execute("SELECT id, host, metric FROM series_groups"):
+            self.groups[(host, metric)] = gid
+        pending: dict[str, list[tuple[SeriesKey, int, MetricKind]]] = {}
+        for sid, host, metric, device, port, gid in self.conn.execute(
+            "SELECT id, host, metric, device, port, group_id FROM series ORDER BY id"
+        ):
+            self.group_of[sid] = gid
+            pending.setdefault(host, []).append(((metric, device, port), sid, metric_kind(metric)))
+        for host, rows in pending.items():
+            hs = HostSeries()
+            hs.index = {key: i for i, (key, _, _) in enumerate(rows)}
+            hs.sids = np.array([sid for _, sid, _ in rows], dtype=np.int64)
+            hs.is_error = np.array([kind is MetricKind.ERROR for _, _, kind in rows], dtype=np.bool_)
+            hs.values = np.full(len(rows), np.nan)
+            hs.ts_ms = np.full(len(rows), NO_TS, dtype=np.int64)
+            self.hosts[host] = hs
+        for host, ts_ms, data in self.conn.execute("SELECT host, ts_ms, data FROM latest"):
+            self.now_ms = max(self.now_ms, ts_ms)
+            known = self.hosts.get(host)
+            if known is None:
+                continue
+            sids, values, stamps = decode_frame(data)
+            position = {int(s): i for i, s in enumerate(known.sids)}
+            cols = np.array([position[int(s)] for s in sids], dtype=np.int64)
+            known.values[cols] = values
+            known.ts_ms[cols] = stamps if stamps is not None else ts_ms
+        row = self.conn.execute("SELECT max(ts_ms) FROM frames").fetchone()
+        if row[0] is not None:
+            self.now_ms = max(self.now_ms, int(row[0]))
+
+    def host(self, name: str) -> HostSeries:
+        hs = self.hosts.get(name)
+        if hs is None:
+            hs = self.hosts[name] = HostSeries()
+        return hs
+
+    def create(self, host: str, hs: HostSeries, key: SeriesKey) -> int:
+        """Insert a new series (and its group when new); returns its column in ``hs``."""
+        metric, device, port = key
+        gid = self.groups.get((host, metric))
+        if gid is None:
+            cursor = self.conn.execute(
+                "INSERT INTO series_groups (host, metric) VALUES (?, ?)", (host, metric)
+            )
+            gid = self.groups[(host, metric)] = int(cursor.lastrowid or 0)
+        kind = metric_kind(metric)
+        cursor = self.conn.execute(
+            "INSERT INTO series (host, metric, device, port, kind, group_id) VALUES (?, ?, ?, ?, ?, ?)",
+            (host, metric, device, port, str(kind), gid),
+        )
+        sid = int(cursor.lastrowid or 0)
+        self.group_of[sid] = gid
+        return hs.add(key, sid, kind)

@@ -1,0 +1,183 @@
+"""Compact, exact encodings of sample arrays: frames (one host, one instant) and blocks.
+
+A *block* holds the points of a few series (one metric of one host) over one
+time block, sharing one timestamp vector. Each series is encoded on its own:
+
+- values that are integers after scaling by 10**k (k <= 6: counters, NVML
+  readings, optics in 0.0001 dBm, ...) become int64 and are delta-of-delta coded;
+- other floats (derived rates) are XOR-ed with their predecessor's bits
+  (Gorilla), which keeps NaN, infinities and -0.0 bit for bit;
+
+then every 8-byte word is split into byte planes (the high planes of small
+deltas are all zero) and the whole block is deflated with zlib. Decoding gives
+back exactly the float64 bits that went in. Timestamps are integer
+milliseconds (the store's time resolution), delta-of-delta coded.
+
+A *frame* is the light encoding written on every commit for data that is not
+yet sealed into blocks: series ids and float64 values, deflated at level 1.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+
+import numpy as np
+import numpy.typing as npt
+
+I64 = npt.NDArray[np.int64]
+F64 = npt.NDArray[np.float64]
+U64 = npt.NDArray[np.uint64]
+BOOL = npt.NDArray[np.bool_]
+
+_BLOCK_HEADER = struct.Struct("<BIIB")
+_FRAME_HEADER = struct.Struct("<BI")
+_VERSION = 1
+_ALL_PRESENT = 1
+_MAX_DECIMALS = 6
+_EXACT_INT = float(2**53)
+
+
+def _planes(words: npt.NDArray[np.int64] | U64) -> bytes:
+    """Byte-plane transpose of 8-byte words, so zlib sees long runs of zero high bytes."""
+    return np.ascontiguousarray(words).view(np.uint8).reshape(-1, 8).T.tobytes()
+
+
+def _unplanes(buf: bytes, count: int) -> U64:
+    planes = np.frombuffer(buf, dtype=np.uint8, count=count * 8).reshape(8, count)
+    return np.ascontiguousarray(planes.T).view(np.uint64).reshape(count)
+
+
+def _delta(values: I64) -> I64:
+    out: I64 = np.diff(values, prepend=np.int64(0))
+    return out
+
+
+def _dod(values: I64) -> I64:
+    first = np.diff(values, prepend=np.int64(0))
+    return np.diff(first, prepend=np.int64(0))
+
+
+def _undod(values: I64) -> I64:
+    return np.cumsum(np.cumsum(values, dtype=np.int64), dtype=np.int64)
+
+
+def _decimal_scale(values: F64) -> int:
+    """Smallest k such that values * 10**k are integers that give back the exact bits; -1 if none."""
+    bits = values.view(np.uint64)
+    for k in range(_MAX_DECIMALS + 1):
+        scale = 10.0**k
+        scaled = np.rint(values * scale)
+        if not bool(np.all(np.abs(scaled) < _EXACT_INT)):
+            return -1
+        back = scaled.astype(np.int64).astype(np.float64) / scale
+        if np.array_equal(back.view(np.uint64), bits):
+            return k
+    return -1
+
+
+def _encode_values(values: F64) -> tuple[int, I64 | U64]:
+    scale = _decimal_scale(values)
+    if scale >= 0:
+        ints = np.rint(values * 10.0**scale).astype(np.int64)
+        return scale, _dod(ints)
+    bits = values.view(np.uint64)
+    previous = np.concatenate((np.zeros(1, dtype=np.uint64), bits[:-1]))
+    return -1, np.bitwise_xor(bits, previous)
+
+
+def _decode_values(scale: int, words: U64) -> F64:
+    if scale >= 0:
+        ints = _undod(words.view(np.int64))
+        return ints.astype(np.float64) / 10.0**scale
+    bits = np.bitwise_xor.accumulate(words)
+    return bits.view(np.float64)
+
+
+def encode_block(sids: I64, ts_ms: I64, values: F64, present: BOOL, level: int = 6) -> bytes:
+    """Encode ``values[i, j]`` (series ``sids[i]`` at ``ts_ms[j]``), where ``present[i, j]``.
+
+    ``ts_ms`` must be strictly increasing; absent cells are not stored.
+    """
+    n, m = values.shape
+    all_present = bool(present.all())
+    scales = np.empty(n, dtype=np.int8)
+    words: list[U64] = []
+    for i in range(n):
+        row = values[i] if all_present else values[i, present[i]]
+        scales[i], encoded = _encode_values(np.ascontiguousarray(row))
+        words.append(encoded.view(np.uint64))
+    packed = np.concatenate(words) if words else np.zeros(0, dtype=np.uint64)
+    parts = [
+        _BLOCK_HEADER.pack(_VERSION, n, m, _ALL_PRESENT if all_present else 0),
+        _planes(_delta(sids.astype(np.int64))),
+        _planes(_dod(ts_ms.astype(np.int64))),
+        scales.tobytes(),
+        b"" if all_present else np.packbits(present, axis=None).tobytes(),
+        _planes(packed),
+    ]
+    return zlib.compress(b"".join(parts), level)
+
+
+def decode_block(blob: bytes) -> tuple[I64, I64, F64, BOOL]:
+    """The inverse of :func:`encode_block`: ``(sids, ts_ms, values, present)``; absent cells hold NaN."""
+    raw = zlib.decompress(blob)
+    version, n, m, flags = _BLOCK_HEADER.unpack_from(raw)
+    if version != _VERSION:
+        raise ValueError(f"block format {version} is not known to this version of fleet")
+    at = _BLOCK_HEADER.size
+    sids = np.cumsum(_unplanes(raw[at : at + 8 * n], n).view(np.int64), dtype=np.int64)
+    at += 8 * n
+    ts_ms = _undod(_unplanes(raw[at : at + 8 * m], m).view(np.int64))
+    at += 8 * m
+    scales = np.frombuffer(raw, dtype=np.int8, count=n, offset=at)
+    at += n
+    if flags & _ALL_PRESENT:
+        present = np.ones((n, m), dtype=np.bool_)
+    else:
+        nbytes = (n * m + 7) // 8
+        bits = np.frombuffer(raw, dtype=np.uint8, count=nbytes, offset=at)
+        present = np.unpackbits(bits, count=n * m).astype(np.bool_).reshape(n, m)
+        at += nbytes
+    counts = present.sum(axis=1)
+    total = int(counts.sum())
+    words = _unplanes(raw[at : at + 8 * total], total)
+    values = np.full((n, m), np.nan, dtype=np.float64)
+    start = 0
+    for i in range(n):
+        count = int(counts[i])
+        row = _decode_values(int(scales[i]), words[start : start + count])
+        if count == m:
+            values[i] = row
+        else:
+            values[i, present[i]] = row
+        start += count
+    return sids, ts_ms, values, present
+
+
+def encode_frame(sids: I64, values: F64, ts_ms: I64 | None = None) -> bytes:
+    """A light encoding of one host's values (and optionally one timestamp per value)."""
+    order = np.argsort(sids, kind="stable")
+    parts = [
+        _FRAME_HEADER.pack(1 if ts_ms is not None else 0, len(sids)),
+        np.diff(sids[order].astype(np.int64), prepend=np.int64(0)).astype(np.int32).tobytes(),
+        values[order].astype(np.float64).tobytes(),
+    ]
+    if ts_ms is not None:
+        parts.append(np.diff(ts_ms[order].astype(np.int64), prepend=np.int64(0)).tobytes())
+    return zlib.compress(b"".join(parts), 1)
+
+
+def decode_frame(blob: bytes) -> tuple[I64, F64, I64 | None]:
+    """The inverse of :func:`encode_frame`: ``(sids, values, ts_ms or None)``, sorted by sid."""
+    raw = zlib.decompress(blob)
+    with_ts, n = _FRAME_HEADER.unpack_from(raw)
+    at = _FRAME_HEADER.size
+    sids = np.cumsum(np.frombuffer(raw, dtype=np.int32, count=n, offset=at), dtype=np.int64)
+    at += 4 * n
+    values = np.frombuffer(raw, dtype=np.float64, count=n, offset=at).copy()
+    at += 8 * n
+    ts_ms = None
+    if with_ts:
+        ts_ms = np.cumsum(np.frombuffer(raw, dtype=np.int64, count=n, offset=at), dtype=np.int64)
+    return sids, values, ts_ms

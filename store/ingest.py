@@ -1,0 +1,165 @@
+"""What the writer thread does with one batch of queued items, inside one transaction."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from typing import Any
+
+import numpy as np
+
+from fabric.events import Event
+from fabric.records import ActionRecord, HostRecord, HostStatus, JobRecord, PortRecord, ProbeRecord
+from fabric.samples import HostSample
+from store import rows
+from store.catalog import Catalog
+from store.codec import encode_frame
+from store.pending import Item
+
+
+def ts_to_ms(ts: float) -> int:
+    """Unix seconds to the store's integer milliseconds."""
+    return round(ts * 1000.0)
+
+
+class Ingestor:
+    """Writes batches of items; the caller owns the transaction around :meth:`write`."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.catalog = Catalog(conn)
+
+    def write(self, batch: list[Item]) -> int:
+        """Write every item of ``batch``; returns the number of samples and records written."""
+        written = 0
+        changes: list[tuple[int, int, float]] = []
+        frames: list[tuple[str, int, int, bytes]] = []
+        for item in batch:
+            if item.kind == "samples":
+                assert isinstance(item.payload, HostSample)
+                written += self._sample(item.payload, frames, changes)
+            else:
+                written += getattr(self, f"_put_{item.kind}")(item.payload)
+        if frames:
+            self.conn.executemany("INSERT OR REPLACE INTO frames VALUES (?, ?, ?, ?)", frames)
+        if changes:
+            self.conn.executemany("INSERT OR REPLACE INTO changes VALUES (?, ?, ?)", changes)
+        self._write_latest()
+        return written
+
+    def _sample(
+        self,
+        sample: HostSample,
+        frames: list[tuple[str, int, int, bytes]],
+        changes: list[tuple[int, int, float]],
+    ) -> int:
+        if not sample.values:
+            return 0
+        catalog = self.catalog
+        hs = catalog.host(sample.host)
+        index = hs.index
+        cols_list = [index.get(key, -1) for key in sample.values]
+        if -1 in cols_list:
+            keys = list(sample.values)
+            cols_list = [c if c >= 0 else catalog.create(sample.host, hs, keys[i])
+                         for i, c in enumerate(cols_list)]
+        cols = np.array(cols_list, dtype=np.int64)
+        values = np.fromiter(sample.values.values(), dtype=np.float64, count=len(cols))
+        ts_ms = ts_to_ms(sample.ts)
+        errors = hs.is_error[cols]
+        if errors.any():
+            ecols = cols[errors]
+            evalues = values[errors]
+            old = hs.values[ecols]
+            changed = (hs.ts_ms[ecols] < 0) | (old.view(np.uint64) != evalues.view(np.uint64))
+            for sid, value in zip(hs.sids[ecols[changed]].tolist(), evalues[changed].tolist(), strict=True):
+                changes.append((sid, ts_ms, value))
+            keep = ~errors
+            if keep.any():
+                frames.append((sample.host, ts_ms, int(keep.sum()),
+                               encode_frame(hs.sids[cols[keep]], values[keep])))
+        else:
+            frames.append((sample.host, ts_ms, len(cols), encode_frame(hs.sids[cols], values)))
+        newer = hs.ts_ms[cols] <= ts_ms
+        hs.values[cols[newer]] = values[newer]
+        hs.ts_ms[cols[newer]] = ts_ms
+        hs.dirty = True
+        catalog.now_ms = max(catalog.now_ms, ts_ms)
+        return len(cols)
+
+    def _write_latest(self) -> None:
+        upserts = []
+        for host, hs in self.catalog.hosts.items():
+            if not hs.dirty:
+                continue
+            seen = hs.ts_ms >= 0
+            upserts.append((host, int(hs.ts_ms.max()),
+                            encode_frame(hs.sids[seen], hs.values[seen], hs.ts_ms[seen])))
+            hs.dirty = False
+        if upserts:
+            self.conn.executemany(
+                "INSERT INTO latest (host, ts_ms, data) VALUES (?, ?, ?) ON CONFLICT (host) "
+                "DO UPDATE SET ts_ms = excluded.ts_ms, data = excluded.data",
+                upserts,
+            )
+
+    def _put_event(self, event: Event) -> int:
+        self.conn.execute(f"INSERT INTO events ({rows.EVENT_COLUMNS}) VALUES ({_marks(10)})",
+                          rows.event_row(event))
+        return 1
+
+    def _put_probe(self, probe: ProbeRecord) -> int:
+        self.conn.execute(f"INSERT INTO probes ({rows.PROBE_COLUMNS}) VALUES ({_marks(12)})",
+                          rows.probe_row(probe))
+        return 1
+
+    def _put_action(self, action: ActionRecord) -> int:
+        self.conn.execute(f"INSERT INTO actions ({rows.ACTION_COLUMNS}) VALUES ({_marks(10)})",
+                          rows.action_row(action))
+        return 1
+
+    def _put_status(self, status: HostStatus) -> int:
+        self.conn.execute("INSERT OR REPLACE INTO host_status VALUES (?, ?, ?, ?)",
+                          rows.status_row(status))
+        return 1
+
+    def _put_hosts(self, hosts: list[HostRecord]) -> int:
+        now = time.time()
+        self.conn.executemany(
+            f"INSERT OR REPLACE INTO hosts ({rows.HOST_COLUMNS}, updated_ts) VALUES ({_marks(7)})",
+            [rows.host_row(h, now) for h in hosts])
+        return len(hosts)
+
+    def _put_ports(self, ports: list[PortRecord]) -> int:
+        now = time.time()
+        self.conn.executemany(
+            f"INSERT OR REPLACE INTO ports ({rows.PORT_COLUMNS}, updated_ts) VALUES ({_marks(8)})",
+            [rows.port_row(p, now) for p in ports])
+        return len(ports)
+
+    def _put_baseline(self, payload: tuple[str, float, dict[str, Any]]) -> int:
+        name, ts, data = payload
+        self.conn.execute("INSERT INTO baselines (ts, name, data) VALUES (?, ?, ?)",
+                          (ts, name, rows._dump(data)))
+        return 1
+
+    def _put_jobs(self, payload: tuple[float, list[JobRecord]]) -> int:
+        """A full snapshot of the jobs running at ``ts``: those missing from it have ended."""
+        ts, jobs = payload
+        listed = {job.job_id for job in jobs}
+        for job in jobs:
+            self.conn.execute(
+                f"INSERT INTO jobs ({rows.JOB_COLUMNS}, first_seen, last_seen, end_ts) "
+                f"VALUES ({_marks(11)}) ON CONFLICT (job_id) DO UPDATE SET state = excluded.state, "
+                "nodes = excluded.nodes, last_seen = max(last_seen, excluded.last_seen), end_ts = NULL",
+                (job.job_id, job.name, job.user, job.account, job.state, rows.dump_nodes(job.nodes),
+                 job.partition, job.start_ts or ts, ts, ts, None),
+            )
+        running = [r[0] for r in self.conn.execute("SELECT job_id FROM jobs WHERE end_ts IS NULL")]
+        ended = [(ts, job_id) for job_id in running if job_id not in listed]
+        self.conn.executemany("UPDATE jobs SET end_ts = ? WHERE job_id = ?", ended)
+        return len(jobs)
+
+
+def _marks(n: int) -> str:
+    return ", ".join("?" * n)

@@ -1,0 +1,214 @@
+"""Background work of the writer thread, in small units: seal, roll up, expire.
+
+- **Seal**: frames (one row per host sample, written on every commit) of a
+  finished time block are regrouped into compressed chunks, one row per series
+  group (one metric of one host) and block, then deleted; late frames are
+  merged into an existing chunk.
+- **Roll up**: once every block of an hour (a day) is sealed, 1 min (1 h)
+  rollups are computed from the raw chunks, one row per group and hour (day).
+- **Expire**: raw chunks, 1 min and 1 h rollups older than their retention are
+  deleted, a few hundred rows at a time; raw chunks are never deleted before
+  their rollups exist.
+
+The store's clock is the newest sample time ingested (``Catalog.now_ms``), so
+the same rules hold for a live fleet, a replayed capture and the benchmark.
+Each unit is small (one host block, one group, a few hundred rows) and
+:meth:`Maintenance.step` stops at its deadline, so a write never waits long.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections import deque
+
+import numpy as np
+
+from store.catalog import Catalog
+from store.codec import I64, decode_block, decode_frame, encode_block
+from store.rollup import encode_rollup, is_latency
+from store.types import Retention
+
+HOUR_MS = 3_600_000
+DAY_MS = 86_400_000
+SEAL_GRACE_MS = 60_000
+"""How long after a block ends its frames wait for late samples before sealing."""
+_DELETE_ROWS = 500
+
+
+def _points_of_frames(rows: list[tuple[int, bytes]]) -> tuple[I64, I64, np.ndarray]:
+    sids, stamps, values = [], [], []
+    for ts_ms, data in rows:
+        s, v, _ = decode_frame(data)
+        sids.append(s)
+        values.append(v)
+        stamps.append(np.full(len(s), ts_ms, dtype=np.int64))
+    return np.concatenate(sids), np.concatenate(stamps), np.concatenate(values)
+
+
+def build_block(sids: I64, ts_ms: I64, values: np.ndarray) -> tuple[I64, I64, np.ndarray, np.ndarray]:
+    """Points to a (series x time) matrix; for a repeated (sid, ts) the later point wins."""
+    u_sids, row = np.unique(sids, return_inverse=True)
+    u_ts, col = np.unique(ts_ms, return_inverse=True)
+    matrix = np.full((len(u_sids), len(u_ts)), np.nan)
+    present = np.zeros(matrix.shape, dtype=np.bool_)
+    matrix[row, col] = values
+    present[row, col] = True
+    return u_sids, u_ts, matrix, present
+
+
+class Maintenance:
+    """Seal, roll up and expire, one small unit at a time, on the writer's connection."""
+
+    def __init__(self, conn: sqlite3.Connection, catalog: Catalog, retention: Retention,
+                 block_s: float) -> None:
+        self.conn = conn
+        self.catalog = catalog
+        self.retention = retention
+        self.block_ms = int(block_s * 1000)
+        self._planned_now = -1
+        self._seal_to = 0
+        self._seal_queue: deque[str] = deque()
+        self._sealed_ms = 0
+        self._busy = True
+        self.state = {k: v for k, v in conn.execute("SELECT key, value FROM store_state")}
+
+    def has_work(self) -> bool:
+        return self._busy or self.catalog.now_ms != self._planned_now
+
+    def step(self, deadline: float) -> None:
+        """Run units until ``deadline`` (a ``time.perf_counter()`` value) or until none is left."""
+        if self.catalog.now_ms != self._planned_now:
+            self._plan()
+        did = False
+        while time.perf_counter() < deadline:
+            if not (self._seal_one() or self._rollup_one(60_000, HOUR_MS, "rollup_1m")
+                    or self._rollup_one(HOUR_MS, DAY_MS, "rollup_1h") or self._expire_one()):
+                break
+            did = True
+        self._busy = did
+        for key, value in self.state.items():
+            self.conn.execute("INSERT OR REPLACE INTO store_state VALUES (?, ?)", (key, value))
+
+    def _plan(self) -> None:
+        now = self.catalog.now_ms
+        self._planned_now = now
+        boundary = ((now - SEAL_GRACE_MS) // self.block_ms) * self.block_ms
+        if boundary > self._seal_to:
+            hosts = [r[0] for r in self.conn.execute(
+                "SELECT DISTINCT host FROM frames WHERE ts_ms < ?", (boundary,))]
+            self._seal_queue = deque(hosts)
+            self._seal_to = boundary
+        if not self._seal_queue:
+            self._sealed_ms = self._seal_to
+        self._busy = True
+
+    # --- seal ---------------------------------------------------------------
+    def _seal_one(self) -> bool:
+        if not self._seal_queue:
+            self._sealed_ms = self._seal_to
+            return False
+        host = self._seal_queue[0]
+        first = self.conn.execute(
+            "SELECT min(ts_ms) FROM frames WHERE host = ? AND ts_ms < ?", (host, self._seal_to)
+        ).fetchone()[0]
+        if first is None:
+            self._seal_queue.popleft()
+            return True
+        t0 = (int(first) // self.block_ms) * self.block_ms
+        end = min(t0 + self.block_ms, self._seal_to)
+        rows = self.conn.execute(
+            "SELECT ts_ms, data FROM frames WHERE host = ? AND ts_ms >= ? AND ts_ms < ? ORDER BY ts_ms",
+            (host, t0, end)).fetchall()
+        self._seal_points(*_points_of_frames(rows), t0)
+        self.conn.execute("DELETE FROM frames WHERE host = ? AND ts_ms >= ? AND ts_ms < ?",
+                          (host, t0, end))
+        return True
+
+    def _seal_points(self, sids: I64, ts_ms: I64, values: np.ndarray, t0: int) -> None:
+        u_sids, inverse = np.unique(sids, return_inverse=True)
+        gids = np.array([self.catalog.group_of[int(s)] for s in u_sids], dtype=np.int64)[inverse]
+        order = np.lexsort((ts_ms, gids))
+        sids, ts_ms, values, gids = sids[order], ts_ms[order], values[order], gids[order]
+        cuts = np.flatnonzero(np.diff(gids)) + 1
+        for part in np.split(np.arange(len(gids)), cuts):
+            gid = int(gids[part[0]])
+            s, t, v = sids[part], ts_ms[part], values[part]
+            old = self.conn.execute(
+                "SELECT data FROM chunks WHERE group_id = ? AND t0_ms = ?", (gid, t0)).fetchone()
+            if old is not None:
+                os_, ot, ov, op = decode_block(old[0])
+                rows, cols = np.nonzero(op)
+                s = np.concatenate((os_[rows], s))
+                t = np.concatenate((ot[cols], t))
+                v = np.concatenate((ov[rows, cols], v))
+            u_sids, u_ts, matrix, present = build_block(s, t, v)
+            self.conn.execute(
+                "INSERT OR REPLACE INTO chunks VALUES (?, ?, ?, ?, ?, ?)",
+                (gid, t0, int(u_ts[0]), int(u_ts[-1]), int(present.sum()),
+                 encode_block(u_sids, u_ts, matrix, present)))
+
+    # --- roll up ------------------------------------------------------------
+    def _rollup_one(self, bucket_ms: int, period_ms: int, table: str) -> bool:
+        t0_key, gid_key = f"{table}_t0", f"{table}_gid"
+        if t0_key not in self.state:
+            first = self.conn.execute("SELECT min(t0_ms) FROM chunks").fetchone()[0]
+            if first is None:
+                return False
+            self.state[t0_key] = float((int(first) // period_ms) * period_ms)
+            self.state[gid_key] = 0.0
+        t0 = int(self.state[t0_key])
+        if t0 + period_ms > self._sealed_ms:
+            return False
+        row = self.conn.execute(
+            "SELECT id, metric FROM series_groups WHERE id > ? ORDER BY id LIMIT 1",
+            (int(self.state[gid_key]),)).fetchone()
+        if row is None:
+            following = self.conn.execute(
+                "SELECT min(t0_ms) FROM chunks WHERE t0_ms >= ?", (t0 + period_ms,)).fetchone()[0]
+            nxt = t0 + period_ms if following is None else (int(following) // period_ms) * period_ms
+            self.state[t0_key] = float(max(nxt, t0 + period_ms))
+            self.state[gid_key] = 0.0
+            return True
+        gid, metric = int(row[0]), str(row[1])
+        self.state[gid_key] = float(gid)
+        blobs = self.conn.execute(
+            "SELECT data FROM chunks WHERE group_id = ? AND t0_ms >= ? AND t0_ms < ? ORDER BY t0_ms",
+            (gid, t0, t0 + period_ms)).fetchall()
+        if not blobs:
+            return True
+        sids, ts_ms, values = _points_of_blocks([b[0] for b in blobs])
+        u_sids, u_ts, matrix, present = build_block(sids, ts_ms, values)
+        data = encode_rollup(u_sids, u_ts, matrix, present, bucket_ms, is_latency(metric))
+        if data is not None:
+            self.conn.execute(f"INSERT OR REPLACE INTO {table} VALUES (?, ?, ?)", (gid, t0, data))
+        return True
+
+    # --- expire -------------------------------------------------------------
+    def _expire_one(self) -> bool:
+        now = self.catalog.now_ms
+        raw_bound = now - int(self.retention.raw_s * 1000)
+        for key in ("rollup_1m_t0", "rollup_1h_t0"):
+            raw_bound = min(raw_bound, int(self.state.get(key, 0.0)))
+        for table, bound in (
+            ("chunks", raw_bound),
+            ("rollup_1m", now - int(self.retention.rollup_1m_s * 1000)),
+            ("rollup_1h", now - int(self.retention.rollup_1h_s * 1000)),
+        ):
+            cursor = self.conn.execute(
+                f"DELETE FROM {table} WHERE rowid IN "
+                f"(SELECT rowid FROM {table} WHERE t0_ms < ? LIMIT {_DELETE_ROWS})", (bound,))
+            if cursor.rowcount:
+                return True
+        return False
+
+
+def _points_of_blocks(blobs: list[bytes]) -> tuple[I64, I64, np.ndarray]:
+    sids, stamps, values = [], [], []
+    for blob in blobs:
+        s, t, v, p = decode_block(blob)
+        rows, cols = np.nonzero(p)
+        sids.append(s[rows])
+        stamps.append(t[cols])
+        values.append(v[rows, cols])
+    return np.concatenate(sids), np.concatenate(stamps), np.concatenate(values)

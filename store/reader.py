@@ -1,0 +1,487 @@
+"""Queries over the history, for the console, reports and the CLI.
+
+A :class:`StoreReader` has its own read-only connection and never writes; it
+reads a consistent snapshot per query (WAL) while the writer keeps writing.
+Times are unix seconds in and out; the store keeps them to the millisecond.
+Calls are serialised by a lock, so one reader may be shared by worker threads.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fabric.events import Event
+from fabric.records import ActionRecord, HostRecord, HostStatus, JobRecord, PortRecord, ProbeRecord
+from store import rows
+from store.codec import F64, I64, decode_frame
+from store.ingest import ts_to_ms
+from store.points import (
+    EMPTY,
+    Points,
+    block_points,
+    concat,
+    frame_points,
+    last_per_series,
+    raw_points,
+    rollup_rows,
+)
+from store.rollup import STAT_AVG, STAT_MAX, STAT_MIN, STAT_P50, STAT_P99, is_latency
+from store.schema import check_not_newer, connect
+from store.types import Point, SeriesData
+
+AS_OF_WINDOW_MS = 600_000
+"""as_of() reports a series only if it had a value in the 10 minutes before the asked time."""
+RAW_MAX_SPAN_S = 6 * 3600.0
+"""series(resolution="auto") uses raw points up to this span, 1 min rollups up to 10 days, then 1 h."""
+ROLLUP_1M_MAX_SPAN_S = 10 * 86400.0
+_RESOLUTIONS = {"1m": ("rollup_1m", 3_600_000, 60_000), "1h": ("rollup_1h", 86_400_000, 3_600_000)}
+
+_new_point = tuple.__new__
+
+
+class StoreReader:
+    """Read access to the history at ``path``."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        if not self.path.exists():
+            raise FileNotFoundError(f"no fleet history at {self.path}")
+        self._conn = connect(self.path, read_only=True)
+        self._lock = threading.RLock()
+        import sqlite_utils
+
+        check_not_newer(sqlite_utils.Database(self._conn), self.path)
+        self._keys: list[tuple[str, str, str, str] | None] = [None]
+        self._kind: list[str] = [""]
+        self._group: list[int] = [0]
+        self._metric_sids: dict[str, list[int]] = {}
+        self._host_sids: dict[str, list[int]] = {}
+        self._max_sid = 0
+        self._refresh()
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> StoreReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- series metadata ----------------------------------------------------
+    def _refresh(self) -> None:
+        for sid, host, metric, device, port, kind, gid in self._conn.execute(
+            "SELECT id, host, metric, device, port, kind, group_id FROM series WHERE id > ? "
+            "ORDER BY id", (self._max_sid,)):
+            while len(self._keys) <= sid:
+                self._keys.append(None)
+                self._kind.append("")
+                self._group.append(0)
+            self._keys[sid] = (host, metric, device, port)
+            self._kind[sid] = kind
+            self._group[sid] = gid
+            self._metric_sids.setdefault(metric, []).append(sid)
+            self._host_sids.setdefault(host, []).append(sid)
+            self._max_sid = sid
+
+    def _ensure(self, sids: I64) -> None:
+        if len(sids) and int(sids.max()) > self._max_sid:
+            self._refresh()
+
+    def _wanted(self, hosts: Sequence[str] | None, metrics: Sequence[str] | None) -> list[int]:
+        self._refresh()
+        if metrics is not None:
+            chosen = [s for m in metrics for s in self._metric_sids.get(m, [])]
+            if hosts is not None:
+                host_set = set(hosts)
+                chosen = [s for s in chosen if self._keys[s][0] in host_set]  # type: ignore[index]
+            return chosen
+        names = hosts if hosts is not None else list(self._host_sids)
+        return [s for h in names for s in self._host_sids.get(h, [])]
+
+    def _points(self, points: Points) -> list[Point]:
+        s, t, v = points
+        self._ensure(s)
+        keys = self._keys
+        return [_new_point(Point, (*keys[sid], ts / 1000.0, value))
+                for sid, ts, value in zip(s.tolist(), t.tolist(), v.tolist(), strict=True)]
+
+    # --- samples ----------------------------------------------------------------
+    def latest(self, hosts: Sequence[str] | None = None,
+               metrics: Sequence[str] | None = None) -> list[Point]:
+        """The newest value of every series (of ``hosts``, of ``metrics``)."""
+        with self._lock:
+            if hosts is None:
+                cursor = self._conn.execute("SELECT data FROM latest")
+            else:
+                cursor = self._conn.execute(
+                    f"SELECT data FROM latest WHERE host IN ({_marks(len(hosts))})", list(hosts))
+            blobs = [r[0] for r in cursor]
+            wanted = None
+            if metrics is not None:
+                self._refresh()
+                wanted = np.array([s for m in metrics for s in self._metric_sids.get(m, [])],
+                                  dtype=np.int64)
+            parts: list[Points] = []
+            for blob in blobs:
+                sids, values, stamps = decode_frame(blob)
+                assert stamps is not None
+                if wanted is not None:
+                    keep = np.isin(sids, wanted)
+                    sids, values, stamps = sids[keep], values[keep], stamps[keep]
+                parts.append((sids, stamps, values))
+            return self._points(concat(parts))
+
+    def as_of(self, ts: float, hosts: Sequence[str] | None = None,
+              metrics: Sequence[str] | None = None) -> list[Point]:
+        """The fleet as it was at ``ts``: per series the last value at or before ``ts``.
+
+        Gauges and counters count only if they had a value in the 10 minutes
+        before ``ts``; error counters (stored on change) give their last value ever.
+        """
+        with self._lock:
+            end = ts_to_ms(ts)
+            start = end - AS_OF_WINDOW_MS
+            wanted = self._wanted(hosts, metrics)
+            by_host: dict[str, list[int]] = {}
+            errors: list[int] = []
+            for sid in wanted:
+                if self._kind[sid] == "error":
+                    errors.append(sid)
+                else:
+                    by_host.setdefault(self._keys[sid][0], []).append(sid)  # type: ignore[index]
+            parts = [self._host_as_of(host, np.array(sids, dtype=np.int64), start, end)
+                     for host, sids in by_host.items()]
+            if errors:
+                parts.append(self._errors_as_of(np.array(errors, dtype=np.int64), end))
+            return self._points(concat(parts))
+
+    def _host_as_of(self, host: str, sids: I64, start: int, end: int) -> Points:
+        parts: list[Points] = []
+        remaining = sids
+        for ts_ms, blob in self._conn.execute(
+            "SELECT ts_ms, data FROM frames WHERE host = ? AND ts_ms <= ? AND ts_ms > ? "
+            "ORDER BY ts_ms DESC", (host, end, start)):
+            s, t, v = frame_points(ts_ms, blob)
+            keep = np.isin(s, remaining)
+            parts.append((s[keep], t[keep], v[keep]))
+            remaining = remaining[~np.isin(remaining, s)]
+            if len(remaining) == 0:
+                break
+        if len(remaining):
+            gids = sorted({self._group[int(s)] for s in remaining})
+            for (blob,) in self._conn.execute(
+                f"SELECT data FROM chunks WHERE group_id IN ({_marks(len(gids))}) "
+                "AND t0_ms <= ? AND last_ms > ?", (*gids, end, start)):
+                s, t, v = block_points(blob, remaining)
+                keep = (t <= end) & (t > start)
+                parts.append((s[keep], t[keep], v[keep]))
+        return last_per_series(concat(parts))
+
+    def _errors_as_of(self, sids: I64, end: int) -> Points:
+        found = self._conn.execute(
+            "SELECT series_id, max(ts_ms), value FROM changes WHERE ts_ms <= ? GROUP BY series_id",
+            (end,)).fetchall()
+        if not found:
+            return EMPTY
+        arr = np.array([(r[0], r[1]) for r in found], dtype=np.int64)
+        vals = np.array([np.nan if r[2] is None else r[2] for r in found], dtype=np.float64)
+        keep = np.isin(arr[:, 0], sids)
+        return arr[keep, 0], arr[keep, 1], vals[keep]
+
+    def series(self, host: str, metric: str, device: str = "", port: str = "",
+               start: float | None = None, end: float | None = None,
+               resolution: str = "auto") -> SeriesData:
+        """One series over [start, end] (default: the last hour of data) at ``resolution``.
+
+        ``auto`` picks raw up to 6 h, 1 min rollups up to 10 days, else 1 h
+        rollups. Error counters are stored on change: their raw points are the
+        changes, led by the value in effect at ``start``.
+        """
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT id, kind, group_id FROM series WHERE host = ? AND metric = ? AND device = ? "
+                "AND port = ?", (host, metric, device, port)).fetchone()
+            if end is None:
+                span = self._time_span()
+                end = span[1] if span else time.time()
+            if start is None:
+                start = end - 3600.0
+            if resolution == "auto":
+                width = end - start
+                resolution = ("raw" if width <= RAW_MAX_SPAN_S
+                              else "1m" if width <= ROLLUP_1M_MAX_SPAN_S else "1h")
+            if row is None:
+                return SeriesData(resolution, [], [], [], [])
+            sid, kind, gid = int(row[0]), str(row[1]), int(row[2])
+            start_ms, end_ms = ts_to_ms(start), ts_to_ms(end)
+            if kind == "error":
+                return self._error_series(sid, start_ms, end_ms)
+            sids = np.array([sid], dtype=np.int64)
+            if resolution == "raw":
+                _s, t, v = raw_points(self._conn, host, [gid], sids, start_ms, end_ms)
+                order = np.argsort(t, kind="stable")
+                t, v = t[order], v[order]
+                ts_list, values = (t / 1000.0).tolist(), v.tolist()
+                return SeriesData("raw", ts_list, values, list(values), list(values))
+            table, period_ms, bucket_ms = _RESOLUTIONS[resolution]
+            latency = is_latency(metric)
+            cells = rollup_rows(self._conn, table, gid, period_ms, bucket_ms, start_ms, end_ms,
+                                latency, (host, sids))
+            return _rollup_series(resolution, sid, cells, latency)
+
+    def _error_series(self, sid: int, start_ms: int, end_ms: int) -> SeriesData:
+        before = self._conn.execute(
+            "SELECT value FROM changes WHERE series_id = ? AND ts_ms < ? ORDER BY ts_ms DESC LIMIT 1",
+            (sid, start_ms)).fetchone()
+        ts_list: list[float] = []
+        values: list[float] = []
+        if before is not None:
+            ts_list.append(start_ms / 1000.0)
+            values.append(before[0])
+        for ts_ms, value in self._conn.execute(
+            "SELECT ts_ms, value FROM changes WHERE series_id = ? AND ts_ms >= ? AND ts_ms <= ? "
+            "ORDER BY ts_ms", (sid, start_ms, end_ms)):
+            ts_list.append(ts_ms / 1000.0)
+            values.append(value)
+        return SeriesData("raw", ts_list, values, list(values), list(values))
+
+    def top_n(self, metric: str, n: int = 10, start: float | None = None,
+              end: float | None = None) -> list[Point]:
+        """The ``n`` series of ``metric`` with the largest value (error counters: largest increase).
+
+        Without a window, the newest values; with one, the largest raw value in
+        [start, end] (its time in ``ts``) or, for error counters, the increase
+        over the window (``ts`` = ``end``).
+        """
+        with self._lock:
+            if start is None and end is None:
+                found = [p for p in self.latest(metrics=[metric])]
+                if _kind_of(metric) == "error":
+                    return []
+                return sorted(found, key=lambda p: p.value, reverse=True)[:n]
+            span = self._time_span()
+            end = end if end is not None else (span[1] if span else time.time())
+            start = start if start is not None else end - 3600.0
+            start_ms, end_ms = ts_to_ms(start), ts_to_ms(end)
+            self._refresh()
+            sids = self._metric_sids.get(metric, [])
+            if not sids:
+                return []
+            if self._kind[sids[0]] == "error":
+                return self._top_increase(sids, n, start_ms, end_ms)
+            best: list[Points] = []
+            for sid in sids:
+                host = self._keys[sid][0]  # type: ignore[index]
+                s, t, v = raw_points(self._conn, host, [self._group[sid]],
+                                     np.array([sid], dtype=np.int64), start_ms, end_ms)
+                if len(v):
+                    i = int(np.nanargmax(v)) if not np.all(np.isnan(v)) else 0
+                    best.append((s[i : i + 1], t[i : i + 1], v[i : i + 1]))
+            found = self._points(concat(best))
+            return sorted(found, key=lambda p: p.value, reverse=True)[:n]
+
+    def _top_increase(self, sids: list[int], n: int, start_ms: int, end_ms: int) -> list[Point]:
+        at_end = dict(zip(*self._errors_as_of(np.array(sids), end_ms)[::2], strict=True))
+        at_start = dict(zip(*self._errors_as_of(np.array(sids), start_ms)[::2], strict=True))
+        rising = []
+        for sid, value in at_end.items():
+            delta = value - at_start.get(sid, value if sid not in at_start else 0.0)
+            if sid not in at_start:
+                first = self._conn.execute(
+                    "SELECT value FROM changes WHERE series_id = ? ORDER BY ts_ms LIMIT 1",
+                    (int(sid),)).fetchone()
+                delta = value - (first[0] if first else value)
+            if delta > 0:
+                rising.append((int(sid), delta))
+        rising.sort(key=lambda item: item[1], reverse=True)
+        top = rising[:n]
+        return self._points((np.array([s for s, _ in top], dtype=np.int64),
+                             np.full(len(top), end_ms, dtype=np.int64),
+                             np.array([d for _, d in top], dtype=np.float64)))
+
+    def time_span(self) -> tuple[float, float] | None:
+        """(oldest, newest) sample time held, in unix seconds; None when empty."""
+        with self._lock:
+            return self._time_span()
+
+    def _time_span(self) -> tuple[float, float] | None:
+        lows, highs = [], []
+        for low_sql, high_sql in (
+            ("SELECT min(first_ms) FROM chunks", "SELECT max(last_ms) FROM chunks"),
+            ("SELECT min(ts_ms) FROM frames", "SELECT max(ts_ms) FROM frames"),
+            ("SELECT min(ts_ms) FROM changes", "SELECT max(ts_ms) FROM changes"),
+            ("SELECT min(t0_ms) FROM rollup_1m", "SELECT max(t0_ms) FROM rollup_1m"),
+            ("SELECT min(t0_ms) FROM rollup_1h", "SELECT max(t0_ms) FROM rollup_1h"),
+        ):
+            low = self._conn.execute(low_sql).fetchone()[0]
+            high = self._conn.execute(high_sql).fetchone()[0]
+            if low is not None:
+                lows.append(int(low))
+                highs.append(int(high))
+        if not lows:
+            return None
+        return min(lows) / 1000.0, max(highs) / 1000.0
+
+    # --- records --------------------------------------------------------------
+    def host_statuses(self, as_of: float | None = None) -> dict[str, HostStatus]:
+        """Each host's collection state as of ``as_of`` (default: now)."""
+        with self._lock:
+            when = as_of if as_of is not None else float("inf")
+            found = self._conn.execute(
+                "SELECT host, max(since), state, reason FROM host_status WHERE since <= ? "
+                "GROUP BY host", (when,)).fetchall()
+            return {r[0]: rows.row_status(r) for r in found}
+
+    def hosts(self) -> list[HostRecord]:
+        with self._lock:
+            return [rows.row_host(r) for r in self._conn.execute(
+                f"SELECT {rows.HOST_COLUMNS} FROM hosts ORDER BY name")]
+
+    def ports(self, host: str | None = None) -> list[PortRecord]:
+        with self._lock:
+            sql = f"SELECT {rows.PORT_COLUMNS} FROM ports"
+            args: list[Any] = []
+            if host is not None:
+                sql += " WHERE host = ?"
+                args.append(host)
+            return [rows.row_port(r) for r in self._conn.execute(sql + " ORDER BY host, device, port", args)]
+
+    def events(self, since: float | None = None, until: float | None = None,
+               host: str | None = None, severity: str | None = None, kind: str | None = None,
+               limit: int = 1000) -> list[Event]:
+        """Events, newest first."""
+        where, args = _filters(("ts >= ?", since), ("ts <= ?", until), ("host = ?", host),
+                               ("severity = ?", severity), ("kind = ?", kind))
+        with self._lock:
+            return [rows.row_event(r) for r in self._conn.execute(
+                f"SELECT {rows.EVENT_COLUMNS} FROM events{where} ORDER BY ts DESC, id DESC LIMIT ?",
+                (*args, limit))]
+
+    def probes(self, kind: str | None = None, since: float | None = None,
+               until: float | None = None, host: str | None = None, job: str | None = None,
+               run_id: str | None = None, limit: int = 1000) -> list[ProbeRecord]:
+        """Probe results with their raw output, newest first; ``host`` matches either side."""
+        where, args = _filters(("kind = ?", kind), ("ts >= ?", since), ("ts <= ?", until),
+                               ("(src = ? OR dst = ?)", host), ("job = ?", job),
+                               ("run_id = ?", run_id))
+        with self._lock:
+            return [rows.row_probe(r) for r in self._conn.execute(
+                f"SELECT {rows.PROBE_COLUMNS} FROM probes{where} ORDER BY ts DESC, id DESC LIMIT ?",
+                (*args, limit))]
+
+    def jobs(self, as_of: float | None = None) -> list[JobRecord]:
+        """The jobs running at ``as_of`` (default: in the newest snapshot)."""
+        with self._lock:
+            if as_of is None:
+                found = self._conn.execute(
+                    f"SELECT {rows.JOB_COLUMNS}, last_seen FROM jobs WHERE end_ts IS NULL ORDER BY job_id")
+                return [rows.row_job(r[:8], r[8]) for r in found]
+            found = self._conn.execute(
+                f"SELECT {rows.JOB_COLUMNS} FROM jobs WHERE min(start_ts, first_seen) <= ? "
+                "AND (end_ts IS NULL OR end_ts > ?) ORDER BY job_id", (as_of, as_of))
+            return [rows.row_job(r, as_of) for r in found]
+
+    def job_latency(self, job_id: str, start: float, end: float,
+                    bucket_s: float = 60.0) -> list[tuple[float, float, float]]:
+        """Latency of a job's probes per bucket: (bucket start, p50_usec, p99_usec).
+
+        p50 is the median of the probes' typical latency, p99 the 99th
+        percentile of their p99 (their typical latency where they report no p99).
+        """
+        return self._latency([job_id], start, end, bucket_s)
+
+    def tenant_latency(self, account: str, start: float, end: float,
+                       bucket_s: float = 60.0) -> list[tuple[float, float, float]]:
+        """Like :meth:`job_latency` over every job of ``account`` (the Slurm account is the tenant)."""
+        with self._lock:
+            job_ids = [r[0] for r in self._conn.execute(
+                "SELECT job_id FROM jobs WHERE account = ?", (account,))]
+        return self._latency(job_ids, start, end, bucket_s)
+
+    def _latency(self, job_ids: list[str], start: float, end: float,
+                 bucket_s: float) -> list[tuple[float, float, float]]:
+        if not job_ids:
+            return []
+        with self._lock:
+            found = self._conn.execute(
+                f"SELECT ts, result FROM probes WHERE job IN ({_marks(len(job_ids))}) AND kind = 'lat' "
+                "AND ok = 1 AND ts >= ? AND ts <= ? ORDER BY ts", (*job_ids, start, end)).fetchall()
+        buckets: dict[float, tuple[list[float], list[float]]] = {}
+        for ts, result_json in found:
+            result = json.loads(result_json)
+            typical = _first_number(result, ("t_typical_usec", "p50_usec", "t_avg_usec", "avg_usec"))
+            if typical is None:
+                continue
+            tail = _first_number(result, ("p99_usec", "t_99_usec")) or typical
+            key = start + ((ts - start) // bucket_s) * bucket_s
+            p50s, p99s = buckets.setdefault(key, ([], []))
+            p50s.append(typical)
+            p99s.append(tail)
+        return [(key, float(np.percentile(a, 50)), float(np.percentile(b, 99)))
+                for key, (a, b) in sorted(buckets.items())]
+
+    def audit(self) -> list[ActionRecord]:
+        """Every recorded change to a machine, oldest first."""
+        with self._lock:
+            return [rows.row_action(r) for r in self._conn.execute(
+                f"SELECT {rows.ACTION_COLUMNS} FROM actions ORDER BY id")]
+
+    def baselines(self, name: str | None = None) -> list[tuple[float, str, dict[str, Any]]]:
+        """Stored baselines as (ts, name, numbers), oldest first."""
+        where, args = _filters(("name = ?", name))
+        with self._lock:
+            return [(r[0], r[1], json.loads(r[2])) for r in self._conn.execute(
+                f"SELECT ts, name, data FROM baselines{where} ORDER BY ts", args)]
+
+
+def _rollup_series(resolution: str, sid: int, cells: tuple[I64, I64, F64], latency: bool) -> SeriesData:
+    rows_, ts_ms, values = cells
+    starts = np.unique(ts_ms)
+    columns: dict[int, F64] = {}
+    for stat in (STAT_MIN, STAT_AVG, STAT_MAX, STAT_P50, STAT_P99):
+        column = np.full(len(starts), np.nan)
+        mask = rows_ == sid * 8 + stat
+        column[np.searchsorted(starts, ts_ms[mask])] = values[mask]
+        columns[stat] = column
+    return SeriesData(
+        resolution, (starts / 1000.0).tolist(), columns[STAT_MIN].tolist(),
+        columns[STAT_AVG].tolist(), columns[STAT_MAX].tolist(),
+        columns[STAT_P50].tolist() if latency else None,
+        columns[STAT_P99].tolist() if latency else None)
+
+
+def _kind_of(metric: str) -> str:
+    from store.catalog import metric_kind
+
+    return str(metric_kind(metric))
+
+
+def _first_number(result: dict[str, Any], keys: tuple[str, ...]) -> float | None:
+    for key in keys:
+        value = result.get(key)
+        if isinstance(value, int | float):
+            return float(value)
+    return None
+
+
+def _filters(*pairs: tuple[str, object]) -> tuple[str, list[object]]:
+    clauses, args = [], []
+    for clause, value in pairs:
+        if value is None:
+            continue
+        clauses.append(clause)
+        args.extend([value] * clause.count("?"))
+    return (" WHERE " + " AND ".join(clauses) if clauses else ""), args
+
+
+def _marks(n: int) -> str:
+    return ", ".join("?" * n)

@@ -1,0 +1,166 @@
+"""The database schema, created and upgraded by versioned sqlite-utils migrations.
+
+Every change to the schema is a new migration appended to :data:`MIGRATIONS`;
+the schema version of a file is the number of migrations applied to it (also
+kept in ``PRAGMA user_version``). Opening an older file upgrades it; a file
+written by a newer fleet (a migration this code does not know) is refused.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import sqlite_utils
+from sqlite_utils.migrations import Migrations
+
+MIGRATION_SET = "fleet.store"
+MIGRATIONS = Migrations(MIGRATION_SET)
+
+
+class SchemaTooNewError(RuntimeError):
+    """The file was written by a newer fleet; this version must not touch it."""
+
+
+@MIGRATIONS(name="m001_core")
+def _m001_core(db: sqlite_utils.Database) -> None:
+    """Inventory, series, points (frames, chunks, changes, latest) and records."""
+    db.executescript(
+        """
+        CREATE TABLE hosts (
+            name TEXT PRIMARY KEY, role TEXT NOT NULL, address TEXT NOT NULL,
+            os TEXT NOT NULL, grp INTEGER NOT NULL, info TEXT NOT NULL, updated_ts REAL NOT NULL);
+        CREATE TABLE ports (
+            host TEXT NOT NULL, device TEXT NOT NULL, port TEXT NOT NULL, netdev TEXT NOT NULL,
+            link_layer TEXT NOT NULL, peer_host TEXT NOT NULL, peer_port TEXT NOT NULL,
+            updated_ts REAL NOT NULL, PRIMARY KEY (host, device, port));
+        -- a group is the series of one metric on one host: they share point blocks
+        CREATE TABLE series_groups (
+            id INTEGER PRIMARY KEY, host TEXT NOT NULL, metric TEXT NOT NULL,
+            UNIQUE (host, metric));
+        CREATE TABLE series (
+            id INTEGER PRIMARY KEY, host TEXT NOT NULL, metric TEXT NOT NULL,
+            device TEXT NOT NULL, port TEXT NOT NULL, kind TEXT NOT NULL,
+            group_id INTEGER NOT NULL REFERENCES series_groups(id),
+            UNIQUE (host, metric, device, port));
+        CREATE INDEX series_group ON series(group_id);
+        -- unsealed points: one row per host sample, written on every commit
+        CREATE TABLE frames (
+            host TEXT NOT NULL, ts_ms INTEGER NOT NULL, n INTEGER NOT NULL, data BLOB NOT NULL,
+            PRIMARY KEY (host, ts_ms)) WITHOUT ROWID;
+        CREATE INDEX frames_ts ON frames(ts_ms);
+        -- sealed points: one row per series group and time block starting at t0_ms (store.codec)
+        CREATE TABLE chunks (
+            group_id INTEGER NOT NULL, t0_ms INTEGER NOT NULL, first_ms INTEGER NOT NULL,
+            last_ms INTEGER NOT NULL, n INTEGER NOT NULL, data BLOB NOT NULL,
+            PRIMARY KEY (group_id, t0_ms));
+        CREATE INDEX chunks_t0 ON chunks(t0_ms);
+        -- error counters, stored when they change
+        CREATE TABLE changes (
+            series_id INTEGER NOT NULL, ts_ms INTEGER NOT NULL, value REAL,
+            PRIMARY KEY (series_id, ts_ms)) WITHOUT ROWID;
+        -- newest value of every series of a host, upserted on write (the console's fast path)
+        CREATE TABLE latest (host TEXT PRIMARY KEY, ts_ms INTEGER NOT NULL, data BLOB NOT NULL);
+        CREATE TABLE events (
+            id INTEGER PRIMARY KEY, ts REAL NOT NULL, kind TEXT NOT NULL, severity TEXT NOT NULL,
+            message TEXT NOT NULL, host TEXT NOT NULL, device TEXT NOT NULL, port TEXT NOT NULL,
+            switch TEXT NOT NULL, job TEXT NOT NULL, data TEXT NOT NULL);
+        CREATE INDEX events_ts ON events(ts);
+        CREATE INDEX events_host_ts ON events(host, ts);
+        CREATE TABLE probes (
+            id INTEGER PRIMARY KEY, ts REAL NOT NULL, kind TEXT NOT NULL, src TEXT NOT NULL,
+            dst TEXT NOT NULL, src_nic TEXT NOT NULL, dst_nic TEXT NOT NULL, ok INTEGER NOT NULL,
+            params TEXT NOT NULL, result TEXT NOT NULL, raw TEXT NOT NULL, job TEXT NOT NULL,
+            run_id TEXT NOT NULL);
+        CREATE INDEX probes_ts ON probes(ts);
+        CREATE INDEX probes_job_ts ON probes(job, ts);
+        CREATE INDEX probes_run ON probes(run_id);
+        CREATE TABLE jobs (
+            job_id TEXT PRIMARY KEY, name TEXT NOT NULL, user TEXT NOT NULL,
+            account TEXT NOT NULL, state TEXT NOT NULL, nodes TEXT NOT NULL,
+            partition TEXT NOT NULL, start_ts REAL NOT NULL, first_seen REAL NOT NULL,
+            last_seen REAL NOT NULL, end_ts REAL);
+        CREATE INDEX jobs_account ON jobs(account);
+        CREATE TABLE host_status (
+            host TEXT NOT NULL, since REAL NOT NULL, state TEXT NOT NULL, reason TEXT NOT NULL,
+            PRIMARY KEY (host, since));
+        CREATE TABLE baselines (
+            id INTEGER PRIMARY KEY, ts REAL NOT NULL, name TEXT NOT NULL, data TEXT NOT NULL);
+        CREATE INDEX baselines_name_ts ON baselines(name, ts);
+        -- append-only audit of every change to a machine
+        CREATE TABLE actions (
+            id INTEGER PRIMARY KEY, ts REAL NOT NULL, actor TEXT NOT NULL, target TEXT NOT NULL,
+            action TEXT NOT NULL, step TEXT NOT NULL, commands TEXT NOT NULL, output TEXT NOT NULL,
+            before TEXT NOT NULL, after TEXT NOT NULL, verdict TEXT NOT NULL);
+        CREATE TRIGGER actions_no_update BEFORE UPDATE ON actions
+            BEGIN SELECT RAISE(ABORT, 'actions is append-only: rows cannot be changed'); END;
+        CREATE TRIGGER actions_no_delete BEFORE DELETE ON actions
+            BEGIN SELECT RAISE(ABORT, 'actions is append-only: rows cannot be deleted'); END;
+        """
+    )
+
+
+@MIGRATIONS(name="m002_rollups")
+def _m002_rollups(db: sqlite_utils.Database) -> None:
+    """1 min and 1 h rollups (one row per series group and hour / day) and maintenance cursors."""
+    db.executescript(
+        """
+        CREATE TABLE rollup_1m (
+            group_id INTEGER NOT NULL, t0_ms INTEGER NOT NULL, data BLOB NOT NULL,
+            PRIMARY KEY (group_id, t0_ms));
+        CREATE INDEX rollup_1m_t0 ON rollup_1m(t0_ms);
+        CREATE TABLE rollup_1h (
+            group_id INTEGER NOT NULL, t0_ms INTEGER NOT NULL, data BLOB NOT NULL,
+            PRIMARY KEY (group_id, t0_ms));
+        CREATE INDEX rollup_1h_t0 ON rollup_1h(t0_ms);
+        CREATE TABLE store_state (key TEXT PRIMARY KEY, value REAL NOT NULL);
+        """
+    )
+
+
+SCHEMA_VERSION = len(MIGRATIONS._migrations)
+"""The schema version this code writes: the number of migrations it knows."""
+
+
+def schema_version(db: sqlite_utils.Database) -> int:
+    """The number of this store's migrations applied to ``db`` (0 for a new file)."""
+    return len(MIGRATIONS.applied(db))
+
+
+def check_not_newer(db: sqlite_utils.Database, path: Path | str) -> None:
+    """Raise :class:`SchemaTooNewError` when ``db`` holds migrations this code does not know."""
+    known = {migration.name for migration in MIGRATIONS._migrations}
+    unknown = [m.name for m in MIGRATIONS.applied(db) if m.name not in known]
+    user_version = int(db.execute("PRAGMA user_version").fetchone()[0])
+    if unknown or user_version > SCHEMA_VERSION:
+        found = max(user_version, len(MIGRATIONS.applied(db)))
+        raise SchemaTooNewError(
+            f"{path} has schema version {found} (migrations {', '.join(unknown) or 'unknown'}), "
+            f"newer than this fleet understands ({SCHEMA_VERSION}); upgrade fleet to use this "
+            "history, or point --db at another file"
+        )
+
+
+def connect(path: Path | str, *, read_only: bool = False, timeout_s: float = 10.0) -> sqlite3.Connection:
+    """A connection with the store's pragmas: WAL, normal sync, a busy timeout."""
+    if read_only:
+        conn = sqlite3.connect(
+            f"file:{Path(path)}?mode=ro", uri=True, timeout=timeout_s, check_same_thread=False
+        )
+    else:
+        conn = sqlite3.connect(str(path), timeout=timeout_s, isolation_level=None)
+    conn.execute(f"PRAGMA busy_timeout = {int(timeout_s * 1000)}")
+    if not read_only:
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+    return conn
+
+
+def open_for_writing(path: Path | str) -> sqlite_utils.Database:
+    """Open (creating it and its folder if needed) and migrate the store at ``path``."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    db = sqlite_utils.Database(connect(path))
+    check_not_newer(db, path)
+    MIGRATIONS.apply(db)
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    return db

@@ -1,0 +1,66 @@
+"""Results and settings of the store, shared by the writer, the reader and their callers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+
+class Point(NamedTuple):
+    """One value of one series at ``ts`` (unix seconds).
+
+    A NamedTuple rather than a dataclass: whole-fleet queries build hundreds of
+    thousands of these and a tuple is several times cheaper to create; it is
+    just as immutable.
+    """
+
+    host: str
+    metric: str
+    device: str
+    port: str
+    ts: float
+    value: float
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesData:
+    """A series over a window: raw points (min = avg = max) or 1 min / 1 h rollups.
+
+    ``ts`` are unix seconds: the sample time for raw points, the bucket start
+    for rollups. ``p50``/``p99`` are present for latency metrics only.
+    """
+
+    resolution: str  # "raw" | "1m" | "1h"
+    ts: list[float]
+    min: list[float]
+    avg: list[float]
+    max: list[float]
+    p50: list[float] | None = None
+    p99: list[float] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WriterStats:
+    """What the writer has done and whether it can write now.
+
+    ``queued``: samples plus records waiting for the writer thread;
+    ``written``: samples plus records committed; ``dropped``: gauge (then
+    counter) samples discarded by back-pressure; ``failing``: why writing fails
+    right now, in words, or None; ``in_memory``: items held in memory because
+    the last write failed (disk full, read-only file), retried until it works.
+    """
+
+    queued: int
+    written: int
+    dropped: int
+    failing: str | None
+    in_memory: int
+
+
+@dataclass(frozen=True, slots=True)
+class Retention:
+    """How long each resolution is kept, in seconds (raw 48 h, 1 min 30 days, 1 h 400 days)."""
+
+    raw_s: float = 48 * 3600.0
+    rollup_1m_s: float = 30 * 86400.0
+    rollup_1h_s: float = 400 * 86400.0

@@ -1,0 +1,217 @@
+"""The store's only writer: one thread that owns the write connection.
+
+Producers (the asyncio loop of the collector, probe runners, the action
+engine) call the non-blocking ``put_*`` methods; they only append to a bounded
+in-memory queue (:mod:`store.pending`). The writer thread takes batches from
+it, writes each batch in one transaction, and between batches runs the
+maintenance steps (sealing, rollups, retention) in slices of at most
+``step_budget_s`` so that no write waits longer than that.
+
+When a commit fails (disk full, read-only or moved file) the batch goes back to
+the front of the queue, ``stats().failing`` says why, and the thread retries
+every ``retry_s`` seconds on a fresh connection until it works; meanwhile the
+queue keeps accepting items, bounded as usual.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from fabric.events import Event
+from fabric.records import ActionRecord, HostRecord, HostStatus, JobRecord, PortRecord, ProbeRecord
+from fabric.samples import HostSample
+from store.ingest import Ingestor
+from store.maintenance import Maintenance
+from store.pending import Item, PendingQueue
+from store.schema import connect, open_for_writing
+from store.types import Retention, WriterStats
+
+
+class StoreWriter:
+    """Writes samples and records to the SQLite history at ``path`` from its own thread."""
+
+    def __init__(
+        self,
+        path: Path | str,
+        *,
+        max_queued_samples: int = 4_000_000,
+        batch_samples: int = 250_000,
+        retention: Retention | None = None,
+        block_s: float = 600.0,
+        step_budget_s: float = 0.04,
+        retry_s: float = 1.0,
+        page_limit: int | None = None,
+    ) -> None:
+        """``max_queued_samples``: sample values held before back-pressure drops gauges;
+        ``block_s``: seconds of points per sealed chunk; ``page_limit``: a cap on the
+        file size in pages (``PRAGMA max_page_count``), e.g. for a disk quota.
+        """
+        self.path = Path(path)
+        self.retention = retention or Retention()
+        self.block_s = block_s
+        self.step_budget_s = step_budget_s
+        self.retry_s = retry_s
+        self.batch_samples = batch_samples
+        self._page_limit = page_limit
+        self._page_limit_changed = page_limit is not None
+        self._queue = PendingQueue(max_queued_samples)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._written = 0
+        self._failing: str | None = None
+        self._opened = threading.Event()
+        self._open_error: BaseException | None = None
+        open_for_writing(self.path).close()
+
+    # --- lifecycle -------------------------------------------------------
+    def start(self) -> StoreWriter:
+        """Start the writer thread (idempotent); returns self."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="fleet-store-writer", daemon=True)
+            self._thread.start()
+        return self
+
+    def close(self, timeout: float = 10.0) -> bool:
+        """Write what is queued (up to ``timeout`` seconds), then stop; False if items were left."""
+        flushed = self.flush(timeout) if self._thread is not None else self._queue.queued == 0
+        self._stop.set()
+        self._queue.wake()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return flushed
+
+    def __enter__(self) -> StoreWriter:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- producers (any thread, never block) -----------------------------
+    def put_samples(self, sample: HostSample) -> bool:
+        """Queue one host's sample; False when back-pressure dropped queued gauge samples."""
+        return self._queue.put(Item("samples", sample, len(sample.values)))
+
+    def put_event(self, event: Event) -> None:
+        self._queue.put(Item("event", event))
+
+    def put_host_status(self, status: HostStatus) -> None:
+        self._queue.put(Item("status", status))
+
+    def put_hosts(self, hosts: list[HostRecord]) -> None:
+        self._queue.put(Item("hosts", list(hosts)))
+
+    def put_ports(self, ports: list[PortRecord]) -> None:
+        self._queue.put(Item("ports", list(ports)))
+
+    def put_probe(self, probe: ProbeRecord) -> None:
+        self._queue.put(Item("probe", probe))
+
+    def put_jobs(self, jobs: list[JobRecord], ts: float | None = None) -> None:
+        """A full snapshot of the running jobs at ``ts`` (default: the newest job ``ts``, else now)."""
+        when = ts if ts is not None else max((j.ts for j in jobs), default=time.time())
+        self._queue.put(Item("jobs", (when, list(jobs))))
+
+    def put_action(self, action: ActionRecord) -> None:
+        self._queue.put(Item("action", action))
+
+    def put_baseline(self, name: str, ts: float, data: dict[str, Any]) -> None:
+        """One baseline (``fleet baseline take``): its numbers, keys with units."""
+        self._queue.put(Item("baseline", (name, ts, dict(data))))
+
+    def set_page_limit(self, pages: int | None) -> None:
+        """Change the file size cap (``None``: no cap beyond SQLite's own)."""
+        self._page_limit = pages
+        self._page_limit_changed = True
+        self._queue.wake()
+
+    def flush(self, timeout: float = 10.0) -> bool:
+        """Wait until everything queued so far is committed; False on timeout."""
+        return self._queue.wait_idle(timeout)
+
+    def stats(self) -> WriterStats:
+        failing = self._failing
+        queued = self._queue.queued_samples + self._queue.queued
+        return WriterStats(
+            queued=queued,
+            written=self._written,
+            dropped=self._queue.dropped,
+            failing=failing,
+            in_memory=queued if failing else 0,
+        )
+
+    # --- the writer thread -----------------------------------------------
+    def _run(self) -> None:
+        conn: sqlite3.Connection | None = None
+        ingestor: Ingestor | None = None
+        maintenance: Maintenance | None = None
+        while not self._stop.is_set():
+            try:
+                if conn is None:
+                    conn = connect(self.path)
+                    self._page_limit_changed = True
+                    ingestor = Ingestor(conn)
+                    maintenance = Maintenance(conn, ingestor.catalog, self.retention, self.block_s)
+                assert ingestor is not None and maintenance is not None
+                if self._page_limit_changed:
+                    self._page_limit_changed = False
+                    limit = self._page_limit if self._page_limit is not None else 4294967294
+                    conn.execute(f"PRAGMA max_page_count = {int(limit)}")
+                idle_wait = None if not maintenance.has_work() else 0.0
+                batch = self._queue.take(self.batch_samples, idle_wait)
+                if batch:
+                    self._commit(conn, ingestor, batch)
+                if self._failing is None:
+                    self._maintain(conn, maintenance)
+            except sqlite3.Error as error:
+                self._failing = _describe(error, self.path)
+                if conn is not None:
+                    _safe_close(conn)
+                conn = None
+                self._stop.wait(self.retry_s)
+        if conn is not None:
+            _safe_close(conn)
+
+    def _commit(self, conn: sqlite3.Connection, ingestor: Ingestor, batch: list[Item]) -> None:
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            written = ingestor.write(batch)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+            self._queue.give_back(batch)
+            raise
+        self._written += written
+        self._failing = None
+        self._queue.done(batch)
+
+    def _maintain(self, conn: sqlite3.Connection, maintenance: Maintenance) -> None:
+        deadline = time.perf_counter() + self.step_budget_s
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            maintenance.step(deadline)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+
+def _describe(error: sqlite3.Error, path: Path) -> str:
+    text = str(error)
+    if "full" in text:
+        return f"cannot write {path}: the disk (or its size cap) is full; holding data in memory"
+    if "readonly" in text or "read-only" in text:
+        return f"cannot write {path}: the file is read-only or was moved; holding data in memory"
+    return f"cannot write {path}: {text}; holding data in memory"
+
+
+def _safe_close(conn: sqlite3.Connection) -> None:
+    with contextlib.suppress(sqlite3.Error):
+        conn.close()
