@@ -1,0 +1,401 @@
+"""A read-only virtual ``/sys`` of a simulated node, and ``cat``, ``grep`` and ``ls`` over it.
+
+The tree holds what the node agent and command-mode collectors read:
+``/sys/class/infiniband/<dev>/{node_guid,sys_image_guid,fw_ver,hca_type,board_id,
+node_type,node_desc}``, ``ports/<p>/{state,phys_state,rate,link_layer,lid,sm_lid,
+lid_mask_count,cap_mask,gids/*,gid_attrs/{types,ndevs}/*,counters/*,hw_counters/*}``,
+``device/net/<netdev>/...`` and ``/sys/class/net/<netdev>/{operstate,carrier,
+speed,mtu,address,statistics/*}``. Values use the kernel's formats ("4: ACTIVE",
+"5: LinkUp", "400 Gb/sec (4X NDR)", GIDs and GUIDs in colon groups). Paths are
+expanded like a POSIX shell expands globs (sorted, a pattern that matches nothing
+stays literal), because the simulated shell passes words through unexpanded.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from simulator.state import NicView, NodeView
+from simulator.tools import ToolContext, ToolOutput, register
+from simulator.tools.ib import (
+    guid_colon,
+    guid_int,
+    sysfs_phys_state,
+    sysfs_rate,
+    sysfs_state,
+)
+
+IB_ROOT = "/sys/class/infiniband"
+NET_ROOT = "/sys/class/net"
+
+# /sys/class/infiniband/<dev>/ports/<p>/counters as the ib_core driver creates them
+# (drivers/infiniband/core/sysfs.c pma counters), in the order the model should fill.
+IB_PORT_COUNTERS: tuple[str, ...] = (
+    "VL15_dropped",
+    "excessive_buffer_overrun_errors",
+    "link_downed",
+    "link_error_recovery",
+    "local_link_integrity_errors",
+    "multicast_rcv_packets",
+    "multicast_xmit_packets",
+    "port_rcv_constraint_errors",
+    "port_rcv_data",
+    "port_rcv_errors",
+    "port_rcv_packets",
+    "port_rcv_remote_physical_errors",
+    "port_rcv_switch_relay_errors",
+    "port_xmit_constraint_errors",
+    "port_xmit_data",
+    "port_xmit_discards",
+    "port_xmit_packets",
+    "port_xmit_wait",
+    "symbol_error",
+    "unicast_rcv_packets",
+    "unicast_xmit_packets",
+)
+
+# /sys/class/net/<netdev>/statistics/* from the mlx5e counters they fold
+# (mlx5e_get_stats64: software ring counters, rx_out_of_buffer as rx_dropped,
+# the PHY counters for CRC/length errors). RDMA traffic bypasses the netdev, as
+# on a real RoCE host.
+_NET_STATISTICS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("collisions", ()),
+    ("multicast", ("rx_multicast_phy",)),
+    ("rx_bytes", ("rx_bytes",)),
+    ("rx_compressed", ()),
+    ("rx_crc_errors", ("rx_crc_errors_phy",)),
+    ("rx_dropped", ("rx_out_of_buffer",)),
+    ("rx_errors", ("rx_crc_errors_phy", "rx_in_range_len_errors_phy", "rx_out_of_range_len_phy")),
+    ("rx_fifo_errors", ()),
+    ("rx_frame_errors", ()),
+    ("rx_length_errors", ("rx_in_range_len_errors_phy", "rx_out_of_range_len_phy")),
+    ("rx_missed_errors", ()),
+    ("rx_nohandler", ()),
+    ("rx_over_errors", ()),
+    ("rx_packets", ("rx_packets",)),
+    ("tx_aborted_errors", ()),
+    ("tx_bytes", ("tx_bytes",)),
+    ("tx_carrier_errors", ()),
+    ("tx_compressed", ()),
+    ("tx_dropped", ("tx_queue_dropped",)),
+    ("tx_errors", ("tx_errors_phy",)),
+    ("tx_fifo_errors", ()),
+    ("tx_heartbeat_errors", ()),
+    ("tx_packets", ("tx_packets",)),
+    ("tx_window_errors", ()),
+)
+
+# Jumbo frames, as a RoCE fabric runs them so that the 4096-byte RDMA MTU fits.
+ROCE_NETDEV_MTU = 9000
+IPOIB_MTU = 4092
+
+
+def ib_port_counter_names() -> tuple[str, ...]:
+    """Names of ``ports/<p>/counters/*`` that the model should fill (raw, data in 4-byte words)."""
+    return IB_PORT_COUNTERS
+
+
+@dataclass(frozen=True, slots=True)
+class VirtualTree:
+    """Files (path -> content with its newline) and directories (path -> sorted entries)."""
+
+    files: dict[str, str]
+    dirs: dict[str, tuple[str, ...]]
+
+    def is_dir(self, path: str) -> bool:
+        return path in self.dirs
+
+    def walk(self, path: str) -> Iterator[str]:
+        """Every file under ``path``, depth first in sorted order (like ``grep -r``)."""
+        for entry in self.dirs.get(path, ()):
+            child = f"{path.rstrip('/')}/{entry}"
+            if child in self.dirs:
+                yield from self.walk(child)
+            elif child in self.files:
+                yield child
+
+
+def _netdev_files(nic: NicView) -> dict[str, str]:
+    up = nic.state == "ACTIVE"
+    is_ib = nic.link_layer == "InfiniBand"
+    files = {
+        "address": _ipoib_address(nic) if is_ib else nic.mac,
+        "operstate": "up" if up else "down",
+        "carrier": "1" if up else "0",
+        "speed": str(nic.rate_gbps * 1000) if up else "-1",
+        "mtu": str(IPOIB_MTU if is_ib else ROCE_NETDEV_MTU),
+        "type": "32" if is_ib else "1",
+    }
+    for name, sources in _NET_STATISTICS:
+        files[f"statistics/{name}"] = str(sum(nic.ethtool.get(src, 0) for src in sources))
+    return files
+
+
+def _ipoib_address(nic: NicView) -> str:
+    """IPoIB hardware address: flags and QPN (4 bytes), then the port GID (16 bytes)."""
+    gid = f"fe80000000000000{guid_int(nic.port_guid):016x}"
+    return "00:00:10:87:" + ":".join(gid[i : i + 2] for i in range(0, 32, 2))
+
+
+def _nic_files(nic: NicView, node: NodeView) -> dict[str, str]:
+    dev = f"{IB_ROOT}/{nic.name}"
+    port = f"{dev}/ports/{nic.port}"
+    is_ib = nic.link_layer == "InfiniBand"
+    files = {
+        f"{dev}/node_guid": guid_colon(nic.node_guid),
+        f"{dev}/sys_image_guid": guid_colon(nic.sys_image_guid),
+        f"{dev}/fw_ver": nic.fw_version,
+        f"{dev}/hca_type": nic.hca_type,
+        f"{dev}/board_id": nic.board_id,
+        f"{dev}/hw_rev": "0x0",
+        f"{dev}/node_type": "1: CA",
+        f"{dev}/node_desc": f"{node.name} {nic.name}",
+        f"{port}/state": sysfs_state(nic),
+        f"{port}/phys_state": sysfs_phys_state(nic),
+        f"{port}/rate": sysfs_rate(nic),
+        f"{port}/link_layer": nic.link_layer,
+        f"{port}/lid": f"0x{nic.lid:x}",
+        f"{port}/sm_lid": f"0x{nic.sm_lid:x}",
+        f"{port}/lid_mask_count": "0",
+        f"{port}/sm_sl": "0",
+        f"{port}/cap_mask": "0xa751e848" if is_ib else "0x00010000",
+    }
+    for gid in nic.gids:
+        files[f"{port}/gids/{gid.index}"] = gid.gid
+        files[f"{port}/gid_attrs/types/{gid.index}"] = (
+            "IB/RoCE v1" if gid.roce_version == "v1" else "RoCE v2"
+        )
+        files[f"{port}/gid_attrs/ndevs/{gid.index}"] = gid.netdev
+    if is_ib and not nic.gids:
+        files[f"{port}/gids/0"] = f"fe80:0000:0000:0000:{guid_colon(nic.port_guid)}"
+    for name, count in nic.counters.items():
+        files[f"{port}/counters/{name}"] = str(count)
+    for name, count in nic.hw_counters.items():
+        files[f"{port}/hw_counters/{name}"] = str(count)
+    if nic.hw_counters:
+        # The statistics refresh interval (ms) rdma_core exposes next to the counters.
+        files[f"{port}/hw_counters/lifespan"] = "10"
+    for rel, text in _netdev_files(nic).items():
+        files[f"{dev}/device/net/{nic.netdev}/{rel}"] = text
+        files[f"{NET_ROOT}/{nic.netdev}/{rel}"] = text
+    return files
+
+
+def build_tree(node: NodeView) -> VirtualTree:
+    """The node's virtual ``/sys`` (files end with the newline the kernel appends)."""
+    contents: dict[str, str] = {}
+    for nic in node.nics:
+        contents.update(_nic_files(nic, node))
+    files = {path: value + "\n" for path, value in contents.items()}
+    children: dict[str, set[str]] = {"/": set()}
+    for path in files:
+        parts = path.strip("/").split("/")
+        for depth in range(len(parts)):
+            parent = "/" + "/".join(parts[:depth])
+            children.setdefault(parent, set()).add(parts[depth])
+    dirs = {path: tuple(sorted(entries)) for path, entries in children.items()}
+    return VirtualTree(files, dirs)
+
+
+_MAGIC = re.compile(r"[*?\[]")
+
+
+_BRACE = re.compile(r"\{([^{}]*,[^{}]*)\}")
+
+
+def brace_expand(word: str) -> list[str]:
+    """bash brace expansion ("a/{x,y}/b" -> "a/x/b", "a/y/b"), innermost group first."""
+    match = _BRACE.search(word)
+    if match is None:
+        return [word]
+    head, tail = word[: match.start()], word[match.end() :]
+    return [w for option in match.group(1).split(",") for w in brace_expand(head + option + tail)]
+
+
+def expand(tree: VirtualTree, word: str) -> list[str]:
+    """bash's brace then pathname expansion of ``word`` over the tree (sorted; no match: literal)."""
+    words = brace_expand(word)
+    if len(words) > 1:
+        return [path for w in words for path in expand(tree, w)]
+    if not _MAGIC.search(word) or not word.startswith("/"):
+        return [word]
+    matches = ["/"]
+    for part in word.strip("/").split("/"):
+        nxt: list[str] = []
+        for base in matches:
+            entries = tree.dirs.get(base, ())
+            if _MAGIC.search(part):
+                hits = [
+                    e
+                    for e in entries
+                    if fnmatch.fnmatchcase(e, part)
+                    and (part.startswith(".") or not e.startswith("."))
+                ]
+            else:
+                hits = [part] if part in entries else []
+            nxt += [f"{base.rstrip('/')}/{hit}" for hit in hits]
+        matches = nxt
+    if word.endswith("/"):
+        matches = [m + "/" for m in matches if m in tree.dirs]
+    return sorted(matches) or [word]
+
+
+def _norm(path: str) -> str:
+    """Collapse repeated and trailing slashes as the kernel's path walk does."""
+    collapsed = re.sub(r"/+", "/", path)
+    return collapsed.rstrip("/") or "/"
+
+
+def _tree(ctx: ToolContext) -> VirtualTree:
+    if ctx.node is None:
+        return VirtualTree({}, {"/": ()})
+    return build_tree(ctx.node)
+
+
+@register("cat")
+def cat(ctx: ToolContext, argv: list[str]) -> ToolOutput:
+    """``cat FILE...``: contents in order; errors as GNU cat words them, exit 1 if any failed."""
+    tree = _tree(ctx)
+    out: list[str] = []
+    err: list[str] = []
+    for word in argv[1:]:
+        if word == "--":
+            continue
+        for path in expand(tree, word):
+            real = _norm(path)
+            if real in tree.files:
+                out.append(tree.files[real])
+            elif real in tree.dirs:
+                err.append(f"cat: {path}: Is a directory\n")
+            else:
+                err.append(f"cat: {path}: No such file or directory\n")
+    return ToolOutput("".join(out), "".join(err), 1 if err else 0)
+
+
+@register("grep")
+def grep(ctx: ToolContext, argv: list[str]) -> ToolOutput:
+    """``grep [-H|-h] [-r] [-s] [-v] [-c] PATTERN FILE...`` over the virtual tree (GNU grep's words)."""
+    tree = _tree(ctx)
+    with_name: bool | None = None
+    recursive = silent = invert = count = False
+    pattern: str | None = None
+    words: list[str] = []
+    options_done = False
+    expect_pattern = False
+    for arg in argv[1:]:
+        if expect_pattern:
+            pattern, expect_pattern = arg, False
+        elif not options_done and arg == "--":
+            options_done = True
+        elif not options_done and arg.startswith("-") and len(arg) > 1:
+            for letter in arg[1:]:
+                if letter == "H":
+                    with_name = True
+                elif letter == "h":
+                    with_name = False
+                elif letter in "rR":
+                    recursive = True
+                elif letter == "s":
+                    silent = True
+                elif letter == "v":
+                    invert = True
+                elif letter == "c":
+                    count = True
+                elif letter == "e":
+                    expect_pattern = True
+                else:
+                    return ToolOutput(
+                        "",
+                        f"grep: invalid option -- '{letter}'\nUsage: grep [OPTION]... PATTERNS [FILE]...\n"
+                        "Try 'grep --help' for more information.\n",
+                        2,
+                    )
+        elif pattern is None:
+            pattern = arg
+        else:
+            words.append(arg)
+    if pattern is None:
+        return ToolOutput(
+            "",
+            "Usage: grep [OPTION]... PATTERNS [FILE]...\nTry 'grep --help' for more information.\n",
+            2,
+        )
+    try:
+        regex = re.compile(_bre_to_python(pattern))
+    except re.error:
+        return ToolOutput("", "grep: Unmatched [, [^, [:, [., or [=\n", 2)
+    paths = [p for w in words for p in expand(tree, w)]
+    if with_name is None:
+        with_name = len(paths) > 1 or recursive
+    out: list[str] = []
+    err: list[str] = []
+    matched = False
+    for path in paths:
+        real = _norm(path)
+        if real in tree.dirs:
+            if recursive:
+                targets = [
+                    (f"{path.rstrip('/')}{f[len(real) :]}" if real != "/" else f, f)
+                    for f in tree.walk(real)
+                ]
+            else:
+                err.append(f"grep: {path}: Is a directory\n")
+                continue
+        elif real in tree.files:
+            targets = [(path, real)]
+        else:
+            err.append(f"grep: {path}: No such file or directory\n")
+            continue
+        for shown, file_path in targets:
+            hits = [
+                line
+                for line in tree.files[file_path].splitlines()
+                if bool(regex.search(line)) != invert
+            ]
+            matched = matched or bool(hits)
+            if count:
+                out.append(f"{shown}:{len(hits)}\n" if with_name else f"{len(hits)}\n")
+                continue
+            out += [f"{shown}:{line}\n" if with_name else f"{line}\n" for line in hits]
+    status = 2 if err and not (silent and matched) else (0 if matched else 1)
+    return ToolOutput("".join(out), "" if silent else "".join(err), status)
+
+
+def _bre_to_python(pattern: str) -> str:
+    """GNU basic regular expressions: ``\\|``, ``\\(``, ``\\)``, ``\\+``, ``\\?`` are the operators."""
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\" and i + 1 < len(pattern):
+            nxt = pattern[i + 1]
+            out.append(nxt if nxt in "|()+?{}" else "\\" + nxt)
+            i += 2
+            continue
+        out.append("\\" + ch if ch in "|()+?{}" else ch)
+        i += 1
+    return "".join(out)
+
+
+@register("ls")
+def ls(ctx: ToolContext, argv: list[str]) -> ToolOutput:
+    """``ls [-1] PATH...``: one name per line, as ls prints when stdout is not a terminal."""
+    tree = _tree(ctx)
+    words = [w for w in argv[1:] if not w.startswith("-")]
+    paths = [p for w in (words or ["/"]) for p in expand(tree, w)]
+    out: list[str] = []
+    err: list[str] = []
+    files = [p for p in paths if _norm(p) in tree.files]
+    dirs = [p for p in paths if _norm(p) in tree.dirs]
+    for path in paths:
+        if _norm(path) not in tree.files and _norm(path) not in tree.dirs:
+            err.append(f"ls: cannot access '{path}': No such file or directory\n")
+    out += [f"{p}\n" for p in sorted(files)]
+    for index, path in enumerate(sorted(dirs)):
+        if len(paths) > 1:
+            out.append(("\n" if files or index else "") + f"{path}:\n")
+        out += [f"{entry}\n" for entry in tree.dirs[_norm(path)]]
+    return ToolOutput("".join(out), "".join(err), 2 if err else 0)
