@@ -1,7 +1,7 @@
 """SONiC ``show`` commands a SONiC switch answers (sonic-utilities layouts).
 
-Every table is python-tabulate ``simple`` with ``stralign="right"``, as
-sonic-utilities prints them. Layouts followed:
+Every table is python-tabulate ``simple`` with ``stralign="right"`` (and
+tabulate's two blanks of header padding), as sonic-utilities prints them. Layouts followed:
 
 - ``show interfaces counters`` (portstat):
   ``switch/sonicbook-arista7050qx-show-interfaces-counters-iperf.txt`` and
@@ -112,7 +112,7 @@ def interfaces_counters(switch: SwitchView) -> str:
         ]
         for p in _ports(switch)
     ]
-    return _lines(simple_table(PORTSTAT_HEADER, rows, right=True))
+    return _lines(simple_table(PORTSTAT_HEADER, rows, right=True, min_padding=2))
 
 
 def _queue_rows(port: SwitchPortView) -> list[list[str]]:
@@ -139,7 +139,7 @@ def queue_counters(switch: SwitchView, names: list[str]) -> str:
     for port in _ports(switch):
         if names and port.name not in names:
             continue
-        lines += simple_table(QUEUE_HEADER, _queue_rows(port), right=True)
+        lines += simple_table(QUEUE_HEADER, _queue_rows(port), right=True, min_padding=2)
         lines.append("")
     return _lines(lines)
 
@@ -152,7 +152,9 @@ def pfc_counters(switch: SwitchView) -> str:
         for port in _ports(switch):
             frames: tuple[int, ...] = getattr(port, attr)
             rows.append([port.name, *(f"{frames[p]:,}" for p in range(8))])
-        lines += simple_table([label, *(f"PFC{p}" for p in range(8))], rows, right=True)
+        lines += simple_table(
+            [label, *(f"PFC{p}" for p in range(8))], rows, right=True, min_padding=2
+        )
         lines.append("")
     return _lines(lines)
 
@@ -166,7 +168,7 @@ def lldp_table(switch: SwitchView) -> str:
     ]
     headers = ["LocalPort", "RemoteDevice", "RemotePortID", "Capability", "RemotePortDescr"]
     lines = ["Capability codes: (R) Router, (B) Bridge, (O) Other"]
-    lines += simple_table(headers, rows, right=False)
+    lines += simple_table(headers, rows, right=False, min_padding=2)
     lines += ["-" * 50, f"Total entries displayed:  {len(rows)}"]
     return _lines(lines)
 
@@ -207,7 +209,7 @@ def interfaces_status(switch: SwitchView) -> str:
         "Type",
         "Asym PFC",
     ]
-    return _lines(simple_table(headers, rows, right=True))
+    return _lines(simple_table(headers, rows, right=True, min_padding=2))
 
 
 @register("show")

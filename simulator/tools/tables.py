@@ -1,7 +1,7 @@
 """The plain column tables switch CLIs print (python-tabulate's ``simple`` format).
 
 SONiC's show commands call ``tabulate(..., tablefmt="simple", stralign="right")``
-and NVUE prints the same shape left-aligned with every cell padded to its
+(header cells padded by two blanks, ``RX_OK`` over a 7-dash rule) and NVUE prints the same shape left-aligned with every cell padded to its
 column width (trailing blanks included). Columns are separated by two spaces,
 the rule under the header is one run of dashes per column.
 """
@@ -17,9 +17,14 @@ def simple_table(
     *,
     right: bool,
     indent: str = "",
+    min_padding: int = 0,
 ) -> list[str]:
-    """Lines of a ``simple`` table; ``right`` aligns every cell to the right."""
-    widths = [len(h) for h in headers]
+    """Lines of a ``simple`` table; ``right`` aligns every cell to the right.
+
+    ``min_padding`` widens every column to its header plus that many blanks:
+    tabulate's ``MIN_PADDING`` (2), which SONiC's tables show and NVUE's do not.
+    """
+    widths = [len(h) + min_padding for h in headers]
     for row in rows:
         for i, cell in enumerate(row):
             widths[i] = max(widths[i], len(cell))
