@@ -1,0 +1,498 @@
+"""fleet node agent: one JSON line per interval, schema ``fleet-agent/1`` (docs/agent-schema.md).
+
+Sent over SSH and run as ``python3 -u -c <this file> --interval N [--sysfs ROOT]
+[--optics-every K]``, so this file must stay SELF-CONTAINED: the standard
+library only, plus ``pynvml`` (nvidia-ml-py) when the node has it. It never
+imports anything from fleet.
+
+What it reads, every interval:
+- ``ROOT/class/infiniband/*/ports/*/{state,phys_state,rate,link_layer}`` and every
+  file of ``counters/`` and ``hw_counters/`` (raw integers; ``port_xmit_data``
+  stays in 4-byte words, the reader multiplies);
+- the RoCE/IPoIB netdev of each port from ``ROOT/class/infiniband/<dev>/device/net/*``
+  (a multi-port device: ``dev_port`` picks the port), its ``ethtool -S`` counters
+  and, every K-th line, the raw ``ethtool -m`` text (optics, parsed on the console side);
+- QPs per RDMA device from ``rdma -j res show``;
+- GPUs through NVML: utilization, memory, temperature, power, SM clock, clock
+  event (throttle) reasons, ECC, retired pages or remapped rows, PCIe replays,
+  NVLink CRC/replay/recovery errors summed over links, and XIDs from an NVML
+  event set polled without blocking.
+
+Tools are run with an argument list (no shell); the only argument taken from
+the machine, a netdev name, must look like an interface name. A field NVML
+does not support is ``null``; read problems go to ``errors`` and are never
+fatal. The agent stops when stdin closes (the SSH channel ended) or stdout breaks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+SCHEMA = "fleet-agent/1"
+TOOL_TIMEOUT_S = 5.0
+_NETDEV = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:@-]{0,14}$")
+_RATE = re.compile(r"^\s*([0-9.]+)\s*Gb/sec")
+_ETHTOOL_LINE = re.compile(r"^\s*([^:]+?):\s*(-?\d+)\s*$")
+
+
+# --- sysfs ---------------------------------------------------------------------------
+
+
+def _read(path: str, errors: list[str]) -> str | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read().strip()
+    except OSError as exc:
+        errors.append(f"{path}: {exc.strerror or exc}")
+        return None
+
+
+def _listdir(path: str) -> list[str]:
+    try:
+        return sorted(os.listdir(path))
+    except OSError:
+        return []
+
+
+def split_state(text: str | None) -> tuple[str, int | None]:
+    """``"4: ACTIVE"`` -> ``("ACTIVE", 4)``; unreadable -> ``("", None)``."""
+    if not text:
+        return "", None
+    code, _, name = text.partition(":")
+    try:
+        return name.strip(), int(code)
+    except ValueError:
+        return text.strip(), None
+
+
+def rate_gbps(text: str | None) -> float | None:
+    """``"400 Gb/sec (4X NDR)"`` -> ``400.0``."""
+    match = _RATE.match(text or "")
+    return float(match.group(1)) if match else None
+
+
+def read_counters(folder: str, errors: list[str]) -> dict[str, int]:
+    """Every file of a counters folder as an integer (unreadable files go to ``errors``)."""
+    values: dict[str, int] = {}
+    for name in _listdir(folder):
+        text = _read(os.path.join(folder, name), errors)
+        if text is None:
+            continue
+        try:
+            values[name] = int(text)
+        except ValueError:
+            errors.append(f"{folder}/{name}: not an integer: {text[:40]!r}")
+    return values
+
+
+def port_netdevs(sysfs: str, device: str, errors: list[str]) -> dict[int, str]:
+    """HCA port -> netdev name, from ``class/infiniband/<dev>/device/net/*``."""
+    net = os.path.join(sysfs, "class", "infiniband", device, "device", "net")
+    names = []
+    for name in _listdir(net):
+        if _NETDEV.match(name):
+            names.append(name)
+        else:  # it will be an ethtool argument: only names that look like interfaces
+            errors.append(f"{device}: netdev {name!r} is not an interface name, skipped")
+    if len(names) == 1:
+        return {0: names[0]}  # 0: every port of the device
+    result: dict[int, str] = {}
+    for name in names:
+        text = _read(os.path.join(net, name, "dev_port"), errors)
+        if text is not None and text.isdigit():
+            result[int(text) + 1] = name
+    return result
+
+
+def collect_ports(sysfs: str, errors: list[str]) -> list[dict[str, Any]]:
+    ports: list[dict[str, Any]] = []
+    root = os.path.join(sysfs, "class", "infiniband")
+    for device in _listdir(root):
+        netdevs = port_netdevs(sysfs, device, errors)
+        for port in _listdir(os.path.join(root, device, "ports")):
+            if not port.isdigit():
+                continue
+            base = os.path.join(root, device, "ports", port)
+            state, state_code = split_state(_read(os.path.join(base, "state"), errors))
+            phys, phys_code = split_state(_read(os.path.join(base, "phys_state"), errors))
+            rate = _read(os.path.join(base, "rate"), errors) or ""
+            ports.append({
+                "device": device,
+                "port": int(port),
+                "state": state,
+                "state_code": state_code,
+                "phys_state": phys,
+                "phys_state_code": phys_code,
+                "rate": rate,
+                "rate_gbps": rate_gbps(rate),
+                "link_layer": _read(os.path.join(base, "link_layer"), errors) or "",
+                "netdev": netdevs.get(int(port), netdevs.get(0, "")),
+                "counters": read_counters(os.path.join(base, "counters"), errors),
+                "hw_counters": read_counters(os.path.join(base, "hw_counters"), errors),
+            })
+    return ports
+
+
+# --- tools -----------------------------------------------------------------------------
+
+
+def run_tool(argv: list[str], errors: list[str]) -> str | None:
+    """stdout of ``argv`` (no shell), or None with the reason in ``errors``."""
+    if shutil.which(argv[0]) is None:
+        errors.append(f"{argv[0]}: not installed")
+        return None
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, errors="replace",
+                              timeout=TOOL_TIMEOUT_S, stdin=subprocess.DEVNULL, check=False)
+    except subprocess.TimeoutExpired:
+        errors.append(f"{' '.join(argv)}: no answer within {TOOL_TIMEOUT_S:g} s")
+        return None
+    except OSError as exc:
+        errors.append(f"{' '.join(argv)}: {exc.strerror or exc}")
+        return None
+    if done.returncode != 0:
+        first = (done.stderr.strip().splitlines() or [""])[0][:200]
+        errors.append(f"{' '.join(argv)}: exit status {done.returncode}: {first}")
+        return None
+    return done.stdout
+
+
+def parse_ethtool_stats(text: str) -> dict[str, int]:
+    """``ethtool -S`` ``name: value`` lines (the ``NIC statistics:`` header is skipped)."""
+    values: dict[str, int] = {}
+    for line in text.splitlines():
+        match = _ETHTOOL_LINE.match(line)
+        if match:
+            values[match.group(1)] = int(match.group(2))
+    return values
+
+
+def collect_netdevs(names: list[str], with_optics: bool, errors: list[str]) -> dict[str, dict[str, Any]]:
+    """``ethtool -S`` (and with ``with_optics`` the raw ``ethtool -m``) of each netdev.
+
+    ``names`` come from ``port_netdevs``, which admits only interface-like names.
+    """
+    result: dict[str, dict[str, Any]] = {}
+    for name in names:
+        entry: dict[str, Any] = {}
+        stats = run_tool(["ethtool", "-S", name], errors)
+        entry["ethtool"] = parse_ethtool_stats(stats) if stats is not None else {}
+        if with_optics:
+            optics = run_tool(["ethtool", "-m", name], errors)
+            if optics is not None:
+                entry["optics_text"] = optics
+        result[name] = entry
+    return result
+
+
+def qp_counts(errors: list[str]) -> dict[str, int] | None:
+    """QPs per RDMA device from ``rdma -j res show``; None when rdma is missing or fails."""
+    if shutil.which("rdma") is None:
+        return None
+    text = run_tool(["rdma", "-j", "res", "show"], errors)
+    if text is None:
+        return None
+    try:
+        rows = json.loads(text)
+    except ValueError:
+        errors.append("rdma -j res show: output is not JSON")
+        return None
+    counts: dict[str, int] = {}
+    for row in rows if isinstance(rows, list) else []:
+        if isinstance(row, dict) and isinstance(row.get("ifname"), str) and isinstance(row.get("qp"), int):
+            counts[row["ifname"]] = row["qp"]
+    return counts
+
+
+# --- GPUs --------------------------------------------------------------------------------
+
+
+class _GpuLost(Exception):
+    pass
+
+
+class Gpus:
+    """NVML, initialised once; ``sample()`` returns (gpus, gpu_error)."""
+
+    RETRY_INIT_S = 30.0
+
+    def __init__(self) -> None:
+        self.nvml: Any = None
+        self.error = ""
+        self.handles: list[Any] = []
+        self.links: dict[int, list[int]] = {}
+        self.events: Any = None
+        self.xid_last: dict[int, int] = {}
+        self.xid_count: dict[int, int] = {}
+        self.xid_supported: set[int] = set()
+        self.tried_at = -1e18
+        self.ready = False
+        try:
+            import pynvml  # type: ignore[import-not-found,unused-ignore]
+        except ImportError:
+            self.error = "pynvml not installed"
+            return
+        except Exception as exc:  # a broken third-party install must not stop the port data
+            self.error = f"pynvml failed to load: {type(exc).__name__}: {exc}"
+            return
+        self.nvml = pynvml
+        self.error_names = {
+            getattr(pynvml, name): name for name in dir(pynvml)
+            if name.startswith("NVML_ERROR_") and isinstance(getattr(pynvml, name), int)
+        }
+
+    def error_name(self, exc: BaseException) -> str:
+        value = getattr(exc, "value", None)
+        return self.error_names.get(value, f"{type(exc).__name__}: {exc}") if value is not None else str(exc)
+
+    def _is(self, exc: BaseException, constant: str) -> bool:
+        return getattr(exc, "value", None) == getattr(self.nvml, constant, object())
+
+    def _init(self, errors: list[str]) -> bool:
+        """nvmlInit once; after a failure (no driver yet) retried at most every RETRY_INIT_S."""
+        if self.ready:
+            return True
+        now = time.monotonic()
+        if now - self.tried_at < self.RETRY_INIT_S:
+            return False
+        self.tried_at = now
+        nv = self.nvml
+        try:
+            nv.nvmlInit()
+            count = nv.nvmlDeviceGetCount()
+            self.handles = [nv.nvmlDeviceGetHandleByIndex(index) for index in range(count)]
+        except nv.NVMLError as exc:
+            self.error = self.error_name(exc)
+            self.handles = []
+            return False
+        self.error = ""
+        self.ready = True
+        self._find_links()
+        self._register_xids(errors)
+        return True
+
+    def _find_links(self) -> None:
+        nv = self.nvml
+        for index, handle in enumerate(self.handles):
+            links = []
+            for link in range(getattr(nv, "NVML_NVLINK_MAX_LINKS", 18)):
+                try:
+                    nv.nvmlDeviceGetNvLinkState(handle, link)
+                except nv.NVMLError:
+                    continue
+                links.append(link)
+            self.links[index] = links
+
+    def _register_xids(self, errors: list[str]) -> None:
+        nv = self.nvml
+        try:
+            self.events = nv.nvmlEventSetCreate()
+        except nv.NVMLError as exc:
+            errors.append(f"nvmlEventSetCreate: {self.error_name(exc)}")
+            return
+        for index, handle in enumerate(self.handles):
+            try:
+                nv.nvmlDeviceRegisterEvents(handle, nv.nvmlEventTypeXidCriticalError, self.events)
+            except nv.NVMLError as exc:
+                if not self._is(exc, "NVML_ERROR_NOT_SUPPORTED"):
+                    errors.append(f"gpu{index} xid events: {self.error_name(exc)}")
+                continue
+            self.xid_supported.add(index)
+            self.xid_last[index] = 0
+            self.xid_count[index] = 0
+
+    def _poll_xids(self, errors: list[str]) -> None:
+        nv = self.nvml
+        if self.events is None or not self.xid_supported:
+            return
+        wait = getattr(nv, "nvmlEventSetWait_v2", None) or nv.nvmlEventSetWait
+        for _ in range(10000):
+            try:
+                data = wait(self.events, 0)
+            except nv.NVMLError as exc:
+                if not self._is(exc, "NVML_ERROR_TIMEOUT"):
+                    errors.append(f"nvmlEventSetWait: {self.error_name(exc)}")
+                return
+            if not data.eventType & nv.nvmlEventTypeXidCriticalError:
+                continue
+            try:
+                index = nv.nvmlDeviceGetIndex(data.device)
+            except nv.NVMLError as exc:
+                errors.append(f"xid {int(data.eventData)} on an unknown GPU: {self.error_name(exc)}")
+                continue
+            if index in self.xid_supported:
+                self.xid_last[index] = int(data.eventData)
+                self.xid_count[index] += 1
+
+    def _get(self, errors: list[str], label: str, fn: Any, *args: Any) -> Any:
+        """One NVML call: NOT_SUPPORTED -> None, GPU_IS_LOST -> _GpuLost, others -> None + error."""
+        try:
+            return fn(*args)
+        except self.nvml.NVMLError as exc:
+            if self._is(exc, "NVML_ERROR_NOT_SUPPORTED"):
+                return None
+            if self._is(exc, "NVML_ERROR_GPU_IS_LOST"):
+                raise _GpuLost() from None
+            errors.append(f"{label}: {self.error_name(exc)}")
+            return None
+
+    def _gpu(self, index: int, handle: Any, errors: list[str]) -> dict[str, Any]:
+        nv = self.nvml
+        label = f"gpu{index}"
+
+        def get(field: str, fn: Any, *args: Any) -> Any:
+            return self._get(errors, f"{label} {field}", fn, handle, *args)
+
+        name = get("name", nv.nvmlDeviceGetName)
+        uuid = get("uuid", nv.nvmlDeviceGetUUID)
+        util = get("util_pct", nv.nvmlDeviceGetUtilizationRates)
+        memory = get("memory", nv.nvmlDeviceGetMemoryInfo)
+        power_mw = get("power_w", nv.nvmlDeviceGetPowerUsage)
+        reasons_fn = getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
+            nv.nvmlDeviceGetCurrentClocksThrottleReasons
+        uncorrected, corrected = nv.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, nv.NVML_MEMORY_ERROR_TYPE_CORRECTED
+        gpu: dict[str, Any] = {
+            "index": index,
+            "name": name.decode() if isinstance(name, bytes) else name,
+            "uuid": uuid.decode() if isinstance(uuid, bytes) else uuid,
+            "util_pct": util.gpu if util is not None else None,
+            "mem_used_bytes": memory.used if memory is not None else None,
+            "mem_total_bytes": memory.total if memory is not None else None,
+            "temp_c": get("temp_c", nv.nvmlDeviceGetTemperature, nv.NVML_TEMPERATURE_GPU),
+            "power_w": power_mw / 1000.0 if power_mw is not None else None,
+            "sm_clock_mhz": get("sm_clock_mhz", nv.nvmlDeviceGetClockInfo, nv.NVML_CLOCK_SM),
+            "throttle_reasons": get("throttle_reasons", reasons_fn),
+            "ecc_volatile_uncorrected": get("ecc", nv.nvmlDeviceGetTotalEccErrors, uncorrected, nv.NVML_VOLATILE_ECC),
+            "ecc_aggregate_uncorrected": get("ecc", nv.nvmlDeviceGetTotalEccErrors, uncorrected, nv.NVML_AGGREGATE_ECC),
+            "ecc_volatile_corrected": get("ecc", nv.nvmlDeviceGetTotalEccErrors, corrected, nv.NVML_VOLATILE_ECC),
+            "retired_pages": self._retired(handle, get),
+            "pcie_replay": get("pcie_replay", nv.nvmlDeviceGetPcieReplayCounter),
+            "xid_last": self.xid_last.get(index) if index in self.xid_supported else None,
+            "xid_count": self.xid_count.get(index) if index in self.xid_supported else None,
+        }
+        gpu.update(self._nvlink(index, handle, get))
+        return gpu
+
+    def _retired(self, handle: Any, get: Any) -> int | None:
+        """Remapped rows (A100 and later); retired pages on older GPUs; None when neither exists."""
+        nv = self.nvml
+        remapped = get("remapped_rows", nv.nvmlDeviceGetRemappedRows)
+        if remapped is not None:
+            return int(remapped[0]) + int(remapped[1])
+        single = get("retired_pages", nv.nvmlDeviceGetRetiredPages,
+                     nv.NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS)
+        double = get("retired_pages", nv.nvmlDeviceGetRetiredPages, nv.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR)
+        if single is None and double is None:
+            return None
+        return len(single or []) + len(double or [])
+
+    def _nvlink(self, index: int, handle: Any, get: Any) -> dict[str, int | None]:
+        """NVLink DL error counters summed over the GPU's links (CRC: flit CRC errors)."""
+        nv = self.nvml
+        kinds = {
+            "nvlink_crc_errors": nv.NVML_NVLINK_ERROR_DL_CRC_FLIT,
+            "nvlink_replay_errors": nv.NVML_NVLINK_ERROR_DL_REPLAY,
+            "nvlink_recovery_errors": nv.NVML_NVLINK_ERROR_DL_RECOVERY,
+        }
+        totals: dict[str, int | None] = dict.fromkeys(kinds)
+        for link in self.links.get(index, []):
+            for field, counter in kinds.items():
+                value = get(field, nv.nvmlDeviceGetNvLinkErrorCounter, link, counter)
+                if value is not None:
+                    totals[field] = (totals[field] or 0) + int(value)
+        return totals
+
+    def sample(self, errors: list[str]) -> tuple[list[dict[str, Any]], str]:
+        if self.nvml is None or not self._init(errors):
+            return [], self.error
+        self._poll_xids(errors)
+        gpus = []
+        for index, handle in enumerate(self.handles):
+            try:
+                gpus.append(self._gpu(index, handle, errors))
+            except _GpuLost:
+                gpus.append({"index": index, "error": "NVML_ERROR_GPU_IS_LOST"})
+        return gpus, ""
+
+
+# --- the loop ----------------------------------------------------------------------------
+
+
+def sample_line(args: argparse.Namespace, seq: int, gpus: Gpus, hostname: str) -> dict[str, Any]:
+    errors: list[str] = []
+    ts = time.time()
+    ports = collect_ports(args.sysfs, errors)
+    netdev_names = sorted({port["netdev"] for port in ports if port["netdev"]})
+    with_optics = args.optics_every > 0 and seq % args.optics_every == 0
+    line: dict[str, Any] = {
+        "schema": SCHEMA,
+        "host": hostname,
+        "ts": round(ts, 3),
+        "seq": seq,
+        "interval_s": args.interval,
+        "ports": ports,
+        "netdevs": collect_netdevs(netdev_names, with_optics, errors),
+    }
+    qps = qp_counts(errors)
+    if qps is not None:
+        line["qp_count"] = qps
+    line["gpus"], line["gpu_error"] = gpus.sample(errors)
+    line["errors"] = errors
+    return line
+
+
+def _watch_stdin(stop: threading.Event) -> None:
+    """The SSH channel closing closes stdin: that is the signal to stop."""
+    try:
+        while os.read(sys.stdin.fileno(), 65536):
+            pass
+    except (OSError, ValueError):
+        pass
+    stop.set()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="fleet-agent", description="fleet node agent (fleet-agent/1)")
+    parser.add_argument("--interval", type=float, default=1.0, help="seconds between lines")
+    parser.add_argument("--sysfs", default="/sys", help="sysfs root (tests point it at a fixture tree)")
+    parser.add_argument("--optics-every", type=int, default=60, help="ethtool -m every K lines (0: never)")
+    parser.add_argument("--count", type=int, default=0, help="stop after N lines (0: until stdin closes)")
+    args = parser.parse_args(argv)
+    if args.interval <= 0:
+        parser.error("--interval must be positive")
+    stop = threading.Event()
+    threading.Thread(target=_watch_stdin, args=(stop,), daemon=True).start()
+    gpus = Gpus()
+    hostname = socket.gethostname()
+    seq = 0
+    next_at = time.monotonic()
+    while True:  # at least one line: with stdin already closed the agent is a one-shot sample
+        try:
+            sys.stdout.write(json.dumps(sample_line(args, seq, gpus, hostname), separators=(",", ":")) + "\n")
+            sys.stdout.flush()
+        except BrokenPipeError:
+            return 0
+        seq += 1
+        if args.count and seq >= args.count:
+            return 0
+        next_at += args.interval
+        now = time.monotonic()
+        if now > next_at:  # fell behind (slow sysfs or tools): skip the missed ticks, never pile up
+            next_at += math.ceil((now - next_at) / args.interval) * args.interval
+        if stop.wait(next_at - now):
+            return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

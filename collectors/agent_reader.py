@@ -1,0 +1,296 @@
+"""Decode the node agent's JSON lines (``fleet-agent/1``, docs/agent-schema.md) into typed values.
+
+``decode_agent_line`` turns one line into an ``AgentLine`` or raises
+``AgentLineError`` with a reason that names the field (callers mark the host
+UNPARSABLE with it). ``host_sample`` turns an ``AgentLine`` into the
+``HostSample`` the store keeps, with the metric names of ``fabric.samples``:
+``tx_bytes = port_xmit_data x 4`` (the counter counts 4-byte words), netdev
+counters filed under the RDMA device and port of their netdev, GPUs as ``gpuN``.
+Unknown keys are ignored (a newer agent may add some); a different major
+schema is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fabric.samples import HostSample, SeriesKey
+
+SCHEMA_PREFIX = "fleet-agent/"
+SCHEMA_MAJOR = 1
+
+PORT_COUNTERS: dict[str, tuple[str, int]] = {
+    "port_xmit_data": ("tx_bytes", 4),
+    "port_rcv_data": ("rx_bytes", 4),
+    "port_xmit_packets": ("tx_packets", 1),
+    "port_rcv_packets": ("rx_packets", 1),
+    **{name: (name, 1) for name in (
+        "unicast_xmit_packets", "unicast_rcv_packets", "multicast_xmit_packets", "multicast_rcv_packets",
+        "port_xmit_wait", "symbol_error", "link_error_recovery", "link_downed", "port_rcv_errors",
+        "port_rcv_remote_physical_errors", "port_rcv_switch_relay_errors", "port_xmit_discards",
+        "port_xmit_constraint_errors", "port_rcv_constraint_errors", "local_link_integrity_errors",
+        "excessive_buffer_overrun_errors", "VL15_dropped",
+    )},
+}
+"""sysfs ``counters/`` file -> (metric, multiplier to the metric's unit)."""
+
+HW_COUNTERS: frozenset[str] = frozenset({
+    "out_of_buffer", "out_of_sequence", "packet_seq_err", "implied_nak_seq_err", "local_ack_timeout_err",
+    "rnr_nak_retry_err", "duplicate_request", "req_cqe_error", "resp_cqe_error", "req_cqe_flush_error",
+    "resp_cqe_flush_error", "roce_adp_retrans", "roce_slow_restart", "rx_icrc_encapsulated",
+    "np_ecn_marked_roce_packets", "np_cnp_sent", "rp_cnp_handled", "rp_cnp_ignored",
+})
+"""sysfs ``hw_counters/`` files kept as metrics of the same name."""
+
+ETHTOOL_COUNTERS: frozenset[str] = frozenset({
+    "rx_prio3_pause", "tx_prio3_pause", "rx_prio3_pause_duration", "tx_prio3_pause_duration",
+    "rx_bits_phy", "rx_corrected_bits_phy", "rx_discards_phy", "tx_discards_phy", "rx_prio3_discards",
+    "rx_pcs_symbol_err_phy", "link_down_events_phy", "tx_pause_storm_warning_events",
+    "tx_pause_storm_error_events",
+})
+"""``ethtool -S`` counters kept (RoCE uses priority 3); the netdev's own rx/tx_packets are not."""
+
+GPU_FIELDS: tuple[str, ...] = (
+    "util_pct", "mem_used_bytes", "mem_total_bytes", "temp_c", "power_w", "sm_clock_mhz",
+    "throttle_reasons", "ecc_volatile_uncorrected", "ecc_aggregate_uncorrected", "ecc_volatile_corrected",
+    "retired_pages", "pcie_replay", "xid_last", "xid_count", "nvlink_crc_errors", "nvlink_replay_errors",
+    "nvlink_recovery_errors",
+)
+"""GPU fields of the schema; the metric is ``gpu_<field>``."""
+
+
+class AgentLineError(ValueError):
+    """A line that is not a usable ``fleet-agent/1`` line; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class AgentPort:
+    device: str
+    port: int
+    state: str
+    state_code: int | None
+    phys_state: str
+    phys_state_code: int | None
+    rate: str
+    rate_gbps: float | None
+    link_layer: str
+    netdev: str
+    counters: Mapping[str, int]
+    """Raw sysfs values: ``port_xmit_data`` in 4-byte words."""
+    hw_counters: Mapping[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class AgentNetdev:
+    name: str
+    ethtool: Mapping[str, int]
+    optics_text: str | None
+    """Raw ``ethtool -m`` output, on every K-th line only."""
+
+
+@dataclass(frozen=True, slots=True)
+class AgentGpu:
+    """One GPU; a field NVML does not support is None; ``error`` set when the GPU could not be read."""
+
+    index: int
+    name: str | None
+    uuid: str | None
+    values: Mapping[str, float | None]
+    """``GPU_FIELDS`` -> value (units in the names)."""
+    error: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class AgentLine:
+    schema: str
+    host: str
+    ts: float
+    seq: int
+    interval_s: float
+    ports: tuple[AgentPort, ...]
+    netdevs: Mapping[str, AgentNetdev]
+    qp_count: Mapping[str, int] | None
+    """None: the node has no ``rdma`` tool."""
+    gpus: tuple[AgentGpu, ...]
+    gpu_error: str
+    errors: tuple[str, ...]
+
+
+def agent_source() -> str:
+    """The agent's source, as sent with ``python3 -u -c``."""
+    return (Path(__file__).parent / "agent.py").read_text(encoding="utf-8")
+
+
+# --- decoding -----------------------------------------------------------------------
+
+
+def _need(obj: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    if key not in obj:
+        raise AgentLineError(f"{where}{key}: missing")
+    value = obj[key]
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise AgentLineError(f"{where}{key}: expected {_kind_name(kind)}, got {type(value).__name__}")
+    return value
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join(k.__name__ for k in kinds)
+
+
+def _optional_number(obj: Mapping[str, Any], key: str, where: str) -> float | None:
+    value = obj.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise AgentLineError(f"{where}{key}: expected a number or null, got {value!r}")
+    return value
+
+
+def _int_map(obj: Any, where: str) -> dict[str, int]:
+    if not isinstance(obj, dict):
+        raise AgentLineError(f"{where}: expected an object")
+    for key, value in obj.items():
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise AgentLineError(f"{where}.{key}: expected an integer, got {value!r}")
+    return obj
+
+
+def _port(raw: Any, where: str) -> AgentPort:
+    if not isinstance(raw, dict):
+        raise AgentLineError(f"{where}: expected an object")
+    code = _optional_number(raw, "state_code", where + ".")
+    phys = _optional_number(raw, "phys_state_code", where + ".")
+    return AgentPort(
+        device=_need(raw, "device", str, where + "."),
+        port=_need(raw, "port", int, where + "."),
+        state=str(raw.get("state") or ""),
+        state_code=int(code) if code is not None else None,
+        phys_state=str(raw.get("phys_state") or ""),
+        phys_state_code=int(phys) if phys is not None else None,
+        rate=str(raw.get("rate") or ""),
+        rate_gbps=_optional_number(raw, "rate_gbps", where + "."),
+        link_layer=str(raw.get("link_layer") or ""),
+        netdev=str(raw.get("netdev") or ""),
+        counters=_int_map(raw.get("counters", {}), where + ".counters"),
+        hw_counters=_int_map(raw.get("hw_counters", {}), where + ".hw_counters"),
+    )
+
+
+def _gpu(raw: Any, where: str) -> AgentGpu:
+    if not isinstance(raw, dict):
+        raise AgentLineError(f"{where}: expected an object")
+    values = {name: _optional_number(raw, name, where + ".") for name in GPU_FIELDS}
+    name, uuid = raw.get("name"), raw.get("uuid")
+    return AgentGpu(
+        index=_need(raw, "index", int, where + "."),
+        name=name if isinstance(name, str) else None,
+        uuid=uuid if isinstance(uuid, str) else None,
+        values=values,
+        error=str(raw.get("error") or ""),
+    )
+
+
+def decode_agent_line(text: str | bytes) -> AgentLine:
+    """One agent line -> ``AgentLine``; ``AgentLineError`` (reason names the field) otherwise."""
+    try:
+        raw = json.loads(text)
+    except ValueError as exc:
+        raise AgentLineError(f"not JSON: {exc}") from None
+    if not isinstance(raw, dict):
+        raise AgentLineError(f"expected a JSON object, got {type(raw).__name__}")
+    schema = raw.get("schema")
+    if not isinstance(schema, str) or not schema.startswith(SCHEMA_PREFIX):
+        raise AgentLineError(f"not a fleet agent line (schema {schema!r})")
+    major = schema[len(SCHEMA_PREFIX):].split(".", 1)[0]
+    if major != str(SCHEMA_MAJOR):
+        raise AgentLineError(
+            f"schema {schema} is not supported: this fleet reads {SCHEMA_PREFIX}{SCHEMA_MAJOR} "
+            "(update fleet, or run the agent that ships with it)"
+        )
+    ts = _need(raw, "ts", (int, float), "")
+    ports_raw = _need(raw, "ports", list, "")
+    netdevs_raw = raw.get("netdevs", {})
+    if not isinstance(netdevs_raw, dict):
+        raise AgentLineError("netdevs: expected an object")
+    netdevs = {}
+    for name, entry in netdevs_raw.items():
+        if not isinstance(entry, dict):
+            raise AgentLineError(f"netdevs.{name}: expected an object")
+        optics = entry.get("optics_text")
+        netdevs[name] = AgentNetdev(name, _int_map(entry.get("ethtool", {}), f"netdevs.{name}.ethtool"),
+                                    optics if isinstance(optics, str) else None)
+    qp_raw = raw.get("qp_count")
+    gpus_raw = raw.get("gpus", [])
+    if not isinstance(gpus_raw, list):
+        raise AgentLineError("gpus: expected a list")
+    errors = raw.get("errors", [])
+    return AgentLine(
+        schema=schema,
+        host=_need(raw, "host", str, ""),
+        ts=float(ts),
+        seq=_need(raw, "seq", int, ""),
+        interval_s=float(_need(raw, "interval_s", (int, float), "")),
+        ports=tuple(_port(port, f"ports[{index}]") for index, port in enumerate(ports_raw)),
+        netdevs=netdevs,
+        qp_count=_int_map(qp_raw, "qp_count") if qp_raw is not None else None,
+        gpus=tuple(_gpu(gpu, f"gpus[{index}]") for index, gpu in enumerate(gpus_raw)),
+        gpu_error=str(raw.get("gpu_error") or ""),
+        errors=tuple(str(error) for error in errors) if isinstance(errors, list) else (),
+    )
+
+
+# --- samples ------------------------------------------------------------------------
+
+OpticsReader = Callable[[str], Mapping[tuple[str, str], float]]
+"""Raw ``ethtool -m`` text -> ``{(metric, port): value}`` with optics metrics of
+``fabric.samples`` (``("optics_rx_power_dbm", "L0")``, ``("optics_temp_c", "")``)."""
+
+
+def host_sample(line: AgentLine, host: str | None = None, optics: OpticsReader | None = None) -> HostSample:
+    """The store's sample of one agent line (``host`` overrides the node's own hostname).
+
+    ``optics`` parses the raw ``ethtool -m`` text when a line carries it; the
+    values are filed under the RDMA device of that netdev.
+    """
+    values: dict[SeriesKey, float] = {}
+    netdev_owner: dict[str, tuple[str, str]] = {}
+    for port in line.ports:
+        device, number = port.device, str(port.port)
+        for name, value in port.counters.items():
+            mapped = PORT_COUNTERS.get(name)
+            if mapped is not None:
+                values[(mapped[0], device, number)] = float(value * mapped[1])
+        for name, value in port.hw_counters.items():
+            if name in HW_COUNTERS:
+                values[(name, device, number)] = float(value)
+        if port.state_code is not None:
+            values[("port_state", device, number)] = float(port.state_code)
+        if port.phys_state_code is not None:
+            values[("phys_state", device, number)] = float(port.phys_state_code)
+        if port.rate_gbps is not None:
+            values[("rate_gbps", device, number)] = float(port.rate_gbps)
+        if port.netdev:
+            netdev_owner.setdefault(port.netdev, (device, number))
+    for name, netdev in line.netdevs.items():
+        owner = netdev_owner.get(name)
+        if owner is None:
+            continue
+        for counter, value in netdev.ethtool.items():
+            if counter in ETHTOOL_COUNTERS:
+                values[(counter, *owner)] = float(value)
+        if optics is not None and netdev.optics_text is not None:
+            for (metric, lane), reading in optics(netdev.optics_text).items():
+                values[(metric, owner[0], lane)] = float(reading)
+    for device, count in (line.qp_count or {}).items():
+        values[("qp_count", device, "")] = float(count)
+    for gpu in line.gpus:
+        for field, gauge in gpu.values.items():
+            if gauge is not None:
+                values[(f"gpu_{field}", f"gpu{gpu.index}", "")] = float(gauge)
+    return HostSample(host or line.host, line.ts, values)
