@@ -7,7 +7,7 @@ what the collector runs in command mode; ``-q`` is what engineers paste.
 CSV: with or without the header, with or without units (``nounits`` puts the
 unit only in the header, ``utilization.gpu [%]``). Without a header the column
 names are unknown; pass ``columns`` (the ``--query-gpu`` list the caller asked
-for) or the rows come back under ``col0``, ``col1``, ... with a problem.
+for); otherwise the rows are only listed as problems, no GPU is made up.
 Markers such as ``[Not Supported]``, ``[N/A]``, ``[GPU is lost]`` give None and
 are listed per GPU in ``unavailable``.
 
@@ -191,9 +191,8 @@ def _parse_csv(
             units = [_header_name(c)[1] for c in cells]
             continue
         if not names:
-            names = [f"col{i}" for i in range(len(cells))]
-            units = [""] * len(cells)
-            problems.add(number, line, "no header and no columns given: column names unknown")
+            problems.unknown(number, line, "no header and no columns given: column names unknown")
+            continue
         if len(cells) != len(names):
             problems.unknown(number, line, f"row has {len(cells)} values, header has {len(names)}")
             continue

@@ -141,15 +141,21 @@ def _parse_tables(text: str) -> NvueCounters:
             continue
         if spans:
             cells = cut(line, spans)
-            if len(cells) != len(columns) or not cells[0]:
+            if len(cells) != len(columns) or not cells[0] or len(line) <= spans[1][0]:
                 problems.unknown(number, line, "row does not fit the table columns")
                 continue
+            reached = sum(1 for start, _ in spans if start < len(line))
+            if reached < len(spans):
+                problems.add(number, line, f"row ends before column {columns[reached]!r}")
+                cells, columns_here = cells[:reached], columns[:reached]
+            else:
+                columns_here = columns
             if source == "nclu-kernel-table":
-                for column, cell in zip(columns[1:], cells[1:], strict=True):
+                for column, cell in zip(columns_here[1:], cells[1:], strict=True):
                     value, unit = _cell(cell)
                     counters.append(NvueCounter(cells[0], section, column, "", value, unit, cell))
             else:
-                for column, cell in zip(columns[1:], cells[1:], strict=True):
+                for column, cell in zip(columns_here[1:], cells[1:], strict=True):
                     value, unit = _cell(cell)
                     if value is None and not is_na(cell):
                         problems.add(number, line, f"{column}: value not understood")
