@@ -13,6 +13,7 @@ where no subnet manager can be reached.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import time
@@ -357,18 +358,20 @@ def _ibv_port(nic: NicView, verbose: bool) -> list[str]:
         if not gids and is_ib:
             lines.append(f"\t\t\tGID[  0]:\t\t{default_gid(nic)}")
         for gid in gids:
-            kind = f", RoCE {gid.roce_version}" if not is_ib else ""
-            ipv4 = f", {gid.ipv4}" if gid.ipv4 else ""
-            lines.append(f"\t\t\tGID[{gid.index:3d}]:\t\t{_gid_compact(gid.gid)}{kind}{ipv4}")
+            # devinfo.c: RoCE v2 GIDs through inet_ntop, the others as raw groups.
+            text = _gid_compact(gid.gid) if gid.roce_version == "v2" else gid.gid
+            kind = "" if is_ib else f", RoCE {gid.roce_version}"
+            lines.append(f"\t\t\tGID[{gid.index:3d}]:\t\t{text}{kind}")
     lines.append("")
     return lines
 
 
 def _gid_compact(gid: str) -> str:
-    """devinfo.c prints GIDs with inet_ntop: "fe80::a288:c2ff:fe...", "::ffff:10.0.1.1"."""
-    import ipaddress
-
-    return str(ipaddress.IPv6Address(bytes.fromhex(gid.replace(":", ""))))
+    """inet_ntop(AF_INET6) of a GID: "fe80::ba3f:d2ff:fea0:10", "::ffff:10.0.0.1"."""
+    address = ipaddress.IPv6Address(bytes.fromhex(gid.replace(":", "")))
+    if address.ipv4_mapped is not None:
+        return f"::ffff:{address.ipv4_mapped}"
+    return str(address)
 
 
 def _ibv_hca(nic: NicView, verbose: bool) -> list[str]:
