@@ -1,0 +1,231 @@
+"""Counters into rates, honestly: wraps, saturated IB counters, resets and gaps.
+
+Pure functions and one small stateful tracker; no I/O, no clock (time comes
+from the samples' ``ts``, unix seconds).
+
+Rules (DOMAIN.md, "Counters and what they mean"):
+- ``tx_bytes``/``rx_bytes`` are already ``port_xmit_data``/``port_rcv_data`` x 4
+  (the counters count 4-byte words), so their modulus is 4 x 2^64 bytes.
+- Counters that WRAP (64-bit sysfs and ethtool counters, 32-bit switch ones): a
+  decrease whose wrapped delta is under half the range is a wrap and yields a
+  rate (flagged ``wrapped``); any other decrease is a RESET (driver reload,
+  counters cleared) and yields no rate: a negative or invented rate would be a lie.
+- IB PortCounters SATURATE: they stick at their maximum instead of wrapping
+  (InfiniBand Architecture Specification vol. 1, PortCounters attribute; the
+  gpud capture in tests/fixtures/sysfs shows 255, 65535, 15 and 4294967295).
+  A counter at its maximum means "at least this many": flagged ``saturated``,
+  never turned into a rate.
+- A gap longer than ``max_gap_s`` still gives the average rate over the gap,
+  flagged ``gap`` (the peak inside the gap is unknown).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from enum import StrEnum
+
+from fabric.samples import METRICS, HostSample, MetricKind, SeriesKey
+
+
+class RateFlag(StrEnum):
+    SATURATED = "saturated"
+    """The counter sits at its maximum: no rate."""
+    RESET = "reset"
+    """The counter went down (driver reload, cleared): no rate for this interval."""
+    WRAPPED = "wrapped"
+    """The counter wrapped around its width; the rate accounts for it."""
+    GAP = "gap"
+    """The interval is longer than expected; the rate is the average over it."""
+    CLOCK = "clock"
+    """The sample's timestamp did not advance: no rates."""
+
+
+@dataclass(frozen=True, slots=True)
+class CounterSpec:
+    """How a counter behaves at its limit: ``modulus`` = 2^width (x scale); saturating or wrapping."""
+
+    modulus: int
+    saturates: bool
+
+    @property
+    def maximum(self) -> int:
+        return self.modulus - 1
+
+
+WRAP64 = CounterSpec(2**64, saturates=False)
+WRAP32 = CounterSpec(2**32, saturates=False)
+
+
+def _saturating(bits: int) -> CounterSpec:
+    return CounterSpec(2**bits, saturates=True)
+
+
+COUNTER_SPECS: dict[str, CounterSpec] = {
+    "tx_bytes": CounterSpec(4 * 2**64, saturates=False),  # 64-bit word counter x 4
+    "rx_bytes": CounterSpec(4 * 2**64, saturates=False),
+    # IB PortCounters widths (IBA vol. 1, PortCounters; DOMAIN.md lists the common ones)
+    "symbol_error": _saturating(16),
+    "link_error_recovery": _saturating(8),
+    "link_downed": _saturating(8),
+    "port_rcv_errors": _saturating(16),
+    "port_rcv_remote_physical_errors": _saturating(16),
+    "port_rcv_switch_relay_errors": _saturating(16),
+    "port_xmit_discards": _saturating(16),
+    "port_xmit_constraint_errors": _saturating(8),
+    "port_rcv_constraint_errors": _saturating(8),
+    "local_link_integrity_errors": _saturating(4),
+    "excessive_buffer_overrun_errors": _saturating(4),
+    "VL15_dropped": _saturating(16),
+    "port_xmit_wait": _saturating(32),
+}
+"""Counters that are not plain 64-bit wrapping counters (everything else is ``WRAP64``)."""
+
+
+def spec_for(metric: str) -> CounterSpec:
+    return COUNTER_SPECS.get(metric, WRAP64)
+
+
+@dataclass(frozen=True, slots=True)
+class CounterDelta:
+    """The increase of one counter over ``dt_s``; ``delta``/``per_s`` None when there is no honest one."""
+
+    delta: float | None
+    per_s: float | None
+    flag: RateFlag | None = None
+
+
+def counter_delta(previous: float, current: float, dt_s: float, spec: CounterSpec = WRAP64) -> CounterDelta:
+    """The increase from ``previous`` to ``current`` over ``dt_s`` seconds, by the counter's rules."""
+    if dt_s <= 0:
+        return CounterDelta(None, None, RateFlag.CLOCK)
+    if spec.saturates and current >= spec.maximum:
+        return CounterDelta(None, None, RateFlag.SATURATED)
+    if current >= previous:
+        delta = current - previous
+        return CounterDelta(delta, delta / dt_s)
+    if not spec.saturates:
+        wrapped = current + spec.modulus - previous
+        if wrapped <= spec.modulus / 2:
+            return CounterDelta(wrapped, wrapped / dt_s, RateFlag.WRAPPED)
+    return CounterDelta(None, None, RateFlag.RESET)
+
+
+@dataclass(frozen=True, slots=True)
+class FlaggedSeries:
+    """Why one series (or, with empty names, the whole sample) got no rate or a caveated one."""
+
+    metric: str
+    device: str
+    port: str
+    flag: RateFlag
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class DerivedRates:
+    """The rate gauges derived from a host's last two samples, and the caveats."""
+
+    sample: HostSample
+    """Same host and ``ts`` as the input; values are the derived gauges only."""
+    flags: tuple[FlaggedSeries, ...]
+
+
+GAUGE_SOURCES: dict[str, tuple[str, float]] = {
+    "tx_gbps": ("tx_bytes", 8 / 1e9),
+    "rx_gbps": ("rx_bytes", 8 / 1e9),
+    "rx_pause_per_s": ("rx_prio3_pause", 1.0),
+    "tx_pause_per_s": ("tx_prio3_pause", 1.0),
+    "cnp_sent_per_s": ("np_cnp_sent", 1.0),
+    "cnp_handled_per_s": ("rp_cnp_handled", 1.0),
+    "ecn_marked_per_s": ("np_ecn_marked_roce_packets", 1.0),
+    "sw_rx_gbps": ("sw_rx_bytes", 8 / 1e9),
+    "sw_tx_gbps": ("sw_tx_bytes", 8 / 1e9),
+}
+"""Rate gauge -> (counter, factor from per-second counter units to the gauge's unit)."""
+
+NIC_ERROR_METRICS: frozenset[str] = frozenset(
+    name for name, spec in METRICS.items()
+    if spec.kind is MetricKind.ERROR and not name.startswith(("gpu_", "sw_"))
+)
+"""Error counters of a NIC port summed into ``errors_per_s``."""
+
+
+class RateTracker:
+    """Keeps each host's previous sample and derives the rate gauges of the next one.
+
+    ``max_gap_s``: intervals longer than this are flagged ``gap`` (pass about
+    3x the collection interval).
+    """
+
+    def __init__(self, max_gap_s: float = 10.0) -> None:
+        self.max_gap_s = max_gap_s
+        self._previous: dict[str, HostSample] = {}
+
+    def forget(self, host: str) -> None:
+        """Drop the host's history (it was removed, or its next sample must not be compared)."""
+        self._previous.pop(host, None)
+
+    def update(self, sample: HostSample) -> DerivedRates:
+        """The gauges of ``sample`` against the host's previous one (none for its first sample)."""
+        previous = self._previous.get(sample.host)
+        if previous is None:
+            self._previous[sample.host] = sample
+            return DerivedRates(HostSample(sample.host, sample.ts, {}), ())
+        dt_s = sample.ts - previous.ts
+        if dt_s <= 0:
+            if dt_s < 0:  # the node's clock stepped back: start over from this sample
+                self._previous[sample.host] = sample
+            detail = f"timestamp {sample.ts} is not after the previous {previous.ts}"
+            return DerivedRates(HostSample(sample.host, sample.ts, {}),
+                                (FlaggedSeries("", "", "", RateFlag.CLOCK, detail),))
+        self._previous[sample.host] = sample
+        return derive_rates(previous, sample, self.max_gap_s)
+
+
+def derive_rates(previous: HostSample, current: HostSample, max_gap_s: float) -> DerivedRates:
+    """Rate gauges between two samples of one host (``current.ts`` > ``previous.ts``)."""
+    dt_s = current.ts - previous.ts
+    flags: list[FlaggedSeries] = []
+    if dt_s > max_gap_s:
+        flags.append(FlaggedSeries("", "", "", RateFlag.GAP, f"{dt_s:.1f} s since the previous sample"))
+    deltas: dict[SeriesKey, CounterDelta] = {}
+    groups: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for key, value in current.values.items():
+        metric, device, port = key
+        spec = METRICS.get(metric)
+        if spec is None or spec.kind is MetricKind.GAUGE or key not in previous.values:
+            continue
+        delta = counter_delta(previous.values[key], value, dt_s, spec_for(metric))
+        deltas[key] = delta
+        groups[(device, port)].append(metric)
+        if delta.flag is not None:
+            flags.append(FlaggedSeries(metric, device, port, delta.flag, _detail(delta.flag, previous.values[key], value)))
+    values: dict[SeriesKey, float] = {}
+    for (device, port), metrics in groups.items():
+        for gauge, (counter, factor) in GAUGE_SOURCES.items():
+            per_s = _per_s(deltas, (counter, device, port))
+            if per_s is not None:
+                values[(gauge, device, port)] = per_s * factor
+        error_rates = [deltas[(m, device, port)].per_s for m in metrics if m in NIC_ERROR_METRICS]
+        known = [rate for rate in error_rates if rate is not None]
+        if known:
+            values[("errors_per_s", device, port)] = sum(known)
+        corrected = deltas.get(("rx_corrected_bits_phy", device, port))
+        received = deltas.get(("rx_bits_phy", device, port))
+        if corrected is not None and received is not None and corrected.delta is not None and received.delta:
+            values[("pre_fec_ber", device, port)] = corrected.delta / received.delta
+    return DerivedRates(HostSample(current.host, current.ts, values), tuple(flags))
+
+
+def _per_s(deltas: dict[SeriesKey, CounterDelta], key: SeriesKey) -> float | None:
+    delta = deltas.get(key)
+    return delta.per_s if delta is not None else None
+
+
+def _detail(flag: RateFlag, previous: float, current: float) -> str:
+    if flag is RateFlag.SATURATED:
+        return f"stuck at its maximum {current:.0f}: at least this many, no rate"
+    if flag is RateFlag.RESET:
+        return f"went down from {previous:.0f} to {current:.0f}: reset (driver reload or cleared)"
+    return f"wrapped from {previous:.0f} to {current:.0f}"
