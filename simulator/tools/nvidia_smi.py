@@ -13,6 +13,13 @@ Layouts followed (see tests/fixtures/SOURCES.md for provenance):
   "NUMA Affinity" and "GPU NUMA ID", four empty trailing cells on NIC rows,
   Legend and NIC Legend) and ``nccl-tests-issue333-b200-topo-m-16nic-mangled.txt``
   (8 GPUs NV18, NICs PIX/NODE/SYS, CPU affinity per socket).
+- plain ``nvidia-smi``: the 535-driver summary table (89 columns wide; GPU
+  rows ``%4d  %-31s%-4s``, ``Pwr:Usage/Cap`` right-aligned in 24, memory
+  ``%7dMiB / %5dMiB``; process rows ``|  GPU   GI   CI  PID  Type  name  MiB |``)
+  as published in H100 captures of driver 535.161.08 (e.g. a Nebius ray
+  cluster README and a ModelCloud/GPTQModel issue). The node's training
+  processes are the owners of its ``python3`` QPs.
+- ``-L``: ``GPU i: NAME (UUID: ...)`` lines.
 - ``nvlink -e``: no fixture; the layout of stas00/ml-engineering
   ("How to check NVLink error counters", H100 80GB HBM3): per GPU a
   ``GPU i: NAME (UUID: ...)`` line, then for every link three lines
@@ -61,8 +68,9 @@ def _timestamp(_gpu: GpuView, _node: NodeView, now: float) -> str:
     return time.strftime("%Y/%m/%d %H:%M:%S", tm) + f".{int((now % 1) * 1000):03d}"
 
 
-def _pstate(gpu: GpuView, _node: NodeView, _now: float) -> str:
-    return "P0" if gpu.util_pct > 0 else "P8"
+def _pstate(_gpu: GpuView, _node: NodeView, _now: float) -> str:
+    """HGX H100s report P0 even idle (every published 535 capture of an idle H100 shows P0)."""
+    return "P0"
 
 
 def _reasons(gpu: GpuView, _node: NodeView, _now: float) -> str:
@@ -213,6 +221,58 @@ def _nvlink_errors(gpus: tuple[GpuView, ...]) -> str:
 INVALID_ARGS = "Invalid combination of input arguments. Please run 'nvidia-smi -h' for help.\n"
 
 
+RULE = "+" + "-" * 87 + "+"
+GPU_RULE = "+" + "-" * 41 + "+" + "-" * 22 + "+" + "-" * 22 + "+"
+
+
+def _summary(node: NodeView, now: float) -> str:
+    """Plain ``nvidia-smi``: the GPU table and the process table."""
+    stamp = time.strftime("%a %b %e %H:%M:%S %Y", time.gmtime(now))
+    lines = [
+        stamp + " " * 7,
+        RULE,
+        f"| NVIDIA-SMI {node.driver_version:<23}Driver Version: {node.driver_version:<13}"
+        f"CUDA Version: {node.cuda_version:<9}|",
+        "|" + "-" * 41 + "+" + "-" * 22 + "+" + "-" * 22 + "+",
+        "| GPU  Name                 Persistence-M | Bus-Id        Disp.A | Volatile Uncorr. ECC |",
+        "| Fan  Temp   Perf          Pwr:Usage/Cap |         Memory-Usage | GPU-Util  Compute M. |",
+        "|                                         |                      |               MIG M. |",
+        "|" + "=" * 41 + "+" + "=" * 22 + "+" + "=" * 22 + "|",
+    ]
+    for gpu in node.gpus:
+        power = f"{round(gpu.power_w)}W / {round(gpu.power_limit_w):>3}W"
+        pstate = _pstate(gpu, node, now)
+        lines += [
+            f"|{gpu.index:>4}  {gpu.name:<31}{'On':<4}| {gpu.pci_bus_id} Off |"
+            f"{gpu.ecc_volatile_uncorrected:>21} |",
+            f"| N/A  {gpu.temp_c:>3}C    {pstate:<2}{power:>24} |"
+            f"{gpu.mem_used_mib:>7}MiB / {gpu.mem_total_mib:>5}MiB |{gpu.util_pct:>7}%      Default |",
+            "|                                         |                      |             Disabled |",
+            GPU_RULE,
+        ]
+    lines += [" " * 89, RULE, "| Processes:" + " " * 76 + "|"]
+    lines += [
+        "|  GPU   GI   CI        PID   Type   Process name                            GPU Memory |",
+        "|        ID   ID                                                             Usage      |",
+        "|" + "=" * 87 + "|",
+    ]
+    pids = sorted({qp.pid for nic in node.nics for qp in nic.qps if qp.comm == "python3"})
+    busy = [g for g in node.gpus if g.util_pct > 0] if pids else []
+    for gpu in busy:
+        pid = pids[gpu.index % len(pids)]
+        lines.append(
+            f"|  {gpu.index:>3}   N/A  N/A  {pid:>8}      C   {'python3':<37}{gpu.mem_used_mib:>10}MiB |"
+        )
+    if not busy:
+        lines.append("|  No running processes found" + " " * 59 + "|")
+    lines.append(RULE)
+    return "".join(line + "\n" for line in lines)
+
+
+def _list_gpus(node: NodeView) -> str:
+    return "".join(f"GPU {g.index}: {g.name} (UUID: {g.uuid})\n" for g in node.gpus)
+
+
 def _usage_error(reason: str = "") -> ToolOutput:
     """nvidia-smi prints its complaints on stdout and exits 2."""
     return ToolOutput(f"{reason}\n\n{INVALID_ARGS}" if reason else INVALID_ARGS, "", 2)
@@ -234,6 +294,10 @@ def nvidia_smi(ctx: ToolContext, argv: list[str]) -> ToolOutput:
     if node is None or not node.gpus:
         return ToolOutput(NO_DRIVER, "", 9)
     args = argv[1:]
+    if not args:
+        return ToolOutput(_summary(node, ctx.now))
+    if args in (["-L"], ["--list-gpus"]):
+        return ToolOutput(_list_gpus(node))
     if args[:1] == ["topo"]:
         if args[1:] in (["-m"], ["--matrix"]):
             return ToolOutput(_topo(node))

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import pytest
 from builders_gpu import fixture, make_gpu, make_node, node_ctx
 
+from simulator.state import QpView
 from simulator.tools.nvidia_smi import nvidia_smi
 
 FIELDS = (
@@ -148,3 +150,64 @@ def test_nvlink_errors_per_gpu_per_link() -> None:
     # the indent is the one `nvidia-smi nvlink -s` prints (tab expanded to 9 columns there)
     status = fixture("nvidia-smi", "hpe-dl380a-h100pcie-nvlink-s-bridge-inactive.txt").splitlines()
     assert status[1].index("Link") == lines[1].expandtabs().index("Link")
+
+
+# An idle HGX H100 under driver 535.161.08, as a Nebius ray-cluster README published it
+# (GPU 0 block of an 8-GPU `nvidia-smi`).
+H100_535_SUMMARY = """\
++---------------------------------------------------------------------------------------+
+| NVIDIA-SMI 535.161.08             Driver Version: 535.161.08   CUDA Version: 12.2     |
+|-----------------------------------------+----------------------+----------------------+
+| GPU  Name                 Persistence-M | Bus-Id        Disp.A | Volatile Uncorr. ECC |
+| Fan  Temp   Perf          Pwr:Usage/Cap |         Memory-Usage | GPU-Util  Compute M. |
+|                                         |                      |               MIG M. |
+|=========================================+======================+======================|
+|   0  NVIDIA H100 80GB HBM3          On  | 00000000:8D:00.0 Off |                    0 |
+| N/A   32C    P0              69W / 700W |      0MiB / 81559MiB |      0%      Default |
+|                                         |                      |             Disabled |
++-----------------------------------------+----------------------+----------------------+
+~
++---------------------------------------------------------------------------------------+
+| Processes:                                                                            |
+|  GPU   GI   CI        PID   Type   Process name                            GPU Memory |
+|        ID   ID                                                             Usage      |
+|=======================================================================================|
+|  No running processes found                                                           |
++---------------------------------------------------------------------------------------+
+""".replace("~\n", " " * 89 + "\n")  # that line is 89 blanks in the capture
+
+
+def test_summary_table_matches_an_h100_535_capture() -> None:
+    gpu = make_gpu(
+        0,
+        pci_bus_id="00000000:8D:00.0",
+        temp_c=32,
+        power_w=69.2,
+        util_pct=0,
+        mem_used_mib=0,
+        ecc_volatile_uncorrected=0,
+    )
+    out, _, rc = run(node=make_node(gpus=(gpu,)))
+    assert rc == 0
+    date, _, table = out.partition("\n")
+    assert date == "Thu May 28 20:26:40 2026       "
+    assert table == H100_535_SUMMARY
+
+
+def test_summary_lists_training_processes_by_their_qp_owner() -> None:
+    node = make_node(n_gpus=2)
+    nic = replace(
+        node.nics[0],
+        qps=(QpView(lqpn=0x123, rqpn=0x456, type="RC", state="RTS", pid=280080, comm="python3"),),
+    )
+    out, _, _ = run(node=replace(node, nics=(nic, *node.nics[1:])))
+    rows = [ln for ln in out.splitlines() if "python3" in ln]
+    assert rows == [
+        "|    0   N/A  N/A    280080      C   python3                                   70123MiB |",
+        "|    1   N/A  N/A    280080      C   python3                                   70123MiB |",
+    ]
+
+
+def test_list_gpus() -> None:
+    out, _, _ = run("-L", node=make_node(n_gpus=1))
+    assert out == "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-00000000-1111-2222-3333-444455556666)\n"
