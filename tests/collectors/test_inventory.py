@@ -134,3 +134,12 @@ def test_default_path_follows_xdg(tmp_path: Path) -> None:
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(InventoryError, match="cannot read the inventory"):
         load_inventory(tmp_path / "nope.toml")
+
+
+def test_the_documented_example_loads(tmp_path: Path) -> None:
+    doc = (Path(__file__).parents[2] / "docs" / "inventory.md").read_text()
+    example = doc.split("```toml\n", 1)[1].split("```", 1)[0]
+    inventory = load_inventory(write(tmp_path, example))
+    assert len(inventory.nodes) == 129 and len(inventory.switches) == 20
+    assert inventory.host("gpu129").mode == "commands" and inventory.host("gpu001").jump_host == "ops@bastion:22"
+    assert inventory.host("spine04").os == "sonic"
