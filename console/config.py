@@ -66,15 +66,10 @@ def config_file_path(env: Mapping[str, str]) -> Path:
 
 
 def default_db_path(env: Mapping[str, str]) -> Path:
-    """The store's own default when the store package names one, else the XDG data dir."""
-    try:
-        from store.paths import default_db_path as store_default
-    except ImportError:
-        base = env.get("XDG_DATA_HOME") or str(
-            Path(env.get("HOME", "~")).expanduser() / ".local" / "share"
-        )
-        return Path(base) / "fleet" / "fleet.db"
-    return Path(store_default())
+    """``$XDG_DATA_HOME/fleet/fleet.db``: the path ``store.paths.default_db_path`` names, computed
+    from the environment given here so that the CLI decides what environment counts."""
+    base = env.get("XDG_DATA_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".local" / "share")
+    return Path(base) / "fleet" / "fleet.db"
 
 
 def _read_file(path: Path) -> dict[str, Any]:

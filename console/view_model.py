@@ -134,9 +134,13 @@ def build_view(
     healths: dict[str, NodeHealth] = {}
     for name in snapshot.node_names:
         summary = summarize_node(snapshot.values.get(name, {}), snapshot.error_deltas.get(name))
-        health = classify(snapshot.statuses.get(name), summary, t)
+        status = snapshot.statuses.get(name)
+        health = classify(status, summary, t)
         summaries[name] = summary
         healths[name] = health
+        if status is not None and status.state.is_failure:
+            # The last values of a host we cannot read are stale; the Node screen still has them.
+            summary = NodeSummary()
         rows.append(NodeRow(
             name=name, health=health.health, state=_state_text(snapshot, name, health.health),
             reasons=health.reasons, group=groups.get(name, -1), worst_nic=health.worst_nic,

@@ -91,7 +91,7 @@ class NodeScreen(FleetScreenBase):
             title = health_text(health.health, name, v)
             status = view.snapshot.statuses.get(name)
             if status is not None:
-                title.append(f"  {status.state.value} since {format_moment(status.since)}")
+                title.append(f"  collection {status.state.value} since {format_moment(status.since)}")
             title.append("\n")
             title.append(Text("\n".join(health.reasons) or "no problem found"))
         else:

@@ -70,6 +70,11 @@ COLUMNS: tuple[Column, ...] = (
 COLUMN_BY_KEY = {c.key: c for c in COLUMNS}
 
 
+def _same(a: Text, b: Text) -> bool:
+    """``Text.__eq__`` ignores the base style; a recoloured cell must count as changed."""
+    return a.plain == b.plain and a.style == b.style and a.spans == b.spans
+
+
 def row_cells(row: NodeRow, v: Mapping[str, str], highlighted: bool) -> tuple[Text, ...]:
     return tuple(c.cell(row, v, highlighted) for c in COLUMNS)
 
@@ -141,7 +146,7 @@ class FleetTable(DataTable[Text]):
             cells = row_cells(row, v, key in self._highlighted)
             old = self._cells.get(key, ())
             for index, (column, cell) in enumerate(zip(COLUMNS, cells, strict=True)):
-                if index >= len(old) or old[index] != cell:
+                if index >= len(old) or not _same(old[index], cell):
                     self.update_cell(key, column.key, cell)
                     self.applied_cells += 1
             self._cells[key] = cells
