@@ -353,3 +353,37 @@ def test_open_file_limit_raised(tmp_path: Path) -> None:
         assert pool.open_files_limit == resource.getrlimit(resource.RLIMIT_NOFILE)[0] == expected
     finally:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+async def test_stream_cut_by_the_host_is_unreachable(make_host: MakeHost, client_key: tuple[Any, Path], tmp_path: Path) -> None:
+    host = await make_host("gpu016", "stream")
+    known = write_known_hosts(tmp_path / "known_hosts", host)
+    pool = SshPool([inventory_host(host, client_key[1])], known_hosts=known, settings=FAST)
+    lines: list[str] = []
+    stopping: list[asyncio.Future[None]] = []
+
+    def on_line(line: str) -> None:
+        lines.append(line)
+        if len(lines) == 3:
+            stopping.append(asyncio.ensure_future(host.stop()))
+
+    result = await pool.stream("gpu016", command("python3", "-c", "agent"), on_line,
+                               first_line_timeout_s=5, line_timeout_s=5)
+    await asyncio.gather(*stopping)
+    await pool.close()
+    assert result.state is HostState.UNREACHABLE
+    assert result.reason.startswith("connection lost")
+    assert result.lines == 3
+
+
+async def test_restart_between_commands_reconnects_at_once(make_host: MakeHost, client_key: tuple[Any, Path], tmp_path: Path) -> None:
+    host = await make_host("gpu017")
+    known = write_known_hosts(tmp_path / "known_hosts", host)
+    pool = SshPool([inventory_host(host, client_key[1])], known_hosts=known, settings=FAST)
+    assert (await pool.run("gpu017", HOSTNAME, timeout_s=5)).state is HostState.OK
+    await host.stop()
+    await host.start()
+    again = await pool.run("gpu017", HOSTNAME, timeout_s=5)
+    await pool.close()
+    assert again.state is HostState.OK
+    assert host.stats.tcp_connections == 2
