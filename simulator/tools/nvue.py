@@ -246,10 +246,11 @@ def show_forwarding(switch: SwitchView) -> str:
 
 
 def show_adaptive_routing(switch: SwitchView) -> str:
-    """``nv show router adaptive-routing``."""
-    state = "on" if switch.adaptive_routing else "off"
+    """``nv show router adaptive-routing`` (the ``state enabled|disabled`` dialect that
+    ``nv set router adaptive-routing state`` takes since Cumulus Linux 5.15)."""
+    state = "enabled" if switch.adaptive_routing else "disabled"
     return _lines(
-        simple_table(["", "operational", "applied"], [["enable", state, state]], right=False)
+        simple_table(["", "operational", "applied"], [["state", state, state]], right=False)
     )
 
 

@@ -8,9 +8,9 @@ tabulate's two blanks of header padding), as sonic-utilities prints them. Layout
   ``switch/lolyu-sonic-portstat-i-lossless-txdrp.txt``: thousands separators
   in packet counts, rates as ``B/s`` up to 10,000 B/s, ``KB/s`` up to
   10,000,000 B/s, ``MB/s`` above (decimal kilo/mega, 2 decimals), utilization
-  ``NN.NN%`` of the port speed, state ``U``/``D``/``X``. The rate in
-  :class:`SwitchPortView` (``rx_bps``/``tx_bps``) is read in bytes per second,
-  the unit portstat's ``*_BPS`` columns print.
+  ``NN.NN%`` of the port speed, state ``U``/``D``/``X``. The model's
+  ``rx_bps``/``tx_bps`` are bits per second; portstat's ``*_BPS`` columns
+  print bytes per second, so they are divided by 8 here.
 - ``show queue counters`` (queuestat):
   ``switch/sonic-utilities-issue2393-show-queue-counter-huge-drops-excerpt.txt``
   and ``switch/lolyu-sonic-show-queue-counters-uc3-drops.txt``: plain numbers,
@@ -98,14 +98,14 @@ def interfaces_counters(switch: SwitchView) -> str:
             p.name,
             _state(p),
             f"{p.rx_packets:,}",
-            format_rate(p.rx_bps),
-            format_util(p.rx_bps, p.speed_gbps),
+            format_rate(p.rx_bps / 8),
+            format_util(p.rx_bps / 8, p.speed_gbps),
             f"{p.rx_errors:,}",
             f"{p.rx_drops:,}",
             "0",
             f"{p.tx_packets:,}",
-            format_rate(p.tx_bps),
-            format_util(p.tx_bps, p.speed_gbps),
+            format_rate(p.tx_bps / 8),
+            format_util(p.tx_bps / 8, p.speed_gbps),
             f"{p.tx_errors:,}",
             f"{p.tx_drops:,}",
             "0",

@@ -122,8 +122,8 @@ def make_port(name: str, **changes: object) -> SwitchPortView:
         tx_pfc_pause=(0, 0, 0, 678, 0, 0, 0, 0),
         ecn_marked=4_321,
         queue_drops=(0, 0, 0, 91_786, 0, 0, 0, 0),
-        rx_bps=20_866_400_000.0,
-        tx_bps=17_060.0,
+        rx_bps=166_931_200_000.0,  # bits/s, as the model gives them
+        tx_bps=136_480.0,
         lldp=LldpNeighbor(
             switch="gpu003",
             switch_port="ens2np0",

@@ -293,7 +293,7 @@ def test_sonic_counters_pfc_queue() -> None:
             port.tx_drops,
             port.rx_errors,
         )
-        assert got.tx_bytes_per_s == pytest.approx(port.tx_bps, rel=1e-3)
+        assert got.tx_bytes_per_s == pytest.approx(port.tx_bps / 8, rel=1e-3)  # model: bits/s
     pfc = parse_sonic_pfc(show(ctx, ["show", "pfc", "counters"]).stdout)
     assert not pfc.problems
     rx = {r.interface: r.pfc_frames for r in pfc.rows if r.direction == "rx"}

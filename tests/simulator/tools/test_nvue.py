@@ -123,7 +123,7 @@ def test_system_forwarding_like_the_nvue_reference() -> None:
 
 def test_adaptive_routing() -> None:
     out, _, _ = run("show", "router", "adaptive-routing", switch=make_switch(adaptive_routing=True))
-    assert out.splitlines()[2] == "enable  on           on     "
+    assert out.splitlines()[2] == "state  enabled      enabled"
 
 
 def test_config_diff_and_history() -> None:
@@ -131,7 +131,7 @@ def test_config_diff_and_history() -> None:
         pending_config={
             "system forwarding hash-seed": "50",
             "system forwarding ecmp-hash source-port": "off",
-            "router adaptive-routing enable": "on",
+            "router adaptive-routing state": "enabled",
         },
         config_history=(
             (1, "2026-05-01 10:00:00", "Config update by cumulus"),
@@ -143,7 +143,7 @@ def test_config_diff_and_history() -> None:
         "- set:\n"
         "    router:\n"
         "      adaptive-routing:\n"
-        "        enable: on\n"
+        "        state: enabled\n"
         "    system:\n"
         "      forwarding:\n"
         "        ecmp-hash:\n"

@@ -25,11 +25,11 @@ def arista_switch() -> SwitchView:
         "Ethernet4",
         speed_gbps=40,
         rx_packets=2_580_140,
-        rx_bps=6_190_340.0,
+        rx_bps=6_190_340.0 * 8,
         rx_errors=0,
         rx_drops=3_783,
         tx_packets=51_263_535,
-        tx_bps=2_086_640_000.0,
+        tx_bps=2_086_640_000.0 * 8,
         tx_errors=0,
         tx_drops=0,
     )
@@ -37,11 +37,11 @@ def arista_switch() -> SwitchView:
         "Ethernet12",
         speed_gbps=40,
         rx_packets=51_261_888,
-        rx_bps=2_086_790_000.0,
+        rx_bps=2_086_790_000.0 * 8,
         rx_errors=0,
         rx_drops=1,
         tx_packets=2_580_317,
-        tx_bps=6_191_000.0,
+        tx_bps=6_191_000.0 * 8,
         tx_errors=0,
         tx_drops=0,
     )
@@ -55,7 +55,10 @@ def test_interfaces_counters_is_the_capture_byte_for_byte() -> None:
     switch = arista_switch()
     switch = replace(
         switch,
-        ports=(*switch.ports, make_port("Ethernet100", speed_gbps=40, rx_bps=0.0, tx_bps=0.0)),
+        ports=(
+            *switch.ports,
+            make_port("Ethernet100", speed_gbps=40, rx_bps=0.0, tx_bps=0.0),
+        ),
     )
     out, _, rc = run("interfaces", "counters", switch=switch)
     assert rc == 0
@@ -68,11 +71,11 @@ def test_lossless_capture_units_b_and_kb() -> None:
         "Ethernet4",
         speed_gbps=100,
         rx_packets=5,
-        rx_bps=17.06,
+        rx_bps=17.06 * 8,
         rx_errors=0,
         rx_drops=0,
         tx_packets=8_376,
-        tx_bps=14_320.0,
+        tx_bps=14_320.0 * 8,
         tx_errors=0,
         tx_drops=91_786,
     )
@@ -80,11 +83,11 @@ def test_lossless_capture_units_b_and_kb() -> None:
         "Ethernet120",
         speed_gbps=100,
         rx_packets=100_301,
-        rx_bps=85.91,
+        rx_bps=85.91 * 8,
         rx_errors=0,
         rx_drops=7,
         tx_packets=242,
-        tx_bps=58.43,
+        tx_bps=58.43 * 8,
         tx_errors=0,
         tx_drops=0,
     )
