@@ -261,8 +261,12 @@ def format_server(
     bw_rows: list[BwRow] | None = None,
     *,
     client_report_gbits: bool = False,
+    banner: bool = True,
 ) -> str:
     """What the server side prints, from the waiting banner to its last dashed line.
+
+    ``banner=False`` leaves out :data:`WAITING_BANNER`, for a caller that
+    printed it when the server started listening, before any client came.
 
     ``ib_send_bw``'s server measures every size itself (``bw_rows`` as it saw
     them, peak 0.00: the receiver cannot time posts). ``ib_write_bw`` /
@@ -272,7 +276,7 @@ def format_server(
     Latency servers print their own measurements (``lat_rows``).
     """
     verb, kind = _split(test)
-    out = WAITING_BANNER + _info(verb, kind, params, server=True)
+    out = (WAITING_BANNER if banner else "") + _info(verb, kind, params, server=True)
     if kind == "lat":
         out += RESULT_FMT_LAT + "\n" + _warnings(params)
         out += "".join(_lat_row(r) for r in lat_rows or [])

@@ -91,8 +91,8 @@ def _state(port: SwitchPortView) -> str:
     return "U" if port.oper_up else "D"
 
 
-def interfaces_counters(switch: SwitchView) -> str:
-    """``show interfaces counters``."""
+def interfaces_counters(switch: SwitchView, names: list[str] | None = None) -> str:
+    """``show interfaces counters [-i PORT,PORT]`` (``-i`` as portstat takes it)."""
     rows = [
         [
             p.name,
@@ -111,6 +111,7 @@ def interfaces_counters(switch: SwitchView) -> str:
             "0",
         ]
         for p in _ports(switch)
+        if names is None or p.name in names
     ]
     return _lines(simple_table(PORTSTAT_HEADER, rows, right=True, min_padding=2))
 
@@ -221,6 +222,12 @@ def show(ctx: ToolContext, argv: list[str]) -> ToolOutput:
     args = argv[1:]
     if args == ["interfaces", "counters"]:
         return ToolOutput(interfaces_counters(switch))
+    if args[:3] == ["interfaces", "counters", "-i"] and len(args) == 4:
+        names = args[3].split(",")
+        unknown = [n for n in names if all(p.name != n for p in switch.ports)]
+        if unknown:
+            return ToolOutput("", f"Error: Invalid port {unknown[0]}\n", 1)
+        return ToolOutput(interfaces_counters(switch, names))
     if args == ["interfaces", "status"]:
         return ToolOutput(interfaces_status(switch))
     if args == ["pfc", "counters"]:

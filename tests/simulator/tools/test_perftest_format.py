@@ -6,6 +6,7 @@ import pytest
 from builders_gpu import fixture
 
 from simulator.tools.perftest_format import (
+    WAITING_BANNER,
     BwRow,
     LatRow,
     PerftestEndpoint,
@@ -222,3 +223,9 @@ def test_lat_and_bw_functions_refuse_each_others_tests() -> None:
         format_lat_client("ib_send_bw", roce_params(), [])
     with pytest.raises(ValueError):
         format_bw_client("ib_send_lat", roce_params(), [])
+
+
+def test_server_text_without_the_banner_printed_earlier() -> None:
+    with_banner = format_server("ib_send_lat", roce_params(), lat_rows=[])
+    without = format_server("ib_send_lat", roce_params(), lat_rows=[], banner=False)
+    assert with_banner == WAITING_BANNER + without

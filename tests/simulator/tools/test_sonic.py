@@ -179,3 +179,9 @@ def test_unknown_subcommands(args: tuple[str, ...]) -> None:
 def test_unknown_port_and_cumulus_switch() -> None:
     assert run("queue", "counters", "Ethernet999")[2] == 1
     assert run("interfaces", "counters", switch=make_switch())[2] == 127
+
+
+def test_counters_of_named_ports() -> None:
+    out, _, rc = run("interfaces", "counters", "-i", "Ethernet8")
+    assert rc == 0 and [ln.split()[0] for ln in out.splitlines()[2:]] == ["Ethernet8"]
+    assert run("interfaces", "counters", "-i", "Ethernet9")[2] == 1
