@@ -203,6 +203,8 @@ def parse_ethtool_module(text: str) -> EthtoolModule:
             log.add(line_no, line, "a second module dump; later values override")
         b.add(key, value, line_no, line)
     f = b.first
+    if b.fields and "Identifier" not in f:
+        log.add(0, "", "no Identifier line: not (the start of) an ethtool -m dump")
     identifier = f.get("Identifier", "")
     code_text, _, type_text = identifier.partition(" ")
     wavelength = f.get("Laser wavelength", "")

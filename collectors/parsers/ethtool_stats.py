@@ -6,6 +6,8 @@ Accepts the full output (``NIC statistics:`` header then indented
 bytes, events; ``*_pause_duration`` in microseconds on mlx5, see DOMAIN.md).
 Per-priority counters (mlx5 ``rx_prio3_pause``, mlx4 ``rx_pause_prio_3``) are
 reachable through :meth:`EthtoolStats.priority` and :meth:`EthtoolStats.pause_frames`.
+A headerless text in which unrecognised lines outnumber counter lines is not
+trusted: its counter-like lines are listed as problems, none is returned.
 """
 
 from __future__ import annotations
@@ -102,4 +104,17 @@ def parse_ethtool_stats(text: str) -> EthtoolStats:
         if name in counters:
             log.add(line_no, line, f"repeated counter {name!r}; last value kept")
         counters[name] = number
+    if not has_header and counters and log.unknown_lines > len(counters):
+        # Mostly other text: the few "name: number" lines are not trusted as counters.
+        _distrust(text, log)
+        counters = {}
     return EthtoolStats(counters, has_header, log.freeze(), log.unknown_lines)
+
+
+def _distrust(text: str, log: ProblemLog) -> None:
+    """List the counter-like lines of a text that is mostly not ``ethtool -S``."""
+    for line_no, line in enumerate(text.splitlines(), 1):
+        name, sep, value = line.partition(":")
+        name = name.strip()
+        if sep and name and " " not in name and "\t" not in name and value.strip().lstrip("-").isdigit():
+            log.unknown(line_no, line, "counter-like line, but most of the text is not ethtool -S")

@@ -67,7 +67,9 @@ class RdmaQpResult:
 def _qp(values: dict[str, str]) -> RdmaQp:
     def num(key: str) -> int | None:
         text = values.get(key)
-        return None if text is None else to_int(text)
+        if text is None:
+            return None
+        return int(text) if text.isdigit() else to_int(text)
 
     device = values.get("ifname", "")
     port = num("port")
@@ -100,8 +102,7 @@ def _pairs(tokens: list[str], into: dict[str, str], line_no: int, line: str, log
     if len(tokens) % 2:
         log.add(line_no, line, f"odd token {tokens[-1]!r} without a value; ignored")
         tokens = tokens[:-1]
-    for i in range(0, len(tokens), 2):
-        into[tokens[i]] = tokens[i + 1]
+    into.update(zip(tokens[::2], tokens[1::2], strict=True))
 
 
 def _parse_text(text: str, log: ProblemLog) -> list[RdmaQp]:
@@ -114,10 +115,12 @@ def _parse_text(text: str, log: ProblemLog) -> list[RdmaQp]:
         if tokens[0] == "link" and len(tokens) >= 2 and "/" in tokens[1] and not line[0].isspace():
             if current is not None:
                 qps.append(_qp(current))
+            if "lqpn" not in tokens:
+                log.unknown(line_no, line, "link line without lqpn: not a QP")
+                current = None
+                continue
             current = {}
             _pairs(tokens, current, line_no, line, log)
-            if "lqpn" not in current:
-                log.add(line_no, line, "QP line without lqpn")
             continue
         if current is not None and line[0].isspace():
             _pairs(tokens, current, line_no, line, log)

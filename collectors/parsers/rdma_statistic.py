@@ -83,6 +83,9 @@ def _parse_text(text: str, log: ProblemLog) -> list[_Acc]:
         tokens = line.split()
         if not tokens:
             continue
+        if tokens[0] == "link" and "lqpn" in tokens and "state" in tokens:
+            log.unknown(line_no, line, "a QP line of rdma resource show qp, not statistics")
+            continue
         if tokens[0] == "link" and len(tokens) >= 2 and not line[0].isspace():
             device, slash, port_text = tokens[1].partition("/")
             port = to_int(port_text) if slash else None
