@@ -12,7 +12,7 @@ from textual.binding import Binding, BindingType
 from textual.reactive import reactive
 from textual.worker import Worker, WorkerState
 
-from console.actions import CHANGES_MACHINE
+from console.actions import is_machine_changing
 from console.commands import FleetCommands, JobCommands, NodeCommands
 from console.config import Config
 from console.feed import Feed, run_collector
@@ -94,7 +94,7 @@ class FleetApp(App[None]):
             self.collect()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        return not (self.config.read_only and action in CHANGES_MACHINE)
+        return not (self.config.read_only and is_machine_changing(self, action))
 
     # --- refresh: one read at a time; a tick while reading is skipped, never queued twice
     def request_refresh(self) -> None:

@@ -12,6 +12,7 @@ from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widgets import Footer
 
+from console.actions import is_machine_changing
 from console.view_model import ConsoleView
 from console.widgets.header import FleetHeader
 from console.widgets.summary_bar import SummaryBar
@@ -28,6 +29,10 @@ class FleetScreenBase(Screen[None]):
         from console.app import FleetApp
 
         return cast(FleetApp, self.app)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Read-only mode hides and refuses every action marked ``changes_machine``."""
+        return not (self.fleet_app.config.read_only and is_machine_changing(self, action))
 
     def compose(self) -> ComposeResult:
         yield FleetHeader(id="header")

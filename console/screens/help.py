@@ -29,7 +29,8 @@ class HelpScreen(ModalScreen[None]):
         table = self.query_one(DataTable)
         table.add_columns("key", "does", "binding id", "where")
         seen: set[tuple[str, str]] = set()
-        for key, active in self._under.active_bindings.items():
+        ordered = sorted(self._under.active_bindings.items(), key=lambda item: item[1].binding.id is None)
+        for key, active in ordered:
             binding = active.binding
             if (key, binding.action) in seen:
                 continue

@@ -5,12 +5,16 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from pathlib import Path
+from typing import ClassVar
 
 from conftest import NOW, view_where
 from fleetstore import T0
+from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Input
 
+from console.actions import changes_machine
 from console.app import FleetApp
+from console.screens.fleet import FleetScreen
 from console.screens.help import HelpScreen
 from console.screens.node import NodeScreen
 from console.widgets.fleet_table import FleetTable
@@ -261,3 +265,34 @@ async def test_topology_shows_balance_and_the_miswired_cable(make_app: MakeApp) 
         links = app.screen.query_one("#links", DataTable)
         cables = [str(links.get_row_at(i)[8]) for i in range(links.row_count)]
         assert any(c.startswith("miswired") for c in cables)
+
+
+class ScreenWithAMachineAction(FleetScreen):
+    """A Fleet screen with one action that would change a machine (e.g. an ECMP apply)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("x", "apply_change", "Apply change", id="test.apply")]
+    applied = 0
+
+    @changes_machine
+    def action_apply_change(self) -> None:
+        type(self).applied += 1
+
+
+async def _footer_keys(app: FleetApp) -> set[str]:
+    return {b.binding.id or "" for b in app.screen.active_bindings.values()
+            if app.screen.check_action(b.binding.action, ()) is not False}
+
+
+async def test_read_only_hides_and_refuses_machine_changes(make_app: MakeApp) -> None:
+    for read_only, expected in ((False, 1), (True, 0)):
+        ScreenWithAMachineAction.applied = 0
+        app = make_app(read_only=read_only)
+        async with app.run_test(size=SIZE) as pilot:
+            await view_where(app, lambda v: len(v.rows) == 8)
+            await app.push_screen(ScreenWithAMachineAction())
+            await pilot.pause()
+            assert ("test.apply" in await _footer_keys(app)) is not read_only
+            await pilot.press("x")
+            await pilot.pause()
+            assert ScreenWithAMachineAction.applied == expected
+            assert ("READ-ONLY" in header_text(app)) is read_only
