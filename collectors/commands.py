@@ -20,7 +20,8 @@ ALLOWED_TOOLS: frozenset[str] = frozenset({
     "ibstat", "ibstatus", "ibv_devinfo", "ibv_devices", "show_gids", "perfquery",
     "ibqueryerrors", "ibnetdiscover", "iblinkinfo", "rdma",
     # files and system
-    "cat", "grep", "ethtool", "lldpctl", "hostname", "uname", "python3", "timeout",
+    "cat", "grep", "ls", "echo", "true", "ethtool", "lldpctl", "hostname", "uname", "python3",
+    "timeout",
     # GPUs
     "nvidia-smi",
     # probes
