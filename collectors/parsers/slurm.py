@@ -307,6 +307,7 @@ def _squeue_row(
 
 _KEY = re.compile(r"(?:^|(?<=\s))([A-Za-z_][\w:/]*)=")
 _ID_NAME = re.compile(r"^(.*?)\((\d+)\)$")
+_SLURM_ERROR = re.compile(r"^(?:\w+: )?(?:slurm_\w+ error|error)\b|^No jobs in the system", re.I)
 
 
 @dataclass(frozen=True, slots=True)
@@ -374,7 +375,7 @@ def parse_scontrol_job(text: str) -> ScontrolJobs:
             blocks.append((pairs, []))
             continue
         if not pairs or not blocks or not stripped.startswith(pairs[0][0] + "="):
-            if re.search(r"(?i)error|invalid|no jobs", stripped):
+            if _SLURM_ERROR.match(stripped):
                 errors.append(stripped)
             else:
                 problems.unknown(number, line)

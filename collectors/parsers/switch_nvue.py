@@ -90,6 +90,11 @@ def _parse_json(text: str) -> NvueCounters:
     except (ValueError, RecursionError) as exc:
         problems.add(getattr(exc, "lineno", 0), "", f"not JSON: {exc}")
         return NvueCounters("", (), problems.result(), 0)
+    if not _has_counter_keys(data):
+        problems.add(
+            0, text[:200], "JSON without NVUE counter keys (carrier-transitions, in-*, out-*)"
+        )
+        return NvueCounters("", (), problems.result(), 0)
     counters: list[NvueCounter] = []
 
     def walk(node: Any, path: list[str]) -> None:
@@ -111,6 +116,19 @@ def _parse_json(text: str) -> NvueCounters:
 
     walk(data, [])
     return NvueCounters("nvue-json", tuple(counters), problems.result(), 0)
+
+
+_COUNTER_KEY = re.compile(r"^(?:carrier-transitions|(?:in|out|rx|tx)-[a-z-]+)$")
+
+
+def _has_counter_keys(node: Any, depth: int = 0) -> bool:
+    """True when the JSON has NVUE-style counter names within its first three levels."""
+    if not isinstance(node, dict) or depth > 2:
+        return False
+    return any(
+        _COUNTER_KEY.match(str(key)) or _has_counter_keys(child, depth + 1)
+        for key, child in node.items()
+    )
 
 
 def _parse_tables(text: str) -> NvueCounters:
@@ -137,7 +155,11 @@ def _parse_tables(text: str) -> NvueCounters:
         if is_rule(line) and header is not None:
             spans = column_spans(line)
             columns = cut(header, spans)
-            source = source or "nvue-text"
+            if section or "operational" in columns:
+                source = source or "nvue-text"
+            else:
+                # A table of some other tool: its rows must not pass for NVUE counters.
+                spans = []
             continue
         if spans:
             cells = cut(line, spans)

@@ -88,5 +88,11 @@ def test_hostile() -> None:
     other = parse_nvue_counters(
         (FIXTURES / "lolyu-sonic-show-queue-counters-uc3-drops.txt").read_text()
     )
-    assert other.source_format == "nvue-text"  # a table, but not NVUE's: no row has a section
-    assert all(c.section == "" for c in other.counters)
+    assert other.counters == ()  # a table, but not NVUE's: its rows are not counters
+    assert other.unknown_lines == 2
+    squeue_json = FIXTURES.parent / "slurm" / "rivos-squeue-json-slurm21.08.5-openapi-v0.0.37.txt"
+    foreign_json = parse_nvue_counters(squeue_json.read_text())
+    assert (
+        foreign_json.counters == ()
+        and "without NVUE counter keys" in foreign_json.problems[0].reason
+    )

@@ -1,0 +1,318 @@
+"""The parser registry: all 26 kinds, detection of every fixture, JSON form, and hostile input
+for every GPU / benchmark / Slurm / switch parser (empty, garbage, truncated, 10 MB, foreign)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import random
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from collectors.parsers import registry
+from collectors.parsers.base import ParseProblem
+from collectors.parsers.registry import (
+    KINDS,
+    ParserSpec,
+    ParserUnavailable,
+    detect,
+    parse,
+    to_jsonable,
+)
+
+FIXTURES = Path(__file__).parents[2] / "fixtures"
+
+ISSUE_KINDS = {
+    "ibstat",
+    "ibstatus",
+    "ibv_devinfo",
+    "sysfs",
+    "ethtool-stats",
+    "ethtool-module",
+    "rdma-qp",
+    "rdma-statistic",
+    "show-gids",
+    "perfquery",
+    "ibqueryerrors",
+    "nvidia-smi-query",
+    "nvidia-smi-topo",
+    "nvidia-smi-nvlink",
+    "lldp",
+    "ibnetdiscover",
+    "iblinkinfo",
+    "perftest",
+    "nccl",
+    "squeue-json",
+    "squeue",
+    "scontrol-job",
+    "nvue-counters",
+    "sonic-counters",
+    "sonic-pfc",
+    "sonic-queue",
+}
+
+# The fields that carry parsed data, per kind of this module's parsers.
+DATA_FIELDS: dict[str, tuple[str, ...]] = {
+    "nvidia-smi-query": ("gpus",),
+    "nvidia-smi-topo": ("devices", "links"),
+    "nvidia-smi-nvlink": ("gpus",),
+    "perftest": ("lat_rows", "bw_rows", "header"),
+    "nccl": ("rows", "ranks"),
+    "squeue-json": ("jobs",),
+    "squeue": ("jobs",),
+    "scontrol-job": ("jobs",),
+    "nvue-counters": ("counters",),
+    "sonic-counters": ("ports",),
+    "sonic-pfc": ("rows",),
+    "sonic-queue": ("rows",),
+}
+
+# What each fixture file is, by its directory and name.
+_EXPECTED: tuple[tuple[str, str], ...] = (
+    (r"^ethtool/.*-ethtool-S-", "ethtool-stats"),
+    (r"^ethtool/.*-ethtool-m-", "ethtool-module"),
+    (r"^ibstat/.*ibstatus", "ibstatus"),
+    (r"^ibstat/", "ibstat"),
+    (r"^nccl/", "nccl"),
+    (r"^nvidia-smi/.*topo-m", "nvidia-smi-topo"),
+    (r"^nvidia-smi/.*nvlink", "nvidia-smi-nvlink"),
+    (r"^nvidia-smi/.*(query-gpu|-q-)", "nvidia-smi-query"),
+    (r"^perfquery/.*ibqueryerrors", "ibqueryerrors"),
+    (r"^perfquery/", "perfquery"),
+    (r"^perftest/", "perftest"),
+    (r"^rdma/.*rdma-res(ource)?-show-qp", "rdma-qp"),
+    (r"^rdma/.*rdma-statistic", "rdma-statistic"),
+    (r"^rdma/.*show_gids", "show-gids"),
+    (r"^rdma/.*ibv_devinfo", "ibv_devinfo"),
+    (r"^slurm/.*squeue-json", "squeue-json"),
+    (r"^slurm/.*squeue-o", "squeue"),
+    (r"^slurm/.*scontrol", "scontrol-job"),
+    (r"^switch/.*(net-show-counters|nv-show-interface)", "nvue-counters"),
+    (r"^switch/.*(portstat|show-interfaces-counters)", "sonic-counters"),
+    (r"^switch/.*queue-counter", "sonic-queue"),
+    (r"^switch/.*pfc", "sonic-pfc"),
+    (r"^sysfs/", "sysfs"),
+    (r"^topology/.*iblinkinfo", "iblinkinfo"),
+    (r"^topology/.*ibnetdiscover", "ibnetdiscover"),
+    (r"^topology/.*lldp", "lldp"),
+)
+
+
+def _expected_kind(relative: str) -> str | None:
+    return next((kind for pattern, kind in _EXPECTED if re.search(pattern, relative)), None)
+
+
+def _fixture_files() -> list[Path]:
+    return sorted(p for p in FIXTURES.glob("*/*") if p.is_file())
+
+
+def _text(path: Path) -> str:
+    return path.read_bytes().decode("utf-8", errors="replace")
+
+
+def _samples(kind: str) -> list[Path]:
+    return [p for p in _fixture_files() if _expected_kind(str(p.relative_to(FIXTURES))) == kind]
+
+
+def _data_count(kind: str, result: Any) -> int:
+    return sum(len(getattr(result, name)) for name in DATA_FIELDS[kind])
+
+
+def _assert_well_formed(result: Any) -> None:
+    assert dataclasses.is_dataclass(result)
+    assert isinstance(result.problems, tuple)
+    assert all(isinstance(p, ParseProblem) for p in result.problems)
+    assert isinstance(result.unknown_lines, int) and result.unknown_lines >= 0
+    json.dumps(to_jsonable(result))  # always serialisable
+
+
+def test_kinds_are_the_26_of_the_issue() -> None:
+    assert set(KINDS) == ISSUE_KINDS
+    assert all(spec.kind == kind for kind, spec in KINDS.items())
+    assert set(DATA_FIELDS) <= set(KINDS)
+
+
+@pytest.mark.parametrize("kind", sorted(DATA_FIELDS))
+def test_every_kind_of_this_module_loads(kind: str) -> None:
+    function = KINDS[kind].load()
+    assert callable(function)
+    assert function.__name__ == KINDS[kind].target.split(":")[1]
+
+
+def test_a_missing_parser_module_breaks_only_its_kind(monkeypatch: pytest.MonkeyPatch) -> None:
+    broken = ParserSpec("perftest", "collectors.parsers.no_such_module:parse_x", "nothing")
+    monkeypatch.setitem(KINDS, "perftest", broken)
+    with pytest.raises(ParserUnavailable, match="no_such_module"):
+        parse("perftest", "x")
+    assert parse("nccl", "").rows == ()
+    with pytest.raises(KeyError):
+        parse("no-such-kind", "")
+
+
+def test_every_kind_loads_or_says_why() -> None:
+    for spec in KINDS.values():
+        try:
+            spec.load()
+        except ParserUnavailable as exc:
+            assert spec.kind in str(exc)
+
+
+@pytest.mark.parametrize("path", _fixture_files(), ids=lambda p: str(p.relative_to(FIXTURES)))
+def test_detect_every_fixture(path: Path) -> None:
+    expected = _expected_kind(str(path.relative_to(FIXTURES)))
+    assert expected is not None, "a new fixture: add its kind to _EXPECTED"
+    if expected not in DATA_FIELDS:
+        try:
+            __import__("collectors.parsers.signatures_a")
+        except ImportError:
+            pytest.skip("host-side signatures (collectors.parsers.signatures_a) not present")
+    assert detect(_text(path)) == expected
+
+
+def test_detect_refuses_what_it_does_not_know() -> None:
+    assert detect("") is None
+    assert detect("hello world\nnothing to see\n") is None
+    assert detect(bytes(range(256)).decode("latin-1") * 10) is None
+
+
+def test_a_broken_signature_does_not_stop_detection(monkeypatch: pytest.MonkeyPatch) -> None:
+    def boom(_text: str) -> float:
+        raise RuntimeError("bug")
+
+    monkeypatch.setitem(registry.SIGNATURES_B, "sonic-pfc", boom)
+    text = _text(FIXTURES / "nccl" / "autodl-2x2080ti-pcie-all_reduce_perf-no-p2p.txt")
+    assert detect(text) == "nccl"
+
+
+def test_to_jsonable() -> None:
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Inner:
+        lanes_dbm: tuple[float, ...]
+
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Outer:
+        inner: Inner
+        pairs: tuple[tuple[str, int], ...]
+        missing: float
+
+    value = Outer(Inner((0.5, -math.inf, math.inf)), (("a", 1),), math.nan)
+    assert to_jsonable(value) == {
+        "inner": {"lanes_dbm": [0.5, "-inf", "inf"]},
+        "pairs": [["a", 1]],
+        "missing": None,
+    }
+
+
+# ---------------------------------------------------------------- hostile input
+
+HOSTILE_KINDS = sorted(DATA_FIELDS)
+
+
+@pytest.mark.parametrize("kind", HOSTILE_KINDS)
+def test_empty_and_blank(kind: str) -> None:
+    for text in ("", "\n", "   \n\t\n", "\r\n\r\n"):
+        result = parse(kind, text)
+        _assert_well_formed(result)
+        assert _data_count(kind, result) == 0
+
+
+@pytest.mark.parametrize("kind", HOSTILE_KINDS)
+def test_binary_garbage(kind: str) -> None:
+    rng = random.Random(kind)
+    for _ in range(20):
+        blob = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 4000)))
+        result = parse(kind, blob.decode("utf-8", errors="replace"))
+        _assert_well_formed(result)
+        assert _data_count(kind, result) == 0
+    nul = parse(kind, "\x00" * 1000 + "\n\x1b[31m\x07")
+    _assert_well_formed(nul)
+    assert _data_count(kind, nul) == 0
+
+
+@pytest.mark.parametrize("kind", HOSTILE_KINDS)
+def test_truncated_anywhere(kind: str) -> None:
+    """Every cut of every sample parses without raising and never yields more than the whole."""
+    samples = _samples(kind) or []
+    texts = [_text(p) for p in samples] or [_SYNTHETIC[kind]]
+    for text in texts:
+        whole = _data_count(kind, parse(kind, text))
+        step = max(1, len(text) // 300)
+        for end in range(0, len(text), step):
+            result = parse(kind, text[:end])
+            _assert_well_formed(result)
+            assert _data_count(kind, result) <= whole
+
+
+@pytest.mark.parametrize("kind", HOSTILE_KINDS)
+def test_random_damage_never_raises(kind: str) -> None:
+    rng = random.Random(f"damage-{kind}")
+    texts = [_text(p) for p in _samples(kind)] or [_SYNTHETIC[kind]]
+    for text in texts:
+        for _ in range(60):
+            chars = list(text)
+            for _ in range(rng.randrange(1, 20)):
+                position = rng.randrange(len(chars) + 1)
+                action = rng.randrange(3)
+                if action == 0 and chars:
+                    del chars[min(position, len(chars) - 1)]
+                elif action == 1:
+                    chars.insert(position, rng.choice('\t \n:,|[]{}"=-#0123456789xX\x00\x1b'))
+                elif chars:
+                    chars[min(position, len(chars) - 1)] = rng.choice("\n\t ")
+            _assert_well_formed(parse(kind, "".join(chars)))
+
+
+@pytest.mark.parametrize("kind", HOSTILE_KINDS)
+def test_another_tools_output_gives_no_data(kind: str) -> None:
+    for path in _fixture_files():
+        if _expected_kind(str(path.relative_to(FIXTURES))) == kind:
+            continue
+        result = parse(kind, _text(path))
+        _assert_well_formed(result)
+        assert _data_count(kind, result) == 0, path.name
+        assert result.problems, path.name
+
+
+# Kinds without a real capture (see SOURCES.md "Not found"): the tool's layout.
+_SYNTHETIC: dict[str, str] = {
+    "sonic-pfc": (
+        "  Port Rx  PFC0  PFC1  PFC2  PFC3  PFC4  PFC5  PFC6  PFC7\n"
+        "---------  ----  ----  ----  ----  ----  ----  ----  ----\n"
+        "Ethernet0     0     0     0    12     0     0     0     0\n"
+        "\n"
+        "  Port Tx  PFC0  PFC1  PFC2  PFC3  PFC4  PFC5  PFC6  PFC7\n"
+        "---------  ----  ----  ----  ----  ----  ----  ----  ----\n"
+        "Ethernet0     0     0     0     3     0     0     0     0\n"
+    ),
+}
+
+
+def _ten_megabytes(kind: str) -> str:
+    if kind == "squeue-json":
+        sample = json.loads(_text(_samples(kind)[0]))
+        job = sample["jobs"][0]
+        count = 10_000_000 // len(json.dumps(job)) + 1
+        return json.dumps({**sample, "jobs": [job] * count})
+    text = _text(_samples(kind)[0]) if _samples(kind) else _SYNTHETIC[kind]
+    return (text + "\n") * (10_000_000 // (len(text) + 1) + 1)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("kind", HOSTILE_KINDS)
+def test_ten_megabytes(kind: str) -> None:
+    text = _ten_megabytes(kind)
+    assert len(text) >= 10_000_000
+    result = parse(kind, text)
+    _assert_ok_at_scale(kind, result)
+    assert detect(text) == kind
+
+
+def _assert_ok_at_scale(kind: str, result: Any) -> None:
+    assert isinstance(result.problems, tuple)
+    assert len(result.problems) <= 201  # listed problems are capped, the count is not
+    assert _data_count(kind, result) > 0
