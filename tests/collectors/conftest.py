@@ -13,6 +13,7 @@ import itertools
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import asyncssh
 import pytest
@@ -38,7 +39,11 @@ class ServerStats:
 
 @dataclass
 class FakeHost:
-    """One in-process SSH server. ``behaviour``: ok | hang | slow | fail | stream."""
+    """One in-process SSH server. ``behaviour``: ok | hang | slow | fail | stream | exec.
+
+    ``exec`` runs the command with ``/bin/sh -c`` like sshd does, in ``exec_env``,
+    piping stdin, stdout and stderr: the real path of a command through a shell.
+    """
 
     name: str
     address: str
@@ -52,6 +57,8 @@ class FakeHost:
     acceptor: asyncssh.SSHAcceptor | None = None
     connections: list[asyncssh.SSHServerConnection] = field(default_factory=list)
     release: asyncio.Event = field(default_factory=asyncio.Event)
+    exec_env: dict[str, str] = field(default_factory=dict)
+    handlers: set[asyncio.Task[Any]] = field(default_factory=set)
 
     def known_hosts_line(self, key: asyncssh.SSHKey | None = None) -> str:
         public = (key or self.host_key).export_public_key().decode().strip()
@@ -104,6 +111,13 @@ class FakeHost:
     async def _handle(self, process: asyncssh.SSHServerProcess[str]) -> None:
         command = process.command or ""
         self.stats.commands.append(command)
+        task = asyncio.current_task()
+        assert task is not None
+        self.handlers.add(task)
+        task.add_done_callback(self.handlers.discard)
+        if self.behaviour == "exec":
+            process.exit(await _shell(command, self.exec_env, process))
+            return
         if self.behaviour == "hang":
             await self.release.wait()
         elif self.behaviour == "slow":
@@ -120,6 +134,35 @@ class FakeHost:
             return
         process.stdout.write(f"{self.name}\n")
         process.exit(0)
+
+
+async def _shell(command: str, env: dict[str, str], process: asyncssh.SSHServerProcess[str]) -> int:
+    """``/bin/sh -c command`` with the SSH channel as its stdin, stdout and stderr; its exit status."""
+    local = await asyncio.create_subprocess_exec(
+        "/bin/sh", "-c", command, env=env,
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )
+    assert local.stdin is not None and local.stdout is not None and local.stderr is not None
+    stdin = local.stdin
+
+    async def pump_in() -> None:
+        while chunk := await process.stdin.read(65536):
+            stdin.write(chunk.encode())
+        stdin.close()
+
+    async def pump_out(source: asyncio.StreamReader, sink: asyncssh.SSHWriter[str]) -> None:
+        while chunk := await source.read(65536):
+            sink.write(chunk.decode(errors="replace"))
+
+    feeder = asyncio.ensure_future(pump_in())
+    try:
+        await asyncio.gather(pump_out(local.stdout, process.stdout), pump_out(local.stderr, process.stderr))
+        return await local.wait()
+    finally:
+        feeder.cancel()
+        if local.returncode is None:
+            local.kill()
+            await local.wait()
 
 
 @pytest.fixture(autouse=True)
@@ -152,6 +195,13 @@ async def fake_hosts(client_key: tuple[asyncssh.SSHKey, Path]) -> AsyncIterator[
             host.acceptor.close()
         for conn in host.connections:
             conn.abort()
+    handlers = [task for host in hosts for task in host.handlers]
+    if handlers:  # let command handlers (and their subprocesses) finish inside this event loop
+        _, pending = await asyncio.wait(handlers, timeout=10)
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.wait(pending, timeout=5)
 
 
 @pytest.fixture
