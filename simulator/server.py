@@ -1,0 +1,214 @@
+"""One asyncssh listener per simulated machine, each on its own loopback address with its own host key.
+
+Every machine accepts the one client key the simulator generates. Exec
+requests (``ssh host cmd``) and interactive shells (``ssh host``, with or
+without a PTY) both run through the machine's :class:`~simulator.shell.Shell`,
+so the real OpenSSH client and the console's asyncssh pool get the same
+answers. Faults of the scenario shape the server itself: ``node_unreachable``
+closes the listener (connections are refused) for the fault's time,
+``node_hang`` accepts and authenticates but never answers a command,
+``slow_node`` answers after its delay. Views are computed per command, never
+per tick, so an idle fleet costs nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import asyncssh
+
+from simulator.model import FleetModel
+from simulator.session import Machine, Rendezvous, StreamIO
+from simulator.shell import Shell
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Listener:
+    host: str
+    role: str
+    address: str
+    port: int = 0
+    key: asyncssh.SSHKey | None = None
+    server: asyncssh.SSHAcceptor | None = None
+    timers: list[asyncio.TimerHandle] = field(default_factory=list)
+
+
+class FleetServer:
+    """The SSH side of the simulated fleet."""
+
+    def __init__(self, model: FleetModel) -> None:
+        self.model = model
+        self.rendezvous = Rendezvous()
+        self.client_key = asyncssh.generate_private_key("ssh-ed25519", comment="fleet-sim client")
+        self._authorized = asyncssh.import_authorized_keys(self.client_key.export_public_key().decode())
+        topology = model.topology
+        self.listeners: dict[str, Listener] = {
+            host: Listener(host, topology.role_of(host), topology.addresses[host]) for host in topology.hosts
+        }
+        self._shells: dict[str, Shell] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> None:
+        """Generate each machine's host key and listen on its address (ephemeral port)."""
+        for listener in self.listeners.values():
+            listener.key = asyncssh.generate_private_key("ssh-ed25519", comment=listener.host)
+            await self._listen(listener)
+        self._schedule_unreachable()
+
+    async def _listen(self, listener: Listener) -> None:
+        assert listener.key is not None
+        listener.server = await asyncssh.listen(
+            listener.address,
+            listener.port,
+            server_host_keys=[listener.key],
+            authorized_client_keys=self._authorized,
+            process_factory=self._process_factory(listener.host),
+            encoding="utf-8",
+            allow_scp=False,
+            x11_forwarding=False,
+            agent_forwarding=False,
+            password_auth=False,
+            kbdint_auth=False,
+            reuse_address=True,
+        )
+        if listener.port == 0:
+            listener.port = listener.server.sockets[0].getsockname()[1]
+
+    def _schedule_unreachable(self) -> None:
+        """Close listeners while a node_unreachable fault holds, reopen them after."""
+        loop = asyncio.get_running_loop()
+        now = self.model.now()
+        for fault in self.model.scenario.faults:
+            if fault.kind != "node_unreachable" or fault.target not in self.listeners:
+                continue
+            listener = self.listeners[fault.target]
+            listener.timers.append(loop.call_later(max(0.0, fault.at - now), self._close_listener, listener))
+            if fault.until is not None:
+                listener.timers.append(
+                    loop.call_later(max(0.0, fault.until - now), self._spawn, self._listen(listener))
+                )
+
+    def _close_listener(self, listener: Listener) -> None:
+        if listener.server is not None:
+            listener.server.close()
+            listener.server = None
+
+    def _spawn(self, coroutine: object) -> None:
+        assert asyncio.iscoroutine(coroutine)
+        task = asyncio.ensure_future(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def shell(self, host: str) -> Shell:
+        shell = self._shells.get(host)
+        if shell is None:
+            listener = self.listeners[host]
+            shell = Shell(Machine(host, listener.role, self.model, self.rendezvous))
+            self._shells[host] = shell
+        return shell
+
+    def _process_factory(self, host: str) -> Callable[[asyncssh.SSHServerProcess[str]], object]:
+        async def handle(process: asyncssh.SSHServerProcess[str]) -> None:
+            try:
+                await self._handle(host, process)
+            except (asyncssh.Error, ConnectionError, BrokenPipeError):
+                pass
+            except Exception:  # a bug must not take the fleet down; the client sees exit 1
+                log.exception("command on %s failed", host)
+                with contextlib.suppress(Exception):
+                    process.stderr.write("simulator: internal error\n")
+                    process.exit(1)
+
+        return handle
+
+    async def _handle(self, host: str, process: asyncssh.SSHServerProcess[str]) -> None:
+        io = StreamIO(_writer(process.stdout), _writer(process.stderr))
+        watcher = asyncio.ensure_future(_watch_channel(process, io))
+        try:
+            behaviour = self.model.behaviour(host, self.model.now())
+            if behaviour.hung:
+                await io.closed.wait()
+                return
+            if behaviour.delay_s:
+                await asyncio.sleep(behaviour.delay_s)
+            shell = self.shell(host)
+            if process.command is not None:
+                reader = asyncio.ensure_future(_drain_stdin(process, io))
+                try:
+                    status = await shell.run(process.command, io)
+                finally:
+                    reader.cancel()
+                process.exit(status)
+                return
+            await self._interactive(host, shell, process, io)
+        finally:
+            watcher.cancel()
+
+    async def _interactive(
+        self, host: str, shell: Shell, process: asyncssh.SSHServerProcess[str], io: StreamIO
+    ) -> None:
+        prompt = f"{host}:~$ " if process.get_terminal_type() else ""
+        status = 0
+        while True:
+            if prompt:
+                process.stdout.write(prompt)
+            try:
+                line = await process.stdin.readline()
+            except (asyncssh.BreakReceived, asyncssh.SignalReceived, asyncssh.TerminalSizeChanged):
+                continue
+            except asyncssh.Error:
+                break
+            if not line:
+                break
+            if line.strip() in ("exit", "logout"):
+                break
+            status = await shell.run(line.rstrip("\n"), io)
+        io.stdin_eof.set()
+        process.exit(status)
+
+    async def close(self) -> None:
+        for listener in self.listeners.values():
+            for timer in listener.timers:
+                timer.cancel()
+            self._close_listener(listener)
+        for task in list(self._tasks):
+            task.cancel()
+
+
+def _writer(stream: asyncssh.SSHWriter[str]) -> Callable[[str], None]:
+    def write(text: str) -> None:
+        with contextlib.suppress(asyncssh.Error, ConnectionError, BrokenPipeError, OSError):
+            stream.write(text)
+
+    return write
+
+
+async def _drain_stdin(process: asyncssh.SSHServerProcess[str], io: StreamIO) -> None:
+    """Read and drop an exec request's stdin until EOF, then set ``stdin_eof``."""
+    try:
+        while True:
+            try:
+                data = await process.stdin.read(65536)
+            except (asyncssh.BreakReceived, asyncssh.SignalReceived, asyncssh.TerminalSizeChanged):
+                continue
+            if not data:
+                break
+    except (asyncssh.Error, ConnectionError, BrokenPipeError):
+        pass
+    finally:
+        io.stdin_eof.set()
+
+
+async def _watch_channel(process: asyncssh.SSHServerProcess[str], io: StreamIO) -> None:
+    """Set ``closed`` (and ``stdin_eof``) when the client closes the channel or the connection drops."""
+    try:
+        await process.channel.wait_closed()
+    finally:
+        io.closed.set()
+        io.stdin_eof.set()

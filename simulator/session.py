@@ -1,0 +1,45 @@
+"""What a running command can reach: its machine, the fleet model, and its output streams.
+
+Shared by the shell and the stateful commands (perftest, the node agent, the
+switch configuration CLI), so that none of them imports another.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from simulator.model import FleetModel
+
+
+@dataclass
+class Rendezvous:
+    """perftest servers waiting for a client, per (host, TCP port): the fleet's one meeting place."""
+
+    servers: dict[tuple[str, int], tuple[object, asyncio.Future[object]]] = field(default_factory=dict)
+    """(host, port) -> (the server's own parsed arguments, a future the client resolves on arrival)."""
+
+
+@dataclass(frozen=True)
+class Machine:
+    """One simulated machine as a command sees it."""
+
+    host: str
+    role: str  # "node" | "leaf" | "spine" | "head"
+    model: FleetModel
+    rendezvous: Rendezvous
+
+
+@dataclass
+class StreamIO:
+    """Where a command writes; ``closed``: the client has gone; ``stdin_eof``: its stdin ended (or it has gone)."""
+
+    stdout: Callable[[str], None]
+    stderr: Callable[[str], None]
+    closed: asyncio.Event = field(default_factory=asyncio.Event)
+    stdin_eof: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+Handler = Callable[[Machine, list[str], StreamIO], Awaitable[int]]
+"""A stateful command: runs for as long as it needs and returns its exit status."""

@@ -1,0 +1,274 @@
+"""The simulated ``/bin/sh -c``: a command line in, each command's output and exit status out.
+
+A line is split like a POSIX shell splits it (``shlex``): commands joined by
+``;``, ``&&`` and ``||``, with quoting, ``VAR=value`` prefixes, ``timeout N``,
+``sudo``, and the redirections ``2>/dev/null``, ``>/dev/null`` and ``2>&1``.
+Each command goes to a stateful handler (perftest, all-reduce, the node agent,
+switch configuration changes) or to a stateless renderer of
+``simulator.tools.REGISTRY``; a command the machine does not have is answered
+as dash answers it: ``sh: 1: X: not found`` with exit status 127. Words are
+passed on unexpanded (the sysfs renderer expands globs against its own tree).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import shlex
+from dataclasses import dataclass, field
+
+from simulator import agent_stream, perftest, switch_cli
+from simulator.session import Handler, Machine, StreamIO
+from simulator.tools import REGISTRY, ToolContext, ToolOutput, load_all
+
+NODE_COMMANDS = frozenset(
+    {
+        "ibstat", "ibstatus", "ibv_devinfo", "cat", "grep", "ls", "ethtool", "rdma", "show_gids",
+        "nvidia-smi", "lldpctl", "lldpcli", "squeue", "scontrol", "python3",
+        *perftest.PERFTEST_COMMANDS, *perftest.NCCL_COMMANDS,
+    }
+)  # fmt: skip
+IB_ONLY_COMMANDS = frozenset({"perfquery", "ibnetdiscover", "iblinkinfo", "ibqueryerrors"})
+SWITCH_COMMANDS = {"cumulus": frozenset({"nv", "lldpctl", "lldpcli"}), "sonic": frozenset({"show", "config"})}
+HEAD_COMMANDS = frozenset({"squeue", "scontrol"})
+COMMON_COMMANDS = frozenset({"hostname", "uname", "echo", "true", "false"})
+BUILTINS = frozenset({"exit", "cd", "command", "timeout", "sudo"})
+
+_REDIRECT = re.compile(r"^(\d?)(>>?)(&\d|.*)$")
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+
+
+@dataclass
+class _Command:
+    argv: list[str]
+    drop_stdout: bool = False
+    drop_stderr: bool = False
+    stderr_to_stdout: bool = False
+    bad_redirect: str = ""
+
+
+@dataclass
+class _Pipeline:
+    """Commands and the operators before each (``;`` for the first)."""
+
+    steps: list[tuple[str, _Command]] = field(default_factory=list)
+    error: str = ""
+
+
+def parse_line(line: str) -> _Pipeline:
+    """Split a command line into commands and the operators that join them."""
+    lexer = shlex.shlex(line, posix=True, punctuation_chars=";|")
+    lexer.whitespace_split = True
+    lexer.commenters = "#"
+    pipeline = _Pipeline()
+    try:
+        tokens = list(lexer)
+    except ValueError as error:
+        pipeline.error = f"sh: 1: Syntax error: {error}\n"
+        return pipeline
+    operator = ";"
+    words: list[str] = []
+    for token in [*tokens, ";"]:
+        if token in (";", "&&", "||", "|", "&", ";;", "|&"):
+            if token not in (";", "&&", "||"):
+                pipeline.error = f'sh: 1: Syntax error: "{token}" is not supported by this simulated shell\n'
+                return pipeline
+            if words:
+                pipeline.steps.append((operator, _command(words)))
+            elif token != ";" or operator != ";":
+                pipeline.error = f'sh: 1: Syntax error: "{token}" unexpected\n'
+                return pipeline
+            operator, words = token, []
+            continue
+        words.append(token)
+    return pipeline
+
+
+def _command(words: list[str]) -> _Command:
+    command = _Command(argv=[])
+    pending_target: str | None = None
+    for word in words:
+        if pending_target is not None:
+            _redirect(command, pending_target, word)
+            pending_target = None
+            continue
+        match = _REDIRECT.match(word)
+        if match and (match.group(1) or word.startswith(">")):
+            if match.group(3):
+                _redirect(command, match.group(1) or "1", match.group(3))
+            else:
+                pending_target = match.group(1) or "1"
+            continue
+        command.argv.append(word)
+    while command.argv and _ASSIGNMENT.match(command.argv[0]):
+        command.argv.pop(0)
+    return command
+
+
+def _redirect(command: _Command, stream: str, target: str) -> None:
+    if target == "&1" and stream == "2":
+        command.stderr_to_stdout = True
+    elif target == "&2" and stream == "1":
+        command.drop_stdout = False
+    elif target == "/dev/null":
+        if stream == "2":
+            command.drop_stderr = True
+        else:
+            command.drop_stdout = True
+    else:
+        command.bad_redirect = f"sh: 1: cannot create {target}: Read-only file system\n"
+
+
+class Shell:
+    """One machine's command interpreter."""
+
+    def __init__(self, machine: Machine) -> None:
+        self.machine = machine
+        load_all()
+
+    def allowed(self, name: str) -> bool:
+        """Whether this machine has the command ``name`` (by role and switch OS)."""
+        machine = self.machine
+        if name in COMMON_COMMANDS or name in BUILTINS:
+            return True
+        if machine.role == "node":
+            return name in NODE_COMMANDS or (name in IB_ONLY_COMMANDS and not machine.model.roce)
+        if machine.role == "head":
+            return name in HEAD_COMMANDS
+        return name in SWITCH_COMMANDS[machine.model.topology.os_of(machine.host)]
+
+    def tool_context(self, t: float) -> ToolContext:
+        model, host, role = self.machine.model, self.machine.host, self.machine.role
+        return ToolContext(
+            hostname=host,
+            now=model.unix(t),
+            node=model.node_view(host, t) if role == "node" else None,
+            switch=model.switch_view(host, t) if role in ("leaf", "spine") else None,
+            jobs=lambda: model.jobs_view(t),
+            all_nodes=model.views(t),
+            all_switches=lambda: tuple(model.switch_view(s, t) for s in model.topology.switches),
+        )
+
+    async def run(self, line: str, io: StreamIO) -> int:
+        """Run a whole command line; the exit status is the last command's."""
+        pipeline = parse_line(line)
+        if pipeline.error:
+            io.stderr(pipeline.error)
+            return 2
+        status = 0
+        for operator, command in pipeline.steps:
+            if (operator == "&&" and status != 0) or (operator == "||" and status == 0):
+                continue
+            command.argv = [word.replace("$?", str(status)) for word in command.argv]
+            status = await self._run_command(command, io)
+            if status == -1:  # exit
+                break
+        return max(status, 0) if status != -1 else self._exit_status
+
+    _exit_status = 0
+
+    async def _run_command(self, command: _Command, io: StreamIO) -> int:
+        if command.bad_redirect:
+            io.stderr(command.bad_redirect)
+            return 2
+        out = (lambda _text: None) if command.drop_stdout else io.stdout
+        err = out if command.stderr_to_stdout else ((lambda _text: None) if command.drop_stderr else io.stderr)
+        return await self.run_argv(command.argv, StreamIO(out, err, io.closed, io.stdin_eof))
+
+    async def run_argv(self, argv: list[str], io: StreamIO) -> int:
+        """Run one command given as words."""
+        if not argv:
+            return 0
+        name = argv[0]
+        if not self.allowed(name):
+            io.stderr(f"sh: 1: {name}: not found\n")
+            return 127
+        if name == "exit":
+            self._exit_status = int(argv[1]) if len(argv) > 1 and argv[1].isdigit() else 0
+            return -1
+        if name == "cd":
+            return 0
+        if name == "sudo":
+            rest = argv[1:]
+            while rest and rest[0].startswith("-"):
+                rest = rest[1:]
+            return await self.run_argv(rest, io)
+        if name == "timeout":
+            return await self._timeout(argv, io)
+        if name == "command":
+            return self._command_v(argv, io)
+        handler = self._handler(argv)
+        if handler is not None:
+            return await handler(self.machine, argv, io)
+        tool = REGISTRY.get(name)
+        if tool is None:
+            io.stderr(f"sh: 1: {name}: not found\n")
+            return 127
+        output = self.run_tool(argv)
+        if output.stdout:
+            io.stdout(output.stdout)
+        if output.stderr:
+            io.stderr(output.stderr)
+        return output.exit_status
+
+    def run_tool(self, argv: list[str]) -> ToolOutput:
+        """A stateless renderer, on a fresh snapshot of this machine."""
+        return REGISTRY[argv[0]](self.tool_context(self.machine.model.now()), argv)
+
+    def _handler(self, argv: list[str]) -> Handler | None:
+        name = argv[0]
+        if name in perftest.PERFTEST_COMMANDS:
+            return perftest.run_perftest
+        if name in perftest.NCCL_COMMANDS:
+            return perftest.run_nccl
+        if name == "python3":
+            return agent_stream.run_python
+        if name == "nv" and switch_cli.is_nv_change(argv):
+            return switch_cli.run_nv
+        if name == "config":
+            return switch_cli.run_sonic_config
+        return None
+
+    async def _timeout(self, argv: list[str], io: StreamIO) -> int:
+        rest = argv[1:]
+        while rest and rest[0].startswith("-"):
+            rest = rest[2:] if rest[0] in ("-s", "-k", "--signal", "--kill-after") else rest[1:]
+        if not rest:
+            io.stderr("timeout: missing operand\n")
+            return 125
+        try:
+            seconds = _duration_s(rest[0])
+        except ValueError:
+            io.stderr(f"timeout: invalid time interval '{rest[0]}'\n")
+            return 125
+        try:
+            return await asyncio.wait_for(self.run_argv(rest[1:], io), seconds)
+        except TimeoutError:
+            return 124
+
+    def _command_v(self, argv: list[str], io: StreamIO) -> int:
+        if len(argv) < 3 or argv[1] not in ("-v", "-V"):
+            io.stderr("sh: 1: command: only 'command -v NAME' is supported here\n")
+            return 2
+        status = 0
+        for name in argv[2:]:
+            if self.allowed(name) and (name in REGISTRY or name in BUILTINS or self._handler([name, ""]) is not None):
+                io.stdout(f"{name}\n" if name in BUILTINS else f"/usr/bin/{name}\n")
+            else:
+                status = 127
+        return status
+
+
+def _duration_s(text: str) -> float:
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)([smhd]?)", text)
+    if not match:
+        raise ValueError(text)
+    return float(match.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[match.group(2)]
+
+
+async def run_collect(shell: Shell, line: str) -> tuple[str, str, int]:
+    """Run a command line to completion and return (stdout, stderr, exit status): for tests and exec."""
+    out: list[str] = []
+    err: list[str] = []
+    status = await shell.run(line, StreamIO(out.append, err.append))
+    return "".join(out), "".join(err), status
