@@ -191,7 +191,9 @@ class _Lines:
         subtable = f"{table}.{key}" if table else key
         if key and (subtable, 0) in self.tables:
             return self.tables[(subtable, 0)]
-        return self.tables.get((table, index), 0)
+        if (table, index) in self.tables:
+            return self.tables[(table, index)]
+        return self.keys.get(("", 0, table), 0)  # an inline table: ``nodes = [{...}]``
 
 
 def _bracket_delta(text: str) -> int:

@@ -101,6 +101,7 @@ def test_minimal_inventory_uses_openssh_defaults(tmp_path: Path) -> None:
         ('[[nodes]]\nnames = """\nport = 1\n"""\nprt = 3\n', 5, "nodes[0].prt", "unknown key"),
         ('[[nodes]]\nnames = "-oProxyCommand=x"\n', 2, "nodes[0].names", "not a usable host name"),
         ('[cabling]\nplan = "missing.csv"\n', 2, "cabling.plan", "cannot read"),
+        ('# inline\n\nnodes = [{names = "a", port = "22"}]\n', 3, "nodes[0].port", "1-65535"),
     ],
 )
 def test_errors_name_file_line_and_key(tmp_path: Path, text: str, line: int, key: str, words: str) -> None:
