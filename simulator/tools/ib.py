@@ -272,11 +272,8 @@ def ibstatus(ctx: ToolContext, argv: list[str]) -> ToolOutput:
         nics = wanted
     out: list[str] = []
     for nic in nics:
-        gid = (
-            default_gid(nic)
-            if nic.state == "ACTIVE" or nic.link_layer == "InfiniBand"
-            else "unknown"
-        )
+        # the script reads ports/N/gids/0; a RoCE port without GIDs has none to read
+        gid = default_gid(nic) if nic.gids or nic.link_layer == "InfiniBand" else "unknown"
         out += [
             f"Infiniband device '{nic.name}' port {nic.port} status:",
             f"\tdefault gid:\t {gid}",
@@ -690,23 +687,36 @@ def perfquery(ctx: ToolContext, argv: list[str]) -> ToolOutput:
 
 
 def _perfquery_basic(lid: int, port: int, counters: dict[str, int]) -> list[str]:
-    """Plain ``perfquery``: PortCounters with the 32-bit data counters (saturating)."""
+    """Plain ``perfquery``: the PortCounters attribute, whose data counters are 32 bits and saturate."""
     cap = 0xFFFFFFFF
+    errors = dict(_PERFQUERY_ERR_FIELDS)
     lines = [
         f"# Port counters: Lid {lid} port {port} (CapMask: 0x5300)",
         _mad_line("PortSelect", str(port)),
         _mad_line("CounterSelect", "0x0000"),
     ]
-    lines += [
-        _mad_line(label, str(counters.get(key, 0))) for label, key in _PERFQUERY_ERR_FIELDS[:12]
-    ]
-    lines += [
-        _mad_line("PortXmitData", str(min(counters.get("port_xmit_data", 0), cap))),
-        _mad_line("PortRcvData", str(min(counters.get("port_rcv_data", 0), cap))),
-        _mad_line("PortXmitPkts", str(min(counters.get("port_xmit_packets", 0), cap))),
-        _mad_line("PortRcvPkts", str(min(counters.get("port_rcv_packets", 0), cap))),
-        _mad_line("PortXmitWait", str(min(counters.get("port_xmit_wait", 0), cap))),
-    ]
+    for label in (
+        "SymbolErrorCounter",
+        "LinkErrorRecoveryCounter",
+        "LinkDownedCounter",
+        "PortRcvErrors",
+        "PortRcvRemotePhysicalErrors",
+        "PortRcvSwitchRelayErrors",
+        "PortXmitDiscards",
+        "PortXmitConstraintErrors",
+        "PortRcvConstraintErrors",
+    ):
+        lines.append(_mad_line(label, str(counters.get(errors[label], 0))))
+    lines.append(_mad_line("CounterSelect2", "0x00"))
+    for label in (
+        "LocalLinkIntegrityErrors",
+        "ExcessiveBufferOverrunErrors",
+        "QP1Dropped",
+        "VL15Dropped",
+    ):
+        lines.append(_mad_line(label, str(counters.get(errors[label], 0))))
+    for label, key in (*_PERFQUERY_X_FIELDS[:4], ("PortXmitWait", "port_xmit_wait")):
+        lines.append(_mad_line(label, str(min(counters.get(key, 0), cap))))
     return lines
 
 

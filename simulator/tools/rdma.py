@@ -375,3 +375,16 @@ def show_gids(ctx: ToolContext, argv: list[str]) -> ToolOutput:
             found += 1
     lines.append(f"n_gids_found={found}")
     return ToolOutput("".join(line + "\n" for line in lines))
+
+
+@register("ibdev2netdev")
+def ibdev2netdev(ctx: ToolContext, argv: list[str]) -> ToolOutput:
+    """``ibdev2netdev`` (MLNX_OFED script): "mlx5_0 port 1 ==> ens1np0 (Up)" per port."""
+    node = ctx.node
+    if node is None:
+        return ToolOutput("", f"sh: 1: {argv[0]}: not found\n", 127)
+    lines = [
+        f"{nic.name} port {nic.port} ==> {nic.netdev} ({'Up' if nic.state == 'ACTIVE' else 'Down'})\n"
+        for nic in node.nics
+    ]
+    return ToolOutput("".join(lines))

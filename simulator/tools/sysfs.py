@@ -192,10 +192,16 @@ def build_tree(node: NodeView) -> VirtualTree:
     files = {path: value + "\n" for path, value in contents.items()}
     children: dict[str, set[str]] = {"/": set()}
     for path in files:
-        parts = path.strip("/").split("/")
-        for depth in range(len(parts)):
-            parent = "/" + "/".join(parts[:depth])
-            children.setdefault(parent, set()).add(parts[depth])
+        child = path
+        while True:  # register the path in its parents until one already knows it
+            parent, _, name = child.rpartition("/")
+            parent = parent or "/"
+            entries = children.get(parent)
+            if entries is not None:
+                entries.add(name)
+                break
+            children[parent] = {name}
+            child = parent
     dirs = {path: tuple(sorted(entries)) for path, entries in children.items()}
     return VirtualTree(files, dirs)
 
@@ -245,6 +251,8 @@ def expand(tree: VirtualTree, word: str) -> list[str]:
 
 def _norm(path: str) -> str:
     """Collapse repeated and trailing slashes as the kernel's path walk does."""
+    if "//" not in path and not path.endswith("/"):
+        return path
     collapsed = re.sub(r"/+", "/", path)
     return collapsed.rstrip("/") or "/"
 

@@ -226,7 +226,8 @@ def ib_fabric() -> tuple[ToolContext, NodeView]:
     nodes = []
     for i, name in enumerate(("gpu001", "gpu002")):
         nic = make_nic(0, link_layer="InfiniBand", lid=10 + i, port_guid=f"0xa088c20300e1e3{i:02x}")
-        nic = replace(nic, lldp=replace(nic.lldp, switch="leaf01", switch_port=f"swp{i + 1}"))  # type: ignore[arg-type]
+        assert nic.lldp is not None
+        nic = replace(nic, lldp=replace(nic.lldp, switch="leaf01", switch_port=f"swp{i + 1}"))
         nodes.append(replace(make_node(0, name=name), nics=(nic,)))
     leaf = make_switch("leaf01", peers=(("gpu001", "ibp24s0"), ("gpu002", "ibp24s0")))
     dark = replace(leaf.ports[0], name="swp3", oper_up=False, lldp=None)
@@ -321,3 +322,24 @@ def test_ibqueryerrors_reports_ports_over_threshold_and_the_summary() -> None:
 def test_fabric_tools_refuse_on_a_roce_node(tool: object) -> None:
     out = run(tool, node_ctx(make_node(2)), "ibtool")
     assert out.exit_status == 255 and "iberror" in out.stderr and out.stdout == ""
+
+
+def test_ibstatus_roce_port_without_gids_has_unknown_default_gid() -> None:
+    nic = make_nic(0, gids=())
+    out = run(ibstatus, node_ctx(one_nic_node(nic)), "ibstatus").stdout
+    assert "\tdefault gid:\t unknown\n" in out
+
+
+def test_perfquery_without_x_prints_the_32_bit_port_counters() -> None:
+    nic = make_nic(0, link_layer="InfiniBand", lid=10)
+    nic = replace(nic, counters={**nic.counters, "port_xmit_data": 2**40})
+    out = run(perfquery, node_ctx(one_nic_node(nic)), "perfquery").stdout.splitlines()
+    assert out[0] == "# Port counters: Lid 10 port 1 (CapMask: 0x5300)"
+    assert [line.split(":")[0] for line in out[1:]] == [
+        "PortSelect", "CounterSelect", "SymbolErrorCounter", "LinkErrorRecoveryCounter", "LinkDownedCounter",
+        "PortRcvErrors", "PortRcvRemotePhysicalErrors", "PortRcvSwitchRelayErrors", "PortXmitDiscards",
+        "PortXmitConstraintErrors", "PortRcvConstraintErrors", "CounterSelect2", "LocalLinkIntegrityErrors",
+        "ExcessiveBufferOverrunErrors", "QP1Dropped", "VL15Dropped", "PortXmitData", "PortRcvData",
+        "PortXmitPkts", "PortRcvPkts", "PortXmitWait",
+    ]  # fmt: skip
+    assert "PortXmitData:....................4294967295" in out

@@ -10,7 +10,7 @@ from builders_net import fixture, make_nic, make_node, node_ctx
 
 from simulator.state import GidView, NicView, NodeView, QpView
 from simulator.tools import ToolOutput
-from simulator.tools.rdma import mlx5_hw_counter_names, rdma, show_gids
+from simulator.tools.rdma import ibdev2netdev, mlx5_hw_counter_names, rdma, show_gids
 
 
 def run(*argv: str, node: NodeView | None = None) -> ToolOutput:
@@ -126,3 +126,11 @@ def test_show_gids_reproduces_the_real_table() -> None:
     assert show_gids(node_ctx(make_node(2)), ["show_gids", "mlx5_7"]).stdout.endswith(
         "n_gids_found=0\n"
     )
+
+
+def test_ibdev2netdev_maps_devices_to_netdevs() -> None:
+    node = replace(
+        make_node(0), nics=(make_nic(0), make_nic(1, state="DOWN", phys_state="Disabled"))
+    )
+    out = ibdev2netdev(node_ctx(node), ["ibdev2netdev"])
+    assert out.stdout == "mlx5_0 port 1 ==> ens1np0 (Up)\nmlx5_1 port 1 ==> ens2np0 (Down)\n"

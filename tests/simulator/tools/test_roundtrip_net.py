@@ -21,7 +21,7 @@ from collectors.parsers.rdma_statistic import parse_rdma_statistic
 from collectors.parsers.show_gids import parse_show_gids
 from collectors.parsers.sysfs import parse_sysfs
 from simulator.state import NodeView
-from simulator.tools import ToolContext
+from simulator.tools import ToolContext, ToolFn
 from simulator.tools.ethtool import ethtool
 from simulator.tools.ib import (
     iblinkinfo,
@@ -37,10 +37,10 @@ from simulator.tools.rdma import rdma, show_gids
 from simulator.tools.sysfs import grep
 
 
-def text(fn: object, ctx: ToolContext, *argv: str) -> str:
-    out = fn(ctx, list(argv))  # type: ignore[operator]
+def text(fn: ToolFn, ctx: ToolContext, *argv: str) -> str:
+    out = fn(ctx, list(argv))
     assert out.exit_status == 0, out.stderr
-    return out.stdout  # type: ignore[no-any-return]
+    return out.stdout
 
 
 @pytest.fixture
