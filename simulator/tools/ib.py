@@ -256,36 +256,66 @@ def _strtol(text: str) -> int:
 
 @register("ibstatus")
 def ibstatus(ctx: ToolContext, argv: list[str]) -> ToolOutput:
-    """``ibstatus [devname[:port]]...`` (the infiniband-diags shell script; tabs as it echoes them)."""
+    """``ibstatus [devname[:port]]...`` (infiniband-diags/scripts/ibstatus; tabs as its echo prints them)."""
     node = ctx.node
     if node is None:
         return _no_node(argv[0])
+    if argv[1:2] == ["-h"]:
+        return ToolOutput(_IBSTATUS_USAGE, "", 255)
     nics = _nics_sorted(node)
-    if len(argv) > 1:
-        wanted: list[NicView] = []
-        for arg in argv[1:]:
-            name, _, port = arg.partition(":")
-            match = [n for n in nics if n.name == name and (not port or str(n.port) == port)]
-            if not match:
-                return ToolOutput("", f"Error: ibstatus: device {name} not found\n", 1)
-            wanted += match
-        nics = wanted
     out: list[str] = []
-    for nic in nics:
-        # the script reads ports/N/gids/0; a RoCE port without GIDs has none to read
-        gid = default_gid(nic) if nic.gids or nic.link_layer == "InfiniBand" else "unknown"
-        out += [
-            f"Infiniband device '{nic.name}' port {nic.port} status:",
-            f"\tdefault gid:\t {gid}",
-            f"\tbase lid:\t 0x{nic.lid:x}",
-            f"\tsm lid:\t\t 0x{nic.sm_lid:x}",
-            f"\tstate:\t\t {sysfs_state(nic)}",
-            f"\tphys state:\t {sysfs_phys_state(nic)}",
-            f"\trate:\t\t {sysfs_rate(nic)}",
-            f"\tlink_layer:\t {nic.link_layer}",
-            "",
-        ]
+    if len(argv) == 1:
+        for nic in nics:
+            out += _ibstatus_port(nic.name, str(nic.port), nic)
+        return ToolOutput("".join(line + "\n" for line in out))
+    for arg in argv[1:]:
+        name, _, port = arg.partition(":")
+        mine = [n for n in nics if n.name == name]
+        if not mine:
+            out.append(
+                f"Fatal error:  device '{name}': sys files not found (/sys/class/infiniband/{name}/ports)"
+            )
+            return ToolOutput("".join(line + "\n" for line in out), "", 255)
+        for nic in mine:
+            if not port or port == str(nic.port):
+                out += _ibstatus_port(name, str(nic.port), nic)
+            else:  # a port directory that does not exist: every read falls back
+                out += _ibstatus_port(name, port, None)
     return ToolOutput("".join(line + "\n" for line in out))
+
+
+_IBSTATUS_USAGE = (
+    "Usage:  ibstatus  [-h] [devname[:portnum]]\n"
+    "\t-h:\tthis help screen\n"
+    "\tExamples:\n"
+    "\t\tibstatus mthca1\t\t# shows status of all ports of 'mthca1'\n"
+    "\t\tibstatus mthca0:2\t# shows status port number 2 of 'mthca0'\n"
+    "\t\tibstatus\t\t# default: shows status of all 'mthca0' ports\n"
+)
+
+
+def _ibstatus_port(dev: str, port: str, nic: NicView | None) -> list[str]:
+    """port_status(): each value read from sysfs, "unknown" (link layer: "IB") when unreadable."""
+    if nic is None:
+        gid = lid = sm_lid = state = phys = rate = "unknown"
+        link_layer = "IB"
+    else:
+        # gids/0 exists for IB ports and for RoCE ports that have a GID table
+        gid = default_gid(nic) if nic.gids or nic.link_layer == "InfiniBand" else "unknown"
+        lid, sm_lid = f"0x{nic.lid:x}", f"0x{nic.sm_lid:x}"
+        state, phys, rate = sysfs_state(nic), sysfs_phys_state(nic), sysfs_rate(nic)
+        link_layer = nic.link_layer
+    return [
+        f"Infiniband device '{dev}' port {port} status:",
+        f"\tdefault gid:\t {gid}",
+        f"\tbase lid:\t {lid}",
+        f"\tsm lid:\t\t {sm_lid}",
+        f"\tstate:\t\t {state}",
+        f"\tphys state:\t {phys}",
+        f"\trate:\t\t {rate}",
+        f"\tlink_layer:\t {link_layer}",
+        "",
+    ]
 
 
 # --- ibv_devinfo --------------------------------------------------------------

@@ -123,9 +123,20 @@ def test_ibstatus_ethernet_rate_uses_the_kernels_ib_speed_names() -> None:
     assert "rate:            100 Gb/sec (4X EDR)" in out
 
 
-def test_ibstatus_unknown_device() -> None:
-    out = run(ibstatus, node_ctx(make_node(1)), "ibstatus", "mlx5_7")
-    assert out.exit_status == 1 and "mlx5_7" in out.stderr
+def test_ibstatus_arguments_and_unknown_device() -> None:
+    ctx = node_ctx(make_node(2))
+    one = run(ibstatus, ctx, "ibstatus", "mlx5_1:1").stdout
+    assert (
+        one.startswith("Infiniband device 'mlx5_1' port 1 status:\n") and one.count("status:") == 1
+    )
+    out = run(ibstatus, ctx, "ibstatus", "mlx5_0", "mlx5_7")
+    assert out.exit_status == 255
+    assert out.stdout.startswith("Infiniband device 'mlx5_0' port 1 status:\n")
+    assert out.stdout.endswith(
+        "Fatal error:  device 'mlx5_7': sys files not found (/sys/class/infiniband/mlx5_7/ports)\n"
+    )
+    no_port = run(ibstatus, ctx, "ibstatus", "mlx5_0:2").stdout
+    assert "\tstate:\t\t unknown\n" in no_port and "\tlink_layer:\t IB\n" in no_port
 
 
 # --- ibv_devinfo ----------------------------------------------------------------
