@@ -62,36 +62,56 @@ def _undod(values: I64) -> I64:
     return np.cumsum(np.cumsum(values, dtype=np.int64), dtype=np.int64)
 
 
-def _decimal_scale(values: F64) -> int:
-    """Smallest k such that values * 10**k are integers that give back the exact bits; -1 if none."""
+def _scales(values: F64) -> npt.NDArray[np.int8]:
+    """Per row, the smallest k such that the row * 10**k is integers that give back its exact bits; -1 if none."""
+    scales = np.full(values.shape[0], -1, dtype=np.int8)
     bits = values.view(np.uint64)
-    for k in range(_MAX_DECIMALS + 1):
-        scale = 10.0**k
-        scaled = np.rint(values * scale)
-        if not bool(np.all(np.abs(scaled) < _EXACT_INT)):
-            return -1
-        back = scaled.astype(np.int64).astype(np.float64) / scale
-        if np.array_equal(back.view(np.uint64), bits):
-            return k
-    return -1
+    todo = np.arange(values.shape[0])
+    with np.errstate(invalid="ignore", over="ignore"):
+        for k in range(_MAX_DECIMALS + 1):
+            if len(todo) == 0:
+                break
+            scale = 10.0**k
+            scaled = np.rint(values[todo] * scale)
+            fits = np.all(np.abs(scaled) < _EXACT_INT, axis=1)
+            safe = np.where(fits[:, None], scaled, 0.0).astype(np.int64)
+            back = safe.astype(np.float64) / scale
+            exact = fits & np.all(back.view(np.uint64) == bits[todo], axis=1)
+            scales[todo[exact]] = k
+            todo = todo[fits & ~exact]
+    return scales
 
 
-def _encode_values(values: F64) -> tuple[int, I64 | U64]:
-    scale = _decimal_scale(values)
-    if scale >= 0:
-        ints = np.rint(values * 10.0**scale).astype(np.int64)
-        return scale, _dod(ints)
-    bits = values.view(np.uint64)
-    previous = np.concatenate((np.zeros(1, dtype=np.uint64), bits[:-1]))
-    return -1, np.bitwise_xor(bits, previous)
+def _encode_rows(values: F64) -> tuple[npt.NDArray[np.int8], U64]:
+    """Per row: its scale and its words (delta-of-delta of the scaled integers, or XOR-ed bits)."""
+    scales = _scales(values)
+    words = np.empty(values.shape, dtype=np.uint64)
+    ints = scales >= 0
+    if ints.any():
+        factor = np.array([10.0 ** int(k) for k in scales[ints]])
+        scaled = np.rint(values[ints] * factor[:, None]).astype(np.int64)
+        first = np.diff(scaled, axis=1, prepend=np.int64(0))
+        words[ints] = np.diff(first, axis=1, prepend=np.int64(0)).view(np.uint64)
+    if not ints.all():
+        bits = np.ascontiguousarray(values[~ints]).view(np.uint64)
+        previous = np.zeros_like(bits)
+        previous[:, 1:] = bits[:, :-1]
+        words[~ints] = np.bitwise_xor(bits, previous)
+    return scales, words
 
 
-def _decode_values(scale: int, words: U64) -> F64:
-    if scale >= 0:
-        ints = _undod(words.view(np.int64))
-        return ints.astype(np.float64) / 10.0**scale
-    bits = np.bitwise_xor.accumulate(words)
-    return bits.view(np.float64)
+def _decode_rows(scales: npt.NDArray[np.int8], words: U64) -> F64:
+    """The inverse of :func:`_encode_rows`."""
+    values = np.empty(words.shape, dtype=np.float64)
+    ints = scales >= 0
+    if ints.any():
+        factor = np.array([10.0 ** int(k) for k in scales[ints]])
+        scaled = np.cumsum(np.cumsum(words[ints].view(np.int64), axis=1, dtype=np.int64),
+                           axis=1, dtype=np.int64)
+        values[ints] = scaled.astype(np.float64) / factor[:, None]
+    if not ints.all():
+        values[~ints] = np.bitwise_xor.accumulate(words[~ints], axis=1).view(np.float64)
+    return values
 
 
 def encode_block(sids: I64, ts_ms: I64, values: F64, present: BOOL, level: int = 6) -> bytes:
@@ -101,13 +121,17 @@ def encode_block(sids: I64, ts_ms: I64, values: F64, present: BOOL, level: int =
     """
     n, m = values.shape
     all_present = bool(present.all())
-    scales = np.empty(n, dtype=np.int8)
-    words: list[U64] = []
-    for i in range(n):
-        row = values[i] if all_present else values[i, present[i]]
-        scales[i], encoded = _encode_values(np.ascontiguousarray(row))
-        words.append(encoded.view(np.uint64))
-    packed = np.concatenate(words) if words else np.zeros(0, dtype=np.uint64)
+    if all_present:
+        scales, matrix = _encode_rows(np.ascontiguousarray(values, dtype=np.float64))
+        packed = matrix.reshape(-1)
+    else:
+        scales = np.empty(n, dtype=np.int8)
+        words: list[U64] = []
+        for i in range(n):
+            row_scale, row_words = _encode_rows(np.ascontiguousarray(values[i, present[i]])[None, :])
+            scales[i] = row_scale[0]
+            words.append(row_words[0])
+        packed = np.concatenate(words) if words else np.zeros(0, dtype=np.uint64)
     parts = [
         _BLOCK_HEADER.pack(_VERSION, n, m, _ALL_PRESENT if all_present else 0),
         _planes(_delta(sids.astype(np.int64))),
@@ -142,15 +166,14 @@ def decode_block(blob: bytes) -> tuple[I64, I64, F64, BOOL]:
     counts = present.sum(axis=1)
     total = int(counts.sum())
     words = _unplanes(raw[at : at + 8 * total], total)
+    if flags & _ALL_PRESENT:
+        return sids, ts_ms, _decode_rows(scales, words.reshape(n, m)), present
     values = np.full((n, m), np.nan, dtype=np.float64)
     start = 0
     for i in range(n):
         count = int(counts[i])
-        row = _decode_values(int(scales[i]), words[start : start + count])
-        if count == m:
-            values[i] = row
-        else:
-            values[i, present[i]] = row
+        row = _decode_rows(scales[i : i + 1], words[start : start + count][None, :])[0]
+        values[i, present[i]] = row
         start += count
     return sids, ts_ms, values, present
 

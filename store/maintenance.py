@@ -126,27 +126,37 @@ class Maintenance:
         return True
 
     def _seal_points(self, sids: I64, ts_ms: I64, values: np.ndarray, t0: int) -> None:
-        u_sids, inverse = np.unique(sids, return_inverse=True)
-        gids = np.array([self.catalog.group_of[int(s)] for s in u_sids], dtype=np.int64)[inverse]
-        order = np.lexsort((ts_ms, gids))
-        sids, ts_ms, values, gids = sids[order], ts_ms[order], values[order], gids[order]
+        """Write one host's points of the block at ``t0`` as one chunk per series group."""
+        u_sids, u_ts, matrix, present = build_block(sids, ts_ms, values)
+        gids = np.array([self.catalog.group_of[int(s)] for s in u_sids], dtype=np.int64)
+        order = np.argsort(gids, kind="stable")
+        u_sids, matrix, present, gids = u_sids[order], matrix[order], present[order], gids[order]
+        unique_gids = np.unique(gids).tolist()
+        existing = {r[0] for r in self.conn.execute(
+            f"SELECT group_id FROM chunks WHERE t0_ms = ? AND group_id IN ({', '.join('?' * len(unique_gids))})",
+            (t0, *unique_gids))}
         cuts = np.flatnonzero(np.diff(gids)) + 1
-        for part in np.split(np.arange(len(gids)), cuts):
-            gid = int(gids[part[0]])
-            s, t, v = sids[part], ts_ms[part], values[part]
-            old = self.conn.execute(
-                "SELECT data FROM chunks WHERE group_id = ? AND t0_ms = ?", (gid, t0)).fetchone()
-            if old is not None:
-                os_, ot, ov, op = decode_block(old[0])
-                rows, cols = np.nonzero(op)
-                s = np.concatenate((os_[rows], s))
-                t = np.concatenate((ot[cols], t))
-                v = np.concatenate((ov[rows, cols], v))
-            u_sids, u_ts, matrix, present = build_block(s, t, v)
+        for rows in np.split(np.arange(len(gids)), cuts):
+            gid = int(gids[rows[0]])
+            g_sids, g_present = u_sids[rows], present[rows]
+            cols = g_present.any(axis=0)
+            g_ts, g_values, g_present = u_ts[cols], matrix[rows][:, cols], g_present[:, cols]
+            if gid in existing:
+                g_sids, g_ts, g_values, g_present = self._merged(gid, t0, g_sids, g_ts, g_values, g_present)
             self.conn.execute(
                 "INSERT OR REPLACE INTO chunks VALUES (?, ?, ?, ?, ?, ?)",
-                (gid, t0, int(u_ts[0]), int(u_ts[-1]), int(present.sum()),
-                 encode_block(u_sids, u_ts, matrix, present)))
+                (gid, t0, int(g_ts[0]), int(g_ts[-1]), int(g_present.sum()),
+                 encode_block(g_sids, g_ts, g_values, g_present)))
+
+    def _merged(self, gid: int, t0: int, sids: I64, ts_ms: I64, values: np.ndarray,
+                present: np.ndarray) -> tuple[I64, I64, np.ndarray, np.ndarray]:
+        """A late block merged into the stored chunk; the late points win on equal times."""
+        (blob,) = self.conn.execute(
+            "SELECT data FROM chunks WHERE group_id = ? AND t0_ms = ?", (gid, t0)).fetchone()
+        old_s, old_t, old_v = _points_of_blocks([blob])
+        rows, cols = np.nonzero(present)
+        return build_block(np.concatenate((old_s, sids[rows])), np.concatenate((old_t, ts_ms[cols])),
+                           np.concatenate((old_v, values[rows, cols])))
 
     # --- roll up ------------------------------------------------------------
     def _rollup_one(self, bucket_ms: int, period_ms: int, table: str) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from fabric.samples import METRICS, HostSample, MetricKind
@@ -108,10 +108,15 @@ class PendingQueue:
                 self._make_room(self._samples - self.max_samples)
             self.cond.notify_all()
 
-    def wait_idle(self, timeout_s: float) -> bool:
-        """Block until nothing is queued or being written; False on timeout."""
+    def wait_idle(self, timeout_s: float, also: Callable[[], bool] = lambda: True) -> bool:
+        """Block until nothing is queued or being written (and ``also()``); False on timeout."""
         with self.cond:
-            return self.cond.wait_for(lambda: not self._items and not self._busy, timeout_s)
+            return self.cond.wait_for(
+                lambda: not self._items and not self._busy and also(), timeout_s)
+
+    def wait_for(self, predicate: Callable[[], bool], timeout_s: float) -> bool:
+        with self.cond:
+            return self.cond.wait_for(predicate, timeout_s)
 
     def wake(self) -> None:
         with self.cond:

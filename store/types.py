@@ -47,7 +47,8 @@ class WriterStats:
     ``written``: samples plus records committed; ``dropped``: gauge (then
     counter) samples discarded by back-pressure; ``failing``: why writing fails
     right now, in words, or None; ``in_memory``: items held in memory because
-    the last write failed (disk full, read-only file), retried until it works.
+    the last write failed (disk full, read-only file), retried until it works;
+    ``busy_s``: seconds the writer thread spent writing and maintaining (its load).
     """
 
     queued: int
@@ -55,6 +56,7 @@ class WriterStats:
     dropped: int
     failing: str | None
     in_memory: int
+    busy_s: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

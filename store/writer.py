@@ -43,7 +43,7 @@ class StoreWriter:
         batch_samples: int = 250_000,
         retention: Retention | None = None,
         block_s: float = 600.0,
-        step_budget_s: float = 0.04,
+        step_budget_s: float = 0.03,
         retry_s: float = 1.0,
         page_limit: int | None = None,
     ) -> None:
@@ -64,8 +64,8 @@ class StoreWriter:
         self._thread: threading.Thread | None = None
         self._written = 0
         self._failing: str | None = None
-        self._opened = threading.Event()
-        self._open_error: BaseException | None = None
+        self._maintaining = True
+        self._busy_s = 0.0
         open_for_writing(self.path).close()
 
     # --- lifecycle -------------------------------------------------------
@@ -133,6 +133,15 @@ class StoreWriter:
         """Wait until everything queued so far is committed; False on timeout."""
         return self._queue.wait_idle(timeout)
 
+    def settle(self, timeout: float = 30.0) -> bool:
+        """Wait until everything is committed and sealing, rollups and expiry have caught up."""
+        return self._queue.wait_idle(timeout, lambda: not self._maintaining)
+
+    def wait_failing(self, timeout: float) -> str | None:
+        """Wait until writing fails (disk full, read-only file); the reason, or None on timeout."""
+        self._queue.wait_for(lambda: self._failing is not None, timeout)
+        return self._failing
+
     def stats(self) -> WriterStats:
         failing = self._failing
         queued = self._queue.queued_samples + self._queue.queued
@@ -142,6 +151,7 @@ class StoreWriter:
             dropped=self._queue.dropped,
             failing=failing,
             in_memory=queued if failing else 0,
+            busy_s=self._busy_s,
         )
 
     # --- the writer thread -----------------------------------------------
@@ -161,14 +171,19 @@ class StoreWriter:
                     self._page_limit_changed = False
                     limit = self._page_limit if self._page_limit is not None else 4294967294
                     conn.execute(f"PRAGMA max_page_count = {int(limit)}")
+                if not maintenance.has_work() and self._maintaining:
+                    self._maintaining = False
+                    self._queue.wake()
                 idle_wait = None if not maintenance.has_work() else 0.0
                 batch = self._queue.take(self.batch_samples, idle_wait)
                 if batch:
+                    self._maintaining = True
                     self._commit(conn, ingestor, batch)
-                if self._failing is None:
+                if self._failing is None and maintenance.has_work():
                     self._maintain(conn, maintenance)
-            except sqlite3.Error as error:
+            except Exception as error:
                 self._failing = _describe(error, self.path)
+                self._queue.wake()
                 if conn is not None:
                     _safe_close(conn)
                 conn = None
@@ -177,6 +192,7 @@ class StoreWriter:
             _safe_close(conn)
 
     def _commit(self, conn: sqlite3.Connection, ingestor: Ingestor, batch: list[Item]) -> None:
+        began = time.perf_counter()
         try:
             conn.execute("BEGIN IMMEDIATE")
             written = ingestor.write(batch)
@@ -188,22 +204,25 @@ class StoreWriter:
             self._queue.give_back(batch)
             raise
         self._written += written
+        self._busy_s += time.perf_counter() - began
         self._failing = None
         self._queue.done(batch)
 
     def _maintain(self, conn: sqlite3.Connection, maintenance: Maintenance) -> None:
-        deadline = time.perf_counter() + self.step_budget_s
+        began = time.perf_counter()
         conn.execute("BEGIN IMMEDIATE")
         try:
-            maintenance.step(deadline)
+            maintenance.step(began + self.step_budget_s)
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
+        finally:
+            self._busy_s += time.perf_counter() - began
 
 
-def _describe(error: sqlite3.Error, path: Path) -> str:
+def _describe(error: Exception, path: Path) -> str:
     text = str(error)
     if "full" in text:
         return f"cannot write {path}: the disk (or its size cap) is full; holding data in memory"

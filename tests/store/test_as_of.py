@@ -1,0 +1,60 @@
+"""as_of(): the fleet as it was at any past time, the same from unsealed frames and sealed chunks."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from fabric.samples import HostSample
+from store.reader import StoreReader
+from store.types import Point
+from store.writer import StoreWriter
+from store_samples import T0, nic_sample
+
+
+def _by_key(points: list[Point]) -> dict[tuple[str, str, str, str], tuple[float, float]]:
+    return {(p.host, p.metric, p.device, p.port): (p.ts, p.value) for p in points}
+
+
+def test_as_of_is_exact_before_and_after_sealing(fresh_db: Path) -> None:
+    writer = StoreWriter(fresh_db).start()
+    for k in range(200):  # 2000 s: three 600 s blocks sealed once the clock passes them
+        for host in ("n1", "n2"):
+            writer.put_samples(nic_sample(host, T0 + 10 * k + (0.25 if host == "n2" else 0), k))
+    assert writer.flush(10)
+    reader = StoreReader(fresh_db)
+    asked = [T0 + 5, T0 + 595, T0 + 600, T0 + 1230.1, T0 + 1990]
+    before = [_by_key(reader.as_of(ts)) for ts in asked]
+    assert writer.settle(30)
+    writer.close()
+    conn = sqlite3.connect(fresh_db)
+    assert conn.execute("SELECT count(*) FROM chunks").fetchone()[0] > 0
+    after = [_by_key(reader.as_of(ts)) for ts in asked]
+    assert before == after
+
+    at = after[3]  # T0 + 1230.1: n1's last sample is k = 123, n2's (0.25 s late) k = 122
+    assert at[("n1", "tx_bytes", "mlx5_1", "1")] == (T0 + 1230, 123_000_001.0)
+    assert at[("n2", "tx_bytes", "mlx5_0", "1")] == (T0 + 1220.25, 122_000_000.0)
+    assert at[("n1", "gpu_temp_c", "gpu0", "")] == (T0 + 1230, 43.0)
+    assert at[("n1", "symbol_error", "mlx5_0", "1")] == (T0 + 1000, 1.0)  # changed at k = 100
+    assert len(at) == 2 * 7
+
+
+def test_as_of_window_and_filters(fresh_db: Path) -> None:
+    gauge, error = ("gpu_temp_c", "gpu0", ""), ("symbol_error", "mlx5_0", "1")
+    with StoreWriter(fresh_db) as writer:
+        writer.put_samples(HostSample("quiet", T0, {gauge: 30.0, error: 5.0}))
+        for k in range(100):
+            writer.put_samples(nic_sample("busy", T0 + 10 * k, k))
+    reader = StoreReader(fresh_db)
+    early = _by_key(reader.as_of(T0 + 599))
+    assert early[("quiet", *gauge)] == (T0, 30.0)
+    late = _by_key(reader.as_of(T0 + 601))  # the quiet gauge is older than 10 minutes
+    assert ("quiet", *gauge) not in late
+    assert late[("quiet", *error)] == (T0, 5.0)  # error counters: the last value ever
+    assert reader.as_of(T0 - 1) == []
+
+    only = reader.as_of(T0 + 500, hosts=["busy"], metrics=["tx_bytes", "symbol_error"])
+    assert sorted((p.metric, p.device, p.value) for p in only) == [
+        ("symbol_error", "mlx5_0", 0.0), ("symbol_error", "mlx5_1", 0.0),
+        ("tx_bytes", "mlx5_0", 50_000_000.0), ("tx_bytes", "mlx5_1", 50_000_001.0)]

@@ -1,0 +1,58 @@
+"""A full queue drops the oldest gauge samples first, never records, counts them and says so."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from store_samples import T0
+
+from fabric.events import Event, Severity
+from fabric.records import ActionRecord, ProbeRecord
+from fabric.samples import HostSample
+from store.reader import StoreReader
+from store.writer import StoreWriter
+
+
+def _sample(k: int) -> HostSample:
+    return HostSample("n1", T0 + 10 * k, {
+        ("tx_bytes", "mlx5_0", "1"): float(k),
+        ("symbol_error", "mlx5_0", "1"): float(k),
+        ("tx_gbps", "mlx5_0", "1"): float(k) / 2,
+        ("gpu_temp_c", "gpu0", ""): 40.0 + k,
+    })
+
+
+def test_full_queue_drops_oldest_gauges_first_and_keeps_records(fresh_db: Path) -> None:
+    writer = StoreWriter(fresh_db, max_queued_samples=14)  # not started: nothing drains the queue
+    assert all(writer.put_samples(_sample(k)) for k in range(3))
+    writer.put_event(Event(T0, "kept", Severity.CRITICAL, "never dropped"))
+    writer.put_probe(ProbeRecord(T0, "lat", "n1", "n2", result={"p99_usec": 3.0}))
+    writer.put_action(ActionRecord(T0, "me@here", "leaf01", "ecmp.apply", "apply"))
+
+    assert writer.put_samples(_sample(3)) is False  # the oldest sample lost its two gauges
+    assert writer.stats().dropped == 2
+    assert writer.put_samples(_sample(4)) is False  # the next two oldest lost theirs
+    assert writer.stats().dropped == 6
+
+    writer.start()
+    assert writer.flush(10)
+    writer.close()
+    reader = StoreReader(fresh_db)
+    gauges = reader.series("n1", "tx_gbps", "mlx5_0", "1", start=T0, end=T0 + 100)
+    counters = reader.series("n1", "tx_bytes", "mlx5_0", "1", start=T0, end=T0 + 100)
+    assert gauges.avg == [1.5, 2.0]
+    assert counters.avg == [0.0, 1.0, 2.0, 3.0, 4.0]
+    assert [e.kind for e in reader.events()] == ["kept"]
+    assert len(reader.probes()) == 1 and len(reader.audit()) == 1
+
+
+def test_when_gauges_are_not_enough_the_oldest_samples_go(fresh_db: Path) -> None:
+    writer = StoreWriter(fresh_db, max_queued_samples=4)
+    counters_only = [HostSample("n1", T0 + 10 * k, {("tx_bytes", "mlx5_0", "1"): float(k)}) for k in range(6)]
+    results = [writer.put_samples(s) for s in counters_only]
+    assert results == [True] * 4 + [False] * 2
+    assert writer.stats().dropped == 2
+    writer.start()
+    writer.close()
+    series = StoreReader(fresh_db).series("n1", "tx_bytes", "mlx5_0", "1", start=T0, end=T0 + 100)
+    assert series.avg == [2.0, 3.0, 4.0, 5.0]

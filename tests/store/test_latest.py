@@ -1,0 +1,48 @@
+"""`latest` holds the newest value of every series, upserted on write."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from store_samples import T0, nic_sample
+
+from fabric.samples import HostSample
+from store.reader import StoreReader
+from store.writer import StoreWriter
+
+
+def test_latest_is_upserted_one_row_per_host(fresh_db: Path) -> None:
+    with StoreWriter(fresh_db) as writer:
+        for k in range(5):
+            for host in ("n1", "n2"):
+                writer.put_samples(nic_sample(host, T0 + 10 * k, k))
+    assert sqlite3.connect(fresh_db).execute("SELECT count(*) FROM latest").fetchone()[0] == 2
+    reader = StoreReader(fresh_db)
+    points = reader.latest()
+    assert len(points) == 2 * 7
+    temps = reader.latest(hosts=["n2"], metrics=["gpu_temp_c"])
+    assert [(p.host, p.device, p.ts, p.value) for p in temps] == [("n2", "gpu0", T0 + 40, 44.0)]
+
+
+def test_a_late_sample_does_not_replace_a_newer_value(fresh_db: Path) -> None:
+    key = ("gpu_temp_c", "gpu0", "")
+    with StoreWriter(fresh_db) as writer:
+        writer.put_samples(HostSample("n1", T0 + 20, {key: 50.0}))
+        writer.put_samples(HostSample("n1", T0 + 10, {key: 40.0, ("tx_gbps", "mlx5_0", "1"): 1.5}))
+    points = {p.metric: p for p in StoreReader(fresh_db).latest()}
+    assert (points["gpu_temp_c"].ts, points["gpu_temp_c"].value) == (T0 + 20, 50.0)
+    assert (points["tx_gbps"].ts, points["tx_gbps"].value) == (T0 + 10, 1.5)
+
+
+def test_latest_survives_a_restart_of_the_writer(fresh_db: Path) -> None:
+    with StoreWriter(fresh_db) as writer:
+        writer.put_samples(nic_sample("n1", T0, 0))
+    with StoreWriter(fresh_db) as writer:
+        writer.put_samples(HostSample("n1", T0 + 10, {("gpu_temp_c", "gpu0", ""): 60.0}))
+    points = {(p.metric, p.device): p for p in StoreReader(fresh_db).latest()}
+    assert len(points) == 7
+    assert points[("gpu_temp_c", "gpu0")].value == 60.0
+    assert points[("tx_bytes", "mlx5_1")].value == 1.0
+    # an unchanged error counter after the restart is not stored again
+    assert sqlite3.connect(fresh_db).execute("SELECT count(*) FROM changes").fetchone()[0] == 2

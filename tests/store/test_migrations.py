@@ -1,0 +1,63 @@
+"""Schema migrations: new files are created at the current version, older ones upgraded, newer refused."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+import sqlite_utils
+
+from store.reader import StoreReader
+from store.schema import (
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    SchemaTooNewError,
+    open_for_writing,
+    schema_version,
+)
+from store.writer import StoreWriter
+
+
+def test_new_file_gets_every_migration_and_wal(tmp_path: Path) -> None:
+    path = tmp_path / "sub" / "fleet.db"
+    db = open_for_writing(path)
+    assert schema_version(db) == SCHEMA_VERSION
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert {"hosts", "ports", "series", "chunks", "latest", "events", "probes", "jobs",
+            "baselines", "actions", "rollup_1m", "rollup_1h"} <= set(db.table_names())
+
+
+def test_older_file_is_upgraded_and_keeps_its_rows(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    db = sqlite_utils.Database(path)
+    MIGRATIONS.apply(db, stop_before="m002_rollups")
+    db.execute("INSERT INTO events (ts, kind, severity, message, host, device, port, switch, job, data) "
+               "VALUES (1, 'k', 'info', 'kept', '', '', '', '', '', '{}')")
+    db.conn.commit()
+    assert "rollup_1m" not in db.table_names()
+    db.close()
+
+    StoreWriter(path).close()
+
+    upgraded = sqlite_utils.Database(path)
+    assert schema_version(upgraded) == SCHEMA_VERSION
+    assert "rollup_1m" in upgraded.table_names()
+    assert [e.message for e in StoreReader(path).events()] == ["kept"]
+
+
+def test_newer_file_is_refused_with_a_clear_message(tmp_path: Path) -> None:
+    path = tmp_path / "new.db"
+    open_for_writing(path).close()
+    conn = sqlite3.connect(path)
+    conn.execute("INSERT INTO _sqlite_migrations (migration_set, name, applied_at) "
+                 "VALUES ('fleet.store', 'm999_future', '2030-01-01')")
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    conn.commit()
+    conn.close()
+
+    with pytest.raises(SchemaTooNewError, match=r"newer than this fleet understands.*upgrade fleet"):
+        StoreWriter(path)
+    with pytest.raises(SchemaTooNewError, match="m999_future"):
+        StoreReader(path)
