@@ -2,8 +2,10 @@
 
 Text layouts follow iproute2 ``rdma/res-qp.c``, ``res.c``, ``stat.c`` and
 ``link.c`` (upstream: kernel-owned QPs print ``comm [ib_core]``, as in
-tests/fixtures/rdma/iproute2-rdma-res-show-qp-kernel-qps-mlx5-hns.txt; lines
-end without the trailing blank, as every published capture shows them). JSON
+tests/fixtures/rdma/iproute2-rdma-res-show-qp-kernel-qps-mlx5-hns.txt). Every
+field is printed as ``"name value "`` (``pr_out("%s %u ", ...)``), so text lines end
+with a blank before the newline; the published captures lost it (git strips
+trailing blanks from commit messages, markdown from notes). JSON
 goes through ``jsonw``, iproute2's writer: compact ``[{"ifindex":0,...}]`` with
 ``-j``, and with ``-p`` its pretty form (``[ {`` ... ``},{`` ... ``} ]``), as in
 tests/fixtures/rdma/hns-rdma-res-show-qp-jp-dd-after-fix.txt.
@@ -133,7 +135,7 @@ def _qp_text(record: dict[str, JsonValue], kernel: bool) -> str:
         if key == "comm" and kernel:
             value = f"[{value}]"
         words.append(f"{key} {value}")
-    return " ".join(words) + "\n"
+    return " ".join(words) + " \n"
 
 
 def _select(node: NodeView, link: str | None) -> list[tuple[int, NicView]] | None:
@@ -227,6 +229,8 @@ def _link_filter(rest: list[str]) -> tuple[str | None, list[str]]:
 
 
 def _res(node: NodeView, rest: list[str], as_json: bool, pretty: bool) -> ToolOutput:
+    if len(rest) == 1 and any(n.name == rest[0] for n in node.nics):
+        rest = ["dev", rest[0]]  # res.c special case: "rdma res show DEV"
     if not rest or rest[0] in ("link", "dev"):
         link, _ = _link_filter(rest)
         if link is not None and _select(node, link) is None:
@@ -239,7 +243,7 @@ def _res(node: NodeView, rest: list[str], as_json: bool, pretty: bool) -> ToolOu
             counts = " ".join(
                 f"{k} {v}" for k, v in record.items() if k not in ("ifindex", "ifname")
             )
-            lines.append(f"{record['ifindex']}: {record['ifname']}: {counts}\n")
+            lines.append(f"{record['ifindex']}: {record['ifname']}: {counts} \n")
         return ToolOutput("".join(lines))
     kind, rest = rest[0], rest[1:]
     if kind != "qp":
@@ -281,7 +285,7 @@ def _statistic(node: NodeView, rest: list[str], as_json: bool, pretty: bool) -> 
     lines = [
         f"link {nic.name}/{nic.port} "
         + " ".join(f"{name} {value}" for name, value in _ordered_hw(nic))
-        + "\n"
+        + " \n"
         for _, nic in selected
     ]
     return ToolOutput("".join(lines))
@@ -316,7 +320,7 @@ def _link(node: NodeView, rest: list[str], as_json: bool, pretty: bool) -> ToolO
     for record in records:
         words = [f"link {record['ifname']}/{record['port']}"]
         words += [f"{k} {v}" for k, v in record.items() if k not in ("ifindex", "ifname", "port")]
-        lines.append(" ".join(words) + "\n")
+        lines.append(" ".join(words) + " \n")
     return ToolOutput("".join(lines))
 
 
@@ -338,7 +342,7 @@ def _dev(node: NodeView, as_json: bool, pretty: bool) -> ToolOutput:
     lines = [
         f"{r['ifindex']}: {r['ifname']}: "
         + " ".join(f"{k} {v}" for k, v in r.items() if k not in ("ifindex", "ifname"))
-        + "\n"
+        + " \n"
         for r in records
     ]
     return ToolOutput("".join(lines))

@@ -29,11 +29,15 @@ def test_kernel_qps_reproduce_the_upstream_capture() -> None:
     real = fixture("rdma", "iproute2-rdma-res-show-qp-kernel-qps-mlx5-hns.txt")
     names = re.findall(r"^link (\S+)/1 ", real, re.M)
     out = run("res", "show", "qp", node=kernel_only(names))
-    assert out.stdout == real
+    # iproute2 prints every field as "name value ", the capture lost the final blank
+    assert all(line.endswith(" ") for line in out.stdout.splitlines())
+    assert "".join(line.rstrip() + "\n" for line in out.stdout.splitlines()) == real
 
 
 def test_user_qps_print_the_connected_fields_in_res_qp_order() -> None:
-    out = run("res", "show", "qp", "link", "mlx5_1/1").stdout.splitlines()
+    out = [
+        line.rstrip() for line in run("res", "show", "qp", "link", "mlx5_1/1").stdout.splitlines()
+    ]
     assert out == [
         "link mlx5_1/1 lqpn 1 type GSI state RTS sq-psn 0 comm [ib_core]",
         "link mlx5_1/1 lqpn 301 rqpn 401 type RC state RTS rq-psn 5678 sq-psn 1234 path-mig-state MIGRATED"
@@ -63,9 +67,10 @@ def test_json_compact_and_pretty_forms() -> None:
 def test_resource_summary_per_device() -> None:
     out = run("res", "show").stdout.splitlines()
     assert out == [
-        "0: mlx5_0: pd 4 cq 6 qp 2 cm_id 0 mr 2 ctx 1 srq 2",
-        "1: mlx5_1: pd 4 cq 6 qp 2 cm_id 0 mr 2 ctx 1 srq 2",
+        "0: mlx5_0: pd 4 cq 6 qp 2 cm_id 0 mr 2 ctx 1 srq 2 ",
+        "1: mlx5_1: pd 4 cq 6 qp 2 cm_id 0 mr 2 ctx 1 srq 2 ",
     ]
+    assert run("res", "show", "mlx5_1").stdout.splitlines() == out[1:]
     records = json.loads(run("-j", "res").stdout)
     assert records[1] == {
         "ifindex": 1,
@@ -87,17 +92,17 @@ def test_statistic_reproduces_the_real_line() -> None:
     assert tuple(counters) == mlx5_hw_counter_names()
     shuffled = dict(sorted(counters.items()))  # sysfs lists them alphabetically
     node = replace(make_node(0), nics=(make_nic(0, hw_counters=shuffled),))
-    assert run("statistic", "show", node=node).stdout == real
+    assert run("statistic", "show", node=node).stdout == real.rstrip("\n") + " \n"
     assert json.loads(run("-j", "stat", node=node).stdout)[0]["out_of_buffer"] == 135
 
 
 def test_link_show() -> None:
     out = run("link", "show").stdout.splitlines()
-    assert out[0] == "link mlx5_0/1 state ACTIVE physical_state LINK_UP netdev ens1np0"
+    assert out[0] == "link mlx5_0/1 state ACTIVE physical_state LINK_UP netdev ens1np0 "
     ib = make_node(1, link_layer="InfiniBand")
     assert run("link", node=ib).stdout == (
         "link mlx5_0/1 subnet_prefix fe80:0000:0000:0000 lid 100 sm_lid 1 lmc 0 state ACTIVE"
-        " physical_state LINK_UP netdev ibp24s0\n"
+        " physical_state LINK_UP netdev ibp24s0 \n"
     )
 
 
