@@ -20,8 +20,7 @@ ALLOWED_TOOLS: frozenset[str] = frozenset({
     "ibstat", "ibstatus", "ibv_devinfo", "ibv_devices", "show_gids", "perfquery",
     "ibqueryerrors", "ibnetdiscover", "iblinkinfo", "rdma",
     # files and system
-    "cat", "grep", "ls", "echo", "true", "ethtool", "lldpctl", "hostname", "uname", "python3",
-    "timeout",
+    "cat", "grep", "ls", "echo", "true", "ethtool", "lldpctl", "hostname", "uname", "timeout",
     # GPUs
     "nvidia-smi",
     # probes
@@ -32,7 +31,8 @@ ALLOWED_TOOLS: frozenset[str] = frozenset({
     # switches: Cumulus NVUE, SONiC
     "nv", "show", "config",
 })
-"""Tools fleet may run. Adding one is a reviewed change to this file, never a runtime option."""
+"""Tools fleet may run. Adding one is a reviewed change to this file, never a runtime option.
+``python3`` is not among them: the only Python fleet runs is its node agent (``agent_command``)."""
 
 _GLOB = re.compile(r"^[A-Za-z0-9_./:*-]+$")
 _TOKEN = object()
@@ -113,10 +113,13 @@ def sequence(*commands: Command) -> Command:
 def agent_command(
     source: str, interval_s: float, *, sysfs: str | None = None, optics_every: int | None = None
 ) -> Command:
-    """``python3 -u -c <source> --interval N [--sysfs ROOT] [--optics-every K]`` (docs/agent-schema.md)."""
+    """``python3 -u -c <source> --interval N [--sysfs ROOT] [--optics-every K]`` (docs/agent-schema.md).
+
+    ``source`` is the agent's own file (``collectors.agent_reader.agent_source()``).
+    """
     args: list[Arg] = ["-u", "-c", source, "--interval", f"{interval_s:g}"]
     if sysfs is not None:
         args += ["--sysfs", sysfs]
     if optics_every is not None:
         args += ["--optics-every", optics_every]
-    return command("python3", *args)
+    return Command((("python3", *(_word(arg) for arg in args)),), _TOKEN)

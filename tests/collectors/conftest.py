@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import sys
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +18,8 @@ from typing import Any
 
 import asyncssh
 import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))  # agent_harness, however pytest imports tests
 
 _addresses = itertools.count(2)
 

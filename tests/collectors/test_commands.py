@@ -33,6 +33,8 @@ def test_tools_outside_the_allow_list_are_refused() -> None:
         command("rm", "-rf", "/")
     with pytest.raises(CommandError, match="allow-list"):
         command("ethtool; reboot")
+    with pytest.raises(CommandError, match="allow-list"):
+        command("python3", "-c", "import os")  # only the agent, through agent_command
 
 
 def test_command_cannot_be_built_directly() -> None:

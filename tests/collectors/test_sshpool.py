@@ -13,7 +13,7 @@ from typing import Any
 import asyncssh
 import pytest
 
-from collectors.commands import command
+from collectors.commands import agent_command, command
 from collectors.inventory import InventoryHost
 from collectors.sshpool import PoolSettings, SshPool
 from fabric.events import Event
@@ -285,13 +285,13 @@ async def test_stream_delivers_lines_until_stopped(make_host: MakeHost, client_k
         if len(lines) == 3:
             stop.set()
 
-    result = await pool.stream("gpu012", command("python3", "-u", "-c", "agent"), on_line,
+    result = await pool.stream("gpu012", agent_command("agent", 1.0), on_line,
                                first_line_timeout_s=5, line_timeout_s=5, stop=stop)
     await pool.close()
     assert result.state is HostState.OK
     assert result.lines == 3
     assert lines == ['{"seq": 0}', '{"seq": 1}', '{"seq": 2}']
-    assert host.stats.commands == ["python3 -u -c agent"]
+    assert host.stats.commands == ["python3 -u -c agent --interval 1"]
 
 
 async def test_stream_that_goes_quiet_is_hung(make_host: MakeHost, client_key: tuple[Any, Path], tmp_path: Path) -> None:
@@ -299,7 +299,7 @@ async def test_stream_that_goes_quiet_is_hung(make_host: MakeHost, client_key: t
     known = write_known_hosts(tmp_path / "known_hosts", host)
     pool = SshPool([inventory_host(host, client_key[1])], known_hosts=known, settings=FAST)
     lines: list[str] = []
-    result = await pool.stream("gpu013", command("python3", "-c", "agent"), lines.append,
+    result = await pool.stream("gpu013", agent_command("agent", 1.0), lines.append,
                                first_line_timeout_s=5, line_timeout_s=0.3)
     await pool.close()
     assert result.state is HostState.HUNG
@@ -367,7 +367,7 @@ async def test_stream_cut_by_the_host_is_unreachable(make_host: MakeHost, client
         if len(lines) == 3:
             stopping.append(asyncio.ensure_future(host.stop()))
 
-    result = await pool.stream("gpu016", command("python3", "-c", "agent"), on_line,
+    result = await pool.stream("gpu016", agent_command("agent", 1.0), on_line,
                                first_line_timeout_s=5, line_timeout_s=5)
     await asyncio.gather(*stopping)
     await pool.close()
