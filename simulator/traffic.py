@@ -453,8 +453,6 @@ class Fabric:
                 continue
             pkts = gbps * 1e9 / 8 / PKT_BYTES
             src, dst = path[0], (flow.dst, nic_name(flow.rail))
-            rates[src]["tx_bytes"] += gbps * 1e9 / 8
-            rates[src]["tx_pkts"] += pkts
             working = (
                 (flow.src, flow.rail) not in effects.ecn_off_nics
                 and (flow.dst, flow.rail) not in effects.ecn_off_nics
@@ -467,6 +465,8 @@ class Fabric:
                 over = sol.overload.get(end, 0.0)
                 receiver = peers[end]
                 share = pkts * delivered
+                rates[end]["tx_bytes"] += share * PKT_BYTES
+                rates[end]["tx_pkts"] += share
                 if receiver is not None:
                     rates[receiver]["rx_bytes"] += share * PKT_BYTES
                     rates[receiver]["rx_pkts"] += share
