@@ -900,7 +900,7 @@ def ibnetdiscover(ctx: ToolContext, argv: list[str]) -> ToolOutput:
 
 
 def _ports_report(fabric: _Fabric) -> list[str]:
-    """dump_ports_report(): "CA   134  1 0x... 4x EDR - SW  1719 10 0x... ( 'a' - 'b' )"."""
+    """dump_ports_report() (infiniband-diags/ibnetdiscover.c): "CA   134  1 0x... 4x EDR - SW ... ( 'a' - 'b' )"."""
     lines: list[str] = []
     for ca in fabric.cas:
         end = fabric.ca_ends[(ca.node, ca.nic.name)]
@@ -914,7 +914,8 @@ def _ports_report(fabric: _Fabric) -> list[str]:
                 f" ( '{ca.desc}' - '{peer.desc}' )"
             )
     for sw in fabric.switches:
-        for port in sw.view.ports:
+        # dump_ports_report() walks a node's ports from the highest number down
+        for port in sorted(sw.view.ports, key=lambda p: -switch_port_number(sw.view, p)):
             number = switch_port_number(sw.view, port)
             head = f"SW {sw.lid:5d} {number:2d} 0x{sw.guid:016x} 4x"
             peer = fabric.links.get((sw.view.name, number))
@@ -929,9 +930,12 @@ def _ports_report(fabric: _Fabric) -> list[str]:
 
 
 def _topology_file(ctx: ToolContext, fabric: _Fabric) -> list[str]:
-    """The default ibnetdiscover output: one block per switch, then one per CA."""
+    """dump_topology() of ibnetdiscover.c: out_switch/out_switch_port per switch, then out_ca/out_ca_port."""
     local = next(n for n in (ctx.node.nics if ctx.node else ()) if n.link_layer == "InfiniBand")
-    stamp = time.strftime("%a %b %d %H:%M:%S %Y", time.gmtime(ctx.now))
+    when = time.gmtime(ctx.now)  # ctime(): day of month padded with a blank
+    stamp = (
+        time.strftime("%a %b ", when) + f"{when.tm_mday:2d}" + time.strftime(" %H:%M:%S %Y", when)
+    )
     lines = [
         "#",
         f"# Topology file: generated on {stamp}",
@@ -945,7 +949,7 @@ def _topology_file(ctx: ToolContext, fabric: _Fabric) -> list[str]:
             "vendid=0x2c9",
             "devid=0xd2f2",
             f"sysimgguid=0x{sw.guid:x}",
-            f"switchguid=0x{sw.guid:x}(0x{sw.guid:x})",
+            f"switchguid=0x{sw.guid:x}({sw.guid:x})",
             f'Switch\t{nports} "S-{sw.guid:016x}"\t\t# "{sw.desc}" enhanced port 0 lid {sw.lid} lmc 0',
         ]
         for port in sw.view.ports:
@@ -954,7 +958,7 @@ def _topology_file(ctx: ToolContext, fabric: _Fabric) -> list[str]:
             if peer is None:
                 continue
             prefix = "H" if peer.kind == "CA" else "S"
-            guid_note = f"({peer.guid:x}) " if peer.kind == "CA" else "\t"
+            guid_note = f"({peer.guid:x}) " if peer.kind == "CA" else ""
             lines.append(
                 f'[{number}]\t"{prefix}-{peer.guid:016x}"[{peer.port}]{guid_note}'
                 f'\t\t# "{peer.desc}" lid {peer.lid} 4x{_switch_port_speed(port)}'
@@ -976,7 +980,6 @@ def _topology_file(ctx: ToolContext, fabric: _Fabric) -> list[str]:
                 f'\t\t# lid {end.lid} lmc 0 "{peer.desc}" lid {peer.lid} '
                 f"{width_lanes(ca.nic.width)}x{speed_name(ca.nic)}"
             )
-    lines.append("")
     return lines
 
 
