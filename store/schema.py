@@ -161,6 +161,8 @@ def open_for_writing(path: Path | str) -> sqlite_utils.Database:
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     db = sqlite_utils.Database(connect(path))
     check_not_newer(db, path)
-    MIGRATIONS.apply(db)
-    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    if MIGRATIONS.pending(db):
+        MIGRATIONS.apply(db)
+    if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     return db

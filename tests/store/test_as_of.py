@@ -5,11 +5,12 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from store_samples import T0, nic_sample
+
 from fabric.samples import HostSample
 from store.reader import StoreReader
 from store.types import Point
 from store.writer import StoreWriter
-from store_samples import T0, nic_sample
 
 
 def _by_key(points: list[Point]) -> dict[tuple[str, str, str, str], tuple[float, float]]:

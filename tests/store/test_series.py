@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from store_samples import T0, nic_sample
+
 from store.reader import StoreReader
 from store.writer import StoreWriter
-from store_samples import T0, nic_sample
 
 
 def test_raw_series_is_exact_across_frames_and_chunks(fresh_db: Path) -> None:
