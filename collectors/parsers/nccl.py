@@ -28,6 +28,10 @@ _RANK = re.compile(
 _OOB = re.compile(r"^#\s*Out of bounds values\s*:\s*(\d+)\s*(\S*)")
 _AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(\S+)")
 _VERSION = re.compile(r"^#?\s*NCCL version\s+(\S+)")
+# Table furniture that carries no information of its own.
+_LAYOUT = re.compile(r"^(?:Using devices|out-of-place\s+in-place|\(B\)\s+\(elements\).*)$")
+_NCCL_LOG = re.compile(r"^\S+:\d+:\d+ \[\d+\] NCCL (INFO|WARN|TRACE|ERROR)\b")
+_HALF = frozenset({"time", "algbw", "busbw", "#wrong", "error"})  # once per half of a row
 _ERROR = re.compile(r"(?i)fail|error|warn|abort|timeout|mismatch|invalid")
 
 
@@ -74,7 +78,8 @@ class Nccl:
     out_of_bounds_ok: bool | None
     avg_busbw_gbytes_s: float | None
     notes: tuple[str, ...]  # other "#" remarks, e.g. "Reducing maxBytes to ..."
-    errors: tuple[str, ...]  # failure lines printed by the test or NCCL
+    errors: tuple[str, ...]  # failure lines printed by the test, and NCCL WARN/ERROR log lines
+    nccl_log_lines: int  # NCCL_DEBUG=INFO lines ("host:pid:tid [dev] NCCL INFO ..."), counted
     problems: tuple[ParseProblem, ...]
     unknown_lines: int
 
@@ -109,11 +114,16 @@ def parse_nccl(text: str) -> Nccl:
     oob: int | None = None
     oob_ok: bool | None = None
     avg: float | None = None
+    log_lines = 0
     for number, line in enumerate(split_lines(text), start=1):
         stripped = line.strip()
         if not stripped or stripped == "#":
             continue
-        if _PARAMS.match(stripped):
+        if log := _NCCL_LOG.match(stripped):
+            log_lines += 1
+            if log.group(1) in {"WARN", "ERROR"}:
+                errors.append(stripped)
+        elif _PARAMS.match(stripped):
             params = _params(stripped)
         elif match := _RANK.match(stripped):
             ranks.append(
@@ -137,10 +147,7 @@ def parse_nccl(text: str) -> Nccl:
             columns = stripped.lstrip("#").split()
         elif stripped.startswith("#"):
             body = stripped.lstrip("#").strip()
-            if body not in {
-                "Using devices",
-                "out-of-place                       in-place",
-            } and not (body.startswith("(B)") or re.fullmatch(r"out-of-place\s+in-place", body)):
+            if not _LAYOUT.match(body):
                 notes.append(body)
         elif columns and re.match(r"^\d", stripped):
             row = _row(stripped.split(), columns)
@@ -170,6 +177,7 @@ def parse_nccl(text: str) -> Nccl:
         avg_busbw_gbytes_s=avg,
         notes=tuple(notes),
         errors=tuple(errors),
+        nccl_log_lines=log_lines,
         problems=problems.result(),
         unknown_lines=problems.unknown_lines,
     )
@@ -210,6 +218,3 @@ def _row(cells: list[str], columns: list[str]) -> NcclRow | None:
         ip_busbw_gbytes_s=_value(ip.get("busbw", "N/A")),
         ip_wrong=wrong(ip),
     )
-
-
-_HALF = frozenset({"time", "algbw", "busbw", "#wrong", "error"})

@@ -23,7 +23,6 @@ KIND = "nvidia-smi-topo"
 
 _CODE = re.compile(r"X|SYS|SOC|NODE|PHB|PXB|PIX|NV\d+")
 _CODES = re.compile(rf"(?:{_CODE.pattern})+")
-_AFFINITY = ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID")
 _LEGEND = re.compile(r"^\s+(NV#|[A-Z]+)\s*=\s*(.+?)\s*$")
 _NIC_LEGEND = re.compile(r"^\s+(NIC\d+)\s*:\s*(\S+)\s*$")
 
@@ -38,6 +37,7 @@ class TopoDevice:
     cpu_affinity: str | None  # CPU list as printed ("0-55,112-167"), None when empty
     numa_affinity: str | None
     gpu_numa_id: str | None
+    attributes: tuple[tuple[str, str], ...]  # every column after the matrix, as printed
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,8 +108,9 @@ def parse_nvidia_smi_topo(text: str) -> NvidiaSmiTopo:
         cells = _cells(line)
         if not columns and "GPU0" in cells:
             header = [c for c in cells if c]
-            columns = [c for c in header if c not in _AFFINITY]
-            affinity = [c for c in header if c in _AFFINITY]
+            # Device labels have no spaces; "CPU Affinity" and any newer column do.
+            split = next((i for i, c in enumerate(header) if " " in c), len(header))
+            columns, affinity = header[:split], header[split:]
             continue
         if columns and cells and cells[0] in columns:
             rows.append((number, cells[0], cells[1:]))
@@ -151,6 +152,7 @@ def parse_nvidia_smi_topo(text: str) -> NvidiaSmiTopo:
                 cpu_affinity=by_name.get("CPU Affinity") or None,
                 numa_affinity=by_name.get("NUMA Affinity") or None,
                 gpu_numa_id=by_name.get("GPU NUMA ID") or None,
+                attributes=tuple(zip(affinity, values, strict=False)),
             )
         )
     return NvidiaSmiTopo(

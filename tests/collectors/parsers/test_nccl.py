@@ -135,3 +135,16 @@ def test_another_tools_output() -> None:
     result = parse_nccl(other.read_text())
     assert result.rows == () and result.ranks == ()
     assert result.unknown_lines > 20
+
+
+def test_nccl_debug_log_lines_are_counted_and_warnings_kept() -> None:
+    text = (FIXTURES / "autodl-2x2080ti-pcie-all_reduce_perf-no-p2p.txt").read_text()
+    log = (
+        "server2:23920:24013 [7] NCCL INFO comm 0x7f5780001ca0 rank 15 nranks 32 - Init COMPLETE\n"
+        "server2:23920:24013 [7] NCCL WARN NET/IB : Got async event : port error\n"
+    )
+    result = parse_nccl(log * 50 + text)
+    assert result.problems == () and result.unknown_lines == 0
+    assert result.nccl_log_lines == 100
+    assert len(result.errors) == 50 and "port error" in result.errors[0]
+    assert len(result.rows) == 28

@@ -96,3 +96,20 @@ def test_another_tools_output() -> None:
     result = parse_nvidia_smi_topo(text)
     assert result.devices == () and result.links == ()
     assert result.unknown_lines == len(text.splitlines())
+
+
+def test_newer_driver_with_an_extra_column() -> None:
+    text = (
+        "\tGPU0\tGPU1\tNIC0\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\tC2C Link\n"
+        "GPU0\t X \tNV18\tPIX\t0-71\t0\t\t4\tyes\n"
+        "GPU1\tNV18\t X \tSYS\t72-143\t1\t\t12\tyes\n"
+        "NIC0\tPIX\tSYS\t X \n"
+        "\nNIC Legend:\n\n  NIC0: mlx5_0\n"
+    )
+    result = parse_nvidia_smi_topo(text)
+    assert result.problems == ()
+    assert result.columns == ("GPU0", "GPU1", "NIC0")
+    gpu1 = result.devices[1]
+    assert (gpu1.cpu_affinity, gpu1.numa_affinity, gpu1.gpu_numa_id) == ("72-143", "1", "12")
+    assert dict(gpu1.attributes)["C2C Link"] == "yes"
+    assert result.devices[2].device == "mlx5_0" and result.devices[2].attributes == ()

@@ -156,3 +156,23 @@ def test_truncated_and_other_tools() -> None:
     bad = parse_sonic_pfc(PFC.replace("1,234,567", "lots!!!!!"))
     assert bad.rows[0].pfc_frames[3] is None
     assert "is not a counter" in bad.problems[0].reason
+
+
+def test_newer_portstat_with_an_extra_column() -> None:
+    headers = ["IFACE", "STATE", "RX_OK", "RX_BPS", "RX_PPS", "RX_UTIL", "RX_ERR", "RX_DRP"]
+    headers += ["RX_OVR", "TX_OK", "TX_BPS", "TX_PPS", "TX_UTIL", "TX_ERR", "TX_DRP", "TX_OVR"]
+    values = ["Ethernet0", "U", "1,000", "1.00 MB/s", "10.00/s", "0.01%", "0", "2"]
+    values += ["0", "500", "0.50 KB/s", "5.00/s", "0.00%", "0", "0", "0"]
+    widths = [max(len(h), len(v)) + 2 for h, v in zip(headers, values, strict=True)]
+    text = "\n".join(
+        "  ".join(cell.rjust(width) for cell, width in zip(row, widths, strict=True))
+        for row in (headers, ["-" * w for w in widths], values)
+    )
+    (port,) = parse_sonic_counters(text).ports
+    assert (port.rx_ok, port.rx_bytes_per_s, port.rx_drp, port.tx_bytes_per_s) == (
+        1000,
+        1e6,
+        2,
+        500.0,
+    )
+    assert dict(port.fields)["RX_PPS"] == "10.00/s"
