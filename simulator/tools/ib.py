@@ -985,7 +985,11 @@ def _topology_file(ctx: ToolContext, fabric: _Fabric) -> list[str]:
 
 @register("iblinkinfo")
 def iblinkinfo(ctx: ToolContext, argv: list[str]) -> ToolOutput:
-    """``iblinkinfo``: CA sections then switch sections, one line per port (iblinkinfo.c)."""
+    """``iblinkinfo``: CA sections then switch sections, one line per port.
+
+    print_port() of infiniband-diags/iblinkinfo.c; a link trained below what
+    both ends support carries get_max_msg()'s "(Could be 4X Could be 106.25 Gbps)".
+    """
     refused = _require_ib(ctx, argv[0])
     if refused is not None:
         return refused
@@ -995,25 +999,66 @@ def iblinkinfo(ctx: ToolContext, argv: list[str]) -> ToolOutput:
         end = fabric.ca_ends[(ca.node, ca.nic.name)]
         lines.append(f"CA: {ca.desc}:")
         peer = fabric.links.get((f"{ca.node}:{ca.nic.name}", ca.nic.port))
-        link = _link_text(
-            ca.nic.width, speed_name(ca.nic), ca.nic.state, ca.nic.phys_state, peer is not None
-        )
+        up = peer is not None and ca.nic.state != "DOWN"
+        width, speed = ca.nic.width, speed_name(ca.nic)
+        link = _link_text(width, speed, ca.nic.state, ca.nic.phys_state, up)
+        note = _max_note(width, speed, _peer_port_speed(fabric, peer)) if up else ("", "")
         lines.append(
-            f"      0x{end.guid:016x} {end.lid:6d} {end.port:4d}[  ] ==" + link + _peer_text(peer)
+            f"      0x{end.guid:016x} {end.lid:6d} {end.port:4d}[  ] =="
+            + link
+            + _peer_text(peer if up else None, note)
         )
     for sw in fabric.switches:
         lines.append(f"Switch: 0x{sw.guid:016x} {sw.desc}:")
         for port in sw.view.ports:
             number = switch_port_number(sw.view, port)
             peer = fabric.links.get((sw.view.name, number))
-            up = peer is not None and port.oper_up
-            state = "ACTIVE" if up else "DOWN"
+            nic = _ca_nic(fabric, peer)
+            up = peer is not None and port.oper_up and (nic is None or nic.state != "DOWN")
+            state = (nic.state if nic is not None else "ACTIVE") if up else "DOWN"
             phys = "LinkUp" if up else ("Polling" if port.admin_up else "Disabled")
-            link = _link_text("4X", _switch_port_speed(port), state, phys, up)
+            width = nic.width if nic is not None else "4X"
+            speed = speed_name(nic) if nic is not None else _switch_port_speed(port)
+            link = _link_text(width, speed, state, phys, up)
+            note = _max_note(width, speed, _switch_port_speed(port)) if up else ("", "")
             lines.append(
-                f"{sw.lid:12d} {number:4d}[  ] ==" + link + _peer_text(peer if up else None)
+                f"{sw.lid:12d} {number:4d}[  ] ==" + link + _peer_text(peer if up else None, note)
             )
     return ToolOutput("".join(line + "\n" for line in lines))
+
+
+def _ca_nic(fabric: _Fabric, end: _End | None) -> NicView | None:
+    """The NIC behind a CA end of a link (its trained width and speed rule the link)."""
+    if end is None or end.kind != "CA":
+        return None
+    for ca in fabric.cas:
+        if ca.node == end.name and guid_int(ca.nic.port_guid) == end.guid:
+            return ca.nic
+    return None
+
+
+def _peer_port_speed(fabric: _Fabric, peer: _End | None) -> str:
+    """IB speed name the switch port at ``peer`` is configured for ("" when not a switch)."""
+    if peer is None or peer.kind != "SW":
+        return ""
+    for sw in fabric.switches:
+        if sw.view.name == peer.name:
+            for port in sw.view.ports:
+                if switch_port_number(sw.view, port) == peer.port:
+                    return _switch_port_speed(port)
+    return ""
+
+
+_SPEED_ORDER = [name for name, _, _ in _LANE_SPEEDS]
+
+
+def _max_note(width: str, speed: str, supported_speed: str) -> tuple[str, str]:
+    """get_max_msg(): (width_msg, speed_msg) of a link trained below what both ends support."""
+    width_msg = "Could be 4X" if width_lanes(width) < 4 else ""
+    speed_msg = ""
+    if supported_speed and _SPEED_ORDER.index(speed) < _SPEED_ORDER.index(supported_speed):
+        speed_msg = f"Could be {lane_speed_text(supported_speed)}"
+    return width_msg, speed_msg
 
 
 def _link_text(width: str, speed: str, state: str, phys: str, up: bool) -> str:
@@ -1021,13 +1066,14 @@ def _link_text(width: str, speed: str, state: str, phys: str, up: bool) -> str:
     state_text = IBSTAT_STATE.get(state, "???")
     if up:
         return f"({width:>3} {lane_speed_text(speed):>18} {state_text:>6}/{phys:>8})"
-    return f"({'':>3} {'':>9} {state_text:>6}/{phys:>8})"
+    return f"({'':>14}{state_text:>6}/{phys:>8})"
 
 
-def _peer_text(peer: _End | None) -> str:
+def _peer_text(peer: _End | None, note: tuple[str, str] = ("", "")) -> str:
+    """ "==>  %6d %4d[  ] \"desc\" (%s %s)" with get_max_msg()'s notes, or the unconnected form."""
     if peer is None:
         return '==>             [  ] "" ( )'
-    return f'==>{peer.lid:8d} {peer.port:4d}[  ] "{peer.desc}" ( )'
+    return f'==>{peer.lid:8d} {peer.port:4d}[  ] "{peer.desc}" ({note[0]} {note[1]})'
 
 
 # Error counters ibqueryerrors checks, in its report order (tests/fixtures/perfquery/linux-rdma-ibqueryerrors-*).

@@ -360,3 +360,15 @@ def test_perfquery_without_x_prints_the_32_bit_port_counters() -> None:
         "PortXmitPkts", "PortRcvPkts", "PortXmitWait",
     ]  # fmt: skip
     assert "PortXmitData:....................4294967295" in out
+
+
+def test_iblinkinfo_marks_a_link_trained_below_its_capability() -> None:
+    ctx, node = ib_fabric()
+    slow = replace(node.nics[0], rate_gbps=200, speed_name="HDR")
+    nodes = (replace(node, nics=(slow,)), *ctx.all_nodes()[1:])
+    slow_ctx = node_ctx(nodes[0], nodes=nodes, switches=ctx.all_switches())
+    out = run(iblinkinfo, slow_ctx, "iblinkinfo").stdout.splitlines()
+    assert "( 4X        53.125 Gbps Active/  LinkUp)" in out[1]
+    assert out[1].endswith('"MF0;leaf01:MQM9700/U1" ( Could be 106.25 Gbps)')
+    assert out[5].endswith('"gpu001 mlx5_0" ( Could be 106.25 Gbps)')
+    assert out[6].endswith('"gpu002 mlx5_0" ( )')
