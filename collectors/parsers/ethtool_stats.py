@@ -6,7 +6,7 @@ Accepts the full output (``NIC statistics:`` header then indented
 bytes, events; ``*_pause_duration`` in microseconds on mlx5, see DOMAIN.md).
 Per-priority counters (mlx5 ``rx_prio3_pause``, mlx4 ``rx_pause_prio_3``) are
 reachable through :meth:`EthtoolStats.priority` and :meth:`EthtoolStats.pause_frames`.
-A headerless text in which unrecognised lines outnumber counter lines is not
+A headerless text with at least as many unrecognised lines as counter lines is not
 trusted: its counter-like lines are listed as problems, none is returned.
 """
 
@@ -104,7 +104,7 @@ def parse_ethtool_stats(text: str) -> EthtoolStats:
         if name in counters:
             log.add(line_no, line, f"repeated counter {name!r}; last value kept")
         counters[name] = number
-    if not has_header and counters and log.unknown_lines > len(counters):
+    if not has_header and counters and log.unknown_lines >= len(counters):
         # Mostly other text: the few "name: number" lines are not trusted as counters.
         _distrust(text, log)
         counters = {}

@@ -64,38 +64,30 @@ class RdmaQpResult:
         return out
 
 
-def _qp(values: dict[str, str]) -> RdmaQp:
-    def num(key: str) -> int | None:
-        text = values.get(key)
-        if text is None:
-            return None
-        return int(text) if text.isdigit() else to_int(text)
+def _num(text: str | None) -> int | None:
+    if text is None:
+        return None
+    return int(text) if text.isdigit() else to_int(text)
 
-    device = values.get("ifname", "")
-    port = num("port")
-    link = values.get("link")
+
+def _qp(values: dict[str, str]) -> RdmaQp:
+    get = values.get
+    link = get("link")
     if link is not None:
         device, _, port_text = link.partition("/")
-        port = to_int(port_text) if port_text else None
-    comm = values.get("comm", "")
-    pid = num("pid")
+        port = _num(port_text) if port_text else None
+    else:
+        device, port = get("ifname", ""), _num(get("port"))
+    comm = get("comm", "")
+    if comm[:1] == "[" and comm[-1:] == "]":
+        comm = comm[1:-1]
+    pid = _num(get("pid"))
+    extra = {k: v for k, v in values.items() if k not in _NAMED} if not _NAMED.issuperset(values) else {}
     return RdmaQp(
-        device=device,
-        port=port,
-        lqpn=num("lqpn"),
-        rqpn=num("rqpn"),
-        type=values.get("type", ""),
-        subtype=values.get("subtype", ""),
-        state=values.get("state", ""),
-        rq_psn=num("rq-psn"),
-        sq_psn=num("sq-psn"),
-        path_mig_state=values.get("path-mig-state", ""),
-        pdn=num("pdn"),
-        pid=pid,
-        comm=comm[1:-1] if comm.startswith("[") and comm.endswith("]") else comm,
-        kernel=pid is None,
-        attributes={k: v for k, v in values.items() if k not in _NAMED},
-    )
+        device, port, _num(get("lqpn")), _num(get("rqpn")), get("type", ""), get("subtype", ""),
+        get("state", ""), _num(get("rq-psn")), _num(get("sq-psn")), get("path-mig-state", ""),
+        _num(get("pdn")), pid, comm, pid is None, extra,
+    )  # fmt: skip
 
 
 def _pairs(tokens: list[str], into: dict[str, str], line_no: int, line: str, log: ProblemLog) -> None:
@@ -195,8 +187,8 @@ def _one_object(raw: str, line_no: int, lines: list[str], log: ProblemLog) -> li
             log.unknown(line_no, text_of_line, "JSON object does not parse; skipped")
             return []
         log.add(line_no, text_of_line, "non-standard JSON (anonymous driver object) repaired")
-    if not isinstance(obj, dict):
-        log.unknown(line_no, text_of_line, "JSON value is not an object")
+    if not isinstance(obj, dict) or "lqpn" not in obj:
+        log.unknown(line_no, text_of_line, "JSON value is not a QP object (no lqpn)")
         return []
     return [_qp(_json_values(obj))]
 
@@ -216,10 +208,10 @@ def _parse_json(text: str, log: ProblemLog) -> list[RdmaQp]:
         return []
     qps = []
     for i, obj in enumerate(doc):
-        if isinstance(obj, dict):
+        if isinstance(obj, dict) and "lqpn" in obj:
             qps.append(_qp(_json_values(obj)))
         else:
-            log.unknown(0, str(obj), f"JSON item {i} is not an object")
+            log.unknown(0, str(obj), f"JSON item {i} is not a QP object (no lqpn)")
     return qps
 
 

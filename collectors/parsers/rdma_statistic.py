@@ -116,8 +116,8 @@ def _parse_json(text: str, log: ProblemLog) -> list[_Acc]:
         return []
     ports = []
     for i, obj in enumerate(doc):
-        if not isinstance(obj, dict):
-            log.unknown(0, str(obj), f"JSON item {i} is not an object")
+        if not isinstance(obj, dict) or "ifname" not in obj:
+            log.unknown(0, str(obj), f"JSON item {i} is not a port object (no ifname)")
             continue
         port = obj.get("port")
         acc = _Acc(str(obj.get("ifname", "")), port if isinstance(port, int) else None)

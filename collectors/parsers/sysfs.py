@@ -18,6 +18,7 @@ to ``counters`` and any other integer file to ``hw_counters``.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from collectors.parsers.base import ParseProblem
@@ -68,6 +69,7 @@ _PMA_NAMES = frozenset(
         "multicast_rcv_packets",
     }
 )
+_NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
 _COUNTERS = "counters"
 _HW = "hw_counters"
 _ATTR = "attr"
@@ -101,13 +103,18 @@ class _Builder:
 
     def put(self, acc: _Acc, kind: str, name: str, value: str, line_no: int, line: str) -> None:
         if kind == _ATTR:
+            if name in acc.attrs:
+                self.log.add(line_no, line, f"{name} seen twice; last value kept")
             acc.attrs[name] = value
             return
         number = to_int(value)
         if number is None:
             self.log.add(line_no, line, f"{kind}/{name}: value is not an integer")
             return
-        (acc.counters if kind == _COUNTERS else acc.hw)[name] = number
+        target = acc.counters if kind == _COUNTERS else acc.hw
+        if name in target:
+            self.log.add(line_no, line, f"{kind}/{name} seen twice; last value kept")
+        target[name] = number
 
     def put_bare(self, acc: _Acc, name: str, value: str, line_no: int, line: str) -> None:
         """A file whose directory the capture does not say: classify by name."""
@@ -145,12 +152,18 @@ class _Builder:
         self._dirs[directory] = target
         return target
 
-    def put_path(self, path: str, value: str, line_no: int, line: str) -> bool:
-        """Place ``path``'s value; False when the path is not an InfiniBand sysfs file."""
+    def put_path(self, path: str, value: str, line_no: int, line: str, bare_ok: bool = False) -> bool:
+        """Place ``path``'s value; False when the path is not an InfiniBand sysfs file.
+
+        A path without a directory (``./symbol_error``) is accepted only where the
+        capture's shape says it is a file (``bare_ok``: the ``=== name ===`` loop).
+        """
         directory, _, name = path.rpartition("/")
-        if not name:
+        if not _NAME_RE.match(name):
             return False
         if not directory or directory == ".":
+            if not bare_ok:
+                return False
             self.put_bare(self.acc("", None), name, value, line_no, line)
             return True
         target = self._target(directory)
@@ -158,7 +171,10 @@ class _Builder:
             return False
         where, kind = target
         if isinstance(where, dict):
-            where[f"{kind}/{name}" if kind else name] = value
+            key = f"{kind}/{name}" if kind else name
+            if key in where:
+                self.log.add(line_no, line, f"{key} seen twice; last value kept")
+            where[key] = value
         elif kind.startswith(_ATTR + ":"):
             sub = kind[len(_ATTR) + 1 :]
             self.put(where, _ATTR, f"{sub}/{name}" if sub else name, value, line_no, line)
@@ -237,7 +253,7 @@ def parse_sysfs(text: str) -> SysfsResult:
             if sep and b.put_path(path, value.strip(), line_no, line):
                 continue
         if pending is not None:
-            if not b.put_path(pending[0], line.strip(), line_no, line):
+            if not b.put_path(pending[0], line.strip(), line_no, line, bare_ok=True):
                 log.unknown(pending[1], pending[0], "not an InfiniBand sysfs file")
             pending = None
             continue
