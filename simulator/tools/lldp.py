@@ -18,6 +18,7 @@ Only Ethernet ports speak LLDP; an InfiniBand NIC has no neighbour here.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 
 from simulator.state import LldpNeighbor, NodeView, SwitchView
@@ -72,16 +73,20 @@ def _neighbour_age_s(ctx: ToolContext) -> int:
     return int(ctx.now) % 86400
 
 
-def _host_port(ctx: ToolContext, neighbor: LldpNeighbor) -> tuple[str, str, str] | None:
-    """(port id type, port id, descr) when the neighbour is a simulated host running lldpd."""
-    for node in ctx.all_nodes():
-        if node.name != neighbor.switch:
-            continue
-        for nic in node.nics:
-            if neighbor.switch_port in (nic.netdev, nic.name):
-                # lldpd on Linux announces the MAC as port ID and the ifname as description.
-                return "mac", nic.mac, nic.netdev
-    return None
+# Switch ports as the switch OSes name them (NVUE "swp1", breakouts "swp4s1"; SONiC "Ethernet0").
+_SWITCH_PORT = re.compile(r"swp\d+(s\d+)?|Ethernet\d+")
+
+
+def _host_port(neighbor: LldpNeighbor) -> tuple[str, str, str] | None:
+    """(port id type, port id, descr) when the neighbour is a host running lldpd, else None.
+
+    A neighbour whose port is not a switch port is a Linux host: lldpd there
+    announces the interface MAC as port ID (the neighbour's MAC) and its name as
+    description.
+    """
+    if _SWITCH_PORT.fullmatch(neighbor.switch_port):
+        return None
+    return "mac", neighbor.chassis_mac, neighbor.port_descr or neighbor.switch_port
 
 
 def _entries_for(ctx: ToolContext, links: list[tuple[str, LldpNeighbor]]) -> list[_Entry]:
@@ -90,7 +95,7 @@ def _entries_for(ctx: ToolContext, links: list[tuple[str, LldpNeighbor]]) -> lis
     age = _neighbour_age_s(ctx)
     for interface, neighbor in links:
         rid = rids.setdefault(neighbor.switch, len(rids) + 1)
-        host = _host_port(ctx, neighbor)
+        host = _host_port(neighbor)
         caps: Capabilities
         if host is not None:
             id_type, port_id, descr = host

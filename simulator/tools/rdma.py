@@ -368,13 +368,15 @@ def show_gids(ctx: ToolContext, argv: list[str]) -> ToolOutput:
         if len(argv) > 2 and str(nic.port) != argv[2]:
             continue
         for gid in sorted(nic.gids, key=lambda g: g.index):
+            # the script turns gid_attrs/types ("IB/RoCE v1", "RoCE v2") into v1/v2
+            version = gid.roce_version or "v1"
             if gid.ipv4:
                 lines.append(
-                    f"{nic.name}\t{nic.port}\t{gid.index}\t{gid.gid}\t{gid.ipv4}  \t{gid.roce_version}\t{gid.netdev}"
+                    f"{nic.name}\t{nic.port}\t{gid.index}\t{gid.gid}\t{gid.ipv4}  \t{version}\t{gid.netdev}"
                 )
             else:
                 lines.append(
-                    f"{nic.name}\t{nic.port}\t{gid.index}\t{gid.gid}\t\t\t{gid.roce_version}\t{gid.netdev}"
+                    f"{nic.name}\t{nic.port}\t{gid.index}\t{gid.gid}\t\t\t{version}\t{gid.netdev}"
                 )
             found += 1
     lines.append(f"n_gids_found={found}")

@@ -166,7 +166,7 @@ def _nic_files(nic: NicView, node: NodeView) -> dict[str, str]:
     for gid in nic.gids:
         files[f"{port}/gids/{gid.index}"] = gid.gid
         files[f"{port}/gid_attrs/types/{gid.index}"] = (
-            "IB/RoCE v1" if gid.roce_version == "v1" else "RoCE v2"
+            "RoCE v2" if gid.roce_version == "v2" else "IB/RoCE v1"
         )
         files[f"{port}/gid_attrs/ndevs/{gid.index}"] = gid.netdev
     if is_ib and not nic.gids:
