@@ -1,0 +1,161 @@
+"""perftest probes against the simulated fleet: results parsed and stored, the server always cleaned up."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+from conftest import Fleet, fabric_text, start_fleet
+
+from collectors.commands import command
+from collectors.probes.perftest_probe import GidCache, PerftestSpec, run_perftest
+from collectors.probes.ports import PortAllocator
+from store.reader import StoreReader
+from store.writer import StoreWriter
+
+pytestmark = pytest.mark.timeout(30)
+
+
+async def test_latency_is_parsed_and_stored(fleet: Fleet, tmp_path: Path) -> None:
+    spec = PerftestSpec("gpu001", "gpu003", test="ib_send_lat", src_nic="mlx5_2")
+    record = await run_perftest(fleet.pool, spec)
+    assert record.ok, record.result
+    assert record.kind == "lat" and record.src_nic == "mlx5_2" and record.dst_nic == "mlx5_2"
+    result = record.result
+    assert 0 < result["t_min_usec"] <= result["t_typical_usec"] <= result["p99_usec"] <= result["p999_usec"]
+    assert result["size_bytes"] == 2 and result["iterations"] == 1000
+    assert record.params["gid_index"] == {"client": 3, "server": 3}  # the RoCE v2 entry with IPv4
+    assert "-x 3" in record.raw and "-d mlx5_2" in record.raw
+    assert "# server gpu003" in record.raw and "# client gpu001" in record.raw
+    assert "Waiting for client to connect" in record.raw  # the server's side is kept too
+    assert fleet.perftest_servers() == []
+
+    db = tmp_path / "fleet.db"
+    with StoreWriter(db) as writer:
+        writer.put_probe(record)
+        assert writer.flush()
+    with StoreReader(db) as reader:
+        stored = reader.probes(kind="lat")
+    assert len(stored) == 1
+    assert stored[0].result["p99_usec"] == pytest.approx(result["p99_usec"])
+    assert stored[0].raw == record.raw
+
+
+async def test_bandwidth_is_parsed_in_gbps(fleet: Fleet) -> None:
+    spec = PerftestSpec("gpu002", "gpu004", test="ib_write_bw", src_nic="mlx5_0", size_bytes=1 << 20, iterations=200)
+    record = await run_perftest(fleet.pool, spec)
+    assert record.ok, record.result
+    assert record.kind == "bw"
+    assert 300 < record.result["bw_avg_gbps"] <= 400  # a 400 Gb/s link, nothing else on it
+    assert record.result["bw_peak_gbps"] >= record.result["bw_avg_gbps"]
+    assert "--report_gbits" in record.raw
+    assert fleet.perftest_servers() == []
+
+
+async def test_server_is_killed_when_the_client_fails(fleet: Fleet) -> None:
+    spec = PerftestSpec("gpu001", "gpu002", src_nic="mlx5_9", dst_nic="mlx5_0", gid_index=3)
+    seen: list[list[tuple[str, int]]] = []
+    record = await run_perftest(fleet.pool, spec, on_stage=lambda s: seen.append(fleet.perftest_servers()))
+    assert [("gpu002", record.params["port"])] in seen  # the server really was waiting
+    assert not record.ok
+    assert record.result["stage"] == "client" and record.result["failed_host"] == "gpu001"
+    assert "Couldn't find device mlx5_9" in record.result["error"]
+    assert await fleet.wait_until(lambda: fleet.perftest_servers() == [])
+
+
+async def test_server_is_killed_on_timeout(tmp_path: Path) -> None:
+    faults = '[[faults]]\nkind = "node_hang"\ntarget = "gpu001"\nat = 0\n'
+    fleet = await start_fleet(tmp_path, fabric_text(faults=faults))
+    try:
+        seen: list[list[tuple[str, int]]] = []
+        spec = PerftestSpec("gpu001", "gpu002", gid_index=3, timeout_s=1.5)  # the client's node never answers
+        started = time.monotonic()
+        record = await run_perftest(fleet.pool, spec, on_stage=lambda s: seen.append(fleet.perftest_servers()))
+        assert time.monotonic() - started < 4
+        assert [("gpu002", record.params["port"])] in seen
+        assert not record.ok and record.result["stage"] == "timeout"
+        assert await fleet.wait_until(lambda: fleet.perftest_servers() == [])
+    finally:
+        await fleet.pool.close()
+        await fleet.server.close()
+
+
+async def test_a_long_run_is_cut_at_the_timeout(fleet: Fleet) -> None:
+    spec = PerftestSpec("gpu001", "gpu002", iterations=50_000_000, timeout_s=1.5)  # runs ~10 s in the model
+    started = time.monotonic()
+    record = await run_perftest(fleet.pool, spec)
+    assert time.monotonic() - started < 4
+    assert not record.ok and "within 1.5 s" in record.result["error"]
+
+
+async def test_server_is_killed_on_cancel(fleet: Fleet) -> None:
+    listening = asyncio.Event()
+    seen: list[list[tuple[str, int]]] = []
+
+    def stage(name: str) -> None:
+        if name == "listening":
+            seen.append(fleet.perftest_servers())
+            listening.set()
+
+    task = asyncio.ensure_future(run_perftest(fleet.pool, PerftestSpec("gpu003", "gpu004"), on_stage=stage))
+    await asyncio.wait_for(listening.wait(), 5)
+    task.cancel()  # what Ctrl-C does to the probe's task
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert seen and len(seen[0]) == 1 and seen[0][0][0] == "gpu004"
+    assert await fleet.wait_until(lambda: fleet.perftest_servers() == [])
+
+
+async def test_parallel_probes_use_distinct_ports(fleet: Fleet) -> None:
+    ports = PortAllocator(offset=0)
+    gids = GidCache()
+    specs = [PerftestSpec("gpu001", "gpu002", src_nic=f"mlx5_{rail}") for rail in range(4)]
+    records = await asyncio.gather(*(run_perftest(fleet.pool, s, ports=ports, gids=gids) for s in specs))
+    assert all(r.ok for r in records), [r.result for r in records]
+    assert len({r.params["port"] for r in records}) == 4
+    assert ports.held("gpu002") == frozenset()
+
+
+async def test_a_busy_port_is_skipped(fleet: Fleet) -> None:
+    stop = asyncio.Event()
+    squatter = asyncio.ensure_future(fleet.pool.stream(
+        "gpu002", command("ib_send_lat", "-d", "mlx5_0", "-p", 18600), lambda _line: None,
+        first_line_timeout_s=10, line_timeout_s=10, stop=stop,
+    ))  # someone else's server, waiting on port 18600 for a client that never comes
+    assert await fleet.wait_until(lambda: ("gpu002", 18600) in fleet.perftest_servers())
+    record = await run_perftest(fleet.pool, PerftestSpec("gpu001", "gpu002"), ports=PortAllocator(offset=0))
+    assert record.ok, record.result
+    assert record.params["port"] == 18601
+    assert "Couldn't listen to port 18600" in record.raw
+    assert fleet.perftest_servers() == [("gpu002", 18600)]  # the other server is left alone
+    stop.set()
+    await asyncio.wait_for(squatter, 5)
+
+
+async def test_unreachable_node_fails_fast(tmp_path: Path) -> None:
+    faults = '[[faults]]\nkind = "node_unreachable"\ntarget = "gpu002"\nat = 0\n'
+    fleet = await start_fleet(tmp_path, fabric_text(faults=faults))
+    try:
+        started = time.monotonic()
+        record = await run_perftest(fleet.pool, PerftestSpec("gpu001", "gpu002"))
+        assert time.monotonic() - started < 2
+        assert not record.ok
+        assert record.result["failed_host"] == "gpu002"
+        assert "unreachable" in record.result["error"] and "refused" in record.result["error"]
+    finally:
+        await fleet.pool.close()
+        await fleet.server.close()
+
+
+async def test_infiniband_needs_no_gid_index(tmp_path: Path) -> None:
+    fleet = await start_fleet(tmp_path, fabric_text(link_layer="ib"))
+    try:
+        record = await run_perftest(fleet.pool, PerftestSpec("gpu001", "gpu004", test="ib_write_lat"))
+        assert record.ok, record.result
+        assert record.params["gid_index"] == {"client": None, "server": None}
+        assert " -x " not in record.raw
+    finally:
+        await fleet.pool.close()
+        await fleet.server.close()
