@@ -18,6 +18,11 @@ What it reads, every interval:
   NVLink CRC/replay/recovery errors summed over links, and XIDs from an NVML
   event set polled without blocking.
 
+The file is written for Python 3.11 with annotations; what is sent
+(``collectors.agent_reader.agent_source()``) has annotations and docstrings
+stripped so that a node's python3 from 3.6 on (RHEL 8) runs it, and no
+standard-library call newer than 3.6 is used here.
+
 Tools are run with an argument list (no shell); the only argument taken from
 the machine, a netdev name, must look like an interface name. A field NVML
 does not support is ``null``; read problems go to ``errors`` and are never
@@ -153,8 +158,12 @@ def run_tool(argv: list[str], errors: list[str]) -> str | None:
         errors.append(f"{argv[0]}: not installed")
         return None
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, errors="replace",
-                              timeout=TOOL_TIMEOUT_S, stdin=subprocess.DEVNULL, check=False)
+        # capture_output= and text= are Python 3.7+; nodes may have 3.6
+        done = subprocess.run(  # noqa: UP022
+            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            universal_newlines=True,  # noqa: UP021
+            errors="replace", timeout=TOOL_TIMEOUT_S, stdin=subprocess.DEVNULL, check=False,
+        )
     except subprocess.TimeoutExpired:
         errors.append(f"{' '.join(argv)}: no answer within {TOOL_TIMEOUT_S:g} s")
         return None
