@@ -750,8 +750,15 @@ def _perfquery_basic(lid: int, port: int, counters: dict[str, int]) -> list[str]
     return lines
 
 
+def _has_lid(nodes: tuple[NodeView, ...], lid: int) -> bool:
+    return any(nic.lid == lid for node in nodes for nic in node.nics if nic.link_layer == "InfiniBand")
+
+
 def _nic_by_lid(ctx: ToolContext, lid: int) -> NicView | None:
-    nodes = ctx.all_nodes() or ((ctx.node,) if ctx.node else ())
+    """The IB port with ``lid``: this node's own first (cheap), then the whole fabric's."""
+    nodes: tuple[NodeView, ...] = (ctx.node,) if ctx.node else ()
+    if not _has_lid(nodes, lid):
+        nodes = ctx.all_nodes()
     for node in nodes:
         for nic in node.nics:
             if nic.link_layer == "InfiniBand" and nic.lid == lid:
