@@ -160,7 +160,9 @@ class SshPool:
     """Run commands and streams on many hosts over one reused connection each.
 
     Use from one asyncio event loop. ``hosts`` are the inventory's hosts;
-    ``known_hosts`` None means ``~/.ssh/known_hosts``. ``on_event`` receives
+    ``known_hosts`` None means ``~/.ssh/known_hosts`` (the one file is used for
+    every host, ``UserKnownHostsFile`` in ``~/.ssh/config`` is not consulted,
+    and a jump host is checked against it too). ``on_event`` receives
     ``tofu_host_key`` events (the store records them). ``clock`` (monotonic
     seconds) and ``rng`` drive the reconnect backoff and can be replaced in tests.
     """
