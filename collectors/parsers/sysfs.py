@@ -93,6 +93,8 @@ class _Builder:
         self.devices: dict[str, dict[str, str]] = {}
         # directory path -> (accumulator, kind) or (device attrs, prefix); None = not sysfs
         self._dirs: dict[str, tuple[_Acc | dict[str, str], str] | None] = {}
+        # directory -> its counters or hw_counters dict: the hot path of grep -H dumps
+        self.counter_dirs: dict[str, dict[str, int]] = {}
 
     def acc(self, device: str, port: int | None) -> _Acc:
         key = (device, port)
@@ -138,8 +140,10 @@ class _Builder:
                 acc = self.acc(device, port)
                 if rest == [_COUNTERS]:
                     target = (acc, _COUNTERS)
+                    self.counter_dirs[directory] = acc.counters
                 elif rest == [_HW]:
                     target = (acc, _HW)
+                    self.counter_dirs[directory] = acc.hw
                 else:
                     target = (acc, _ATTR + ":" + "/".join(rest))
         elif "infiniband" in segs:
@@ -238,20 +242,32 @@ def parse_sysfs(text: str) -> SysfsResult:
     lines = text.splitlines()
     section: tuple[_Acc, str] | None = None  # show_counters "Port N hw counters:"
     pending: tuple[str, int] | None = None  # "=== path ===" waiting for its value
-    i = 0
-    n = len(lines)
-    while i < n:
-        line = lines[i]
-        line_no = i + 1
-        i += 1
-        if not line.strip():
-            pending = None
+    counter_dirs = b.counter_dirs
+    skip_to = 0  # a ttar record consumed the lines before this number
+    for line_no, line in enumerate(lines, 1):
+        if line_no < skip_to:
             continue
         head = line[:1]
         if head == "/" or head == ".":
             path, sep, value = line.partition(":")
-            if sep and b.put_path(path, value.strip(), line_no, line):
-                continue
+            if sep:
+                directory, _, name = path.rpartition("/")
+                counters = counter_dirs.get(directory)
+                if counters is not None and name.isidentifier():
+                    try:
+                        number = int(value)
+                    except ValueError:
+                        pass
+                    else:
+                        if name in counters:
+                            log.add(line_no, line, f"{name} seen twice; last value kept")
+                        counters[name] = number
+                        continue
+                if b.put_path(path, value.strip(), line_no, line):
+                    continue
+        elif not line or line.isspace():
+            pending = None
+            continue
         if pending is not None:
             if not b.put_path(pending[0], line.strip(), line_no, line, bare_ok=True):
                 log.unknown(pending[1], pending[0], "not an InfiniBand sysfs file")
@@ -261,7 +277,7 @@ def parse_sysfs(text: str) -> SysfsResult:
             pending = (line[4:-4].strip(), line_no)
             continue
         if line.startswith("Path: "):
-            i = _ttar(lines, i - 1, line[6:].strip(), b, log)
+            skip_to = _ttar(lines, line_no - 1, line[6:].strip(), b, log) + 1
             continue
         if line.startswith(("Directory: ", "Mode: ", "# ttar ")):
             continue
