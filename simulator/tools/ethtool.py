@@ -291,6 +291,8 @@ def ethtool(ctx: ToolContext, argv: list[str]) -> ToolOutput:
         nic = _find_nic(ctx, args[1])
         if nic is None:
             return ToolOutput("", "Cannot get stats strings information: No such device\n", 96)
+        if not nic.ethtool:
+            return ToolOutput("", "no stats available\n", 94)
         body = "".join(f"     {name}: {value}\n" for name, value in nic.ethtool.items())
         return ToolOutput("NIC statistics:\n" + body)
     if len(args) == 2 and args[0] in ("-m", "--dump-module-eeprom", "--module-info"):

@@ -104,6 +104,8 @@ def test_stats_of_an_unknown_netdev() -> None:
         96,
     )
     assert run("-S").exit_status == 1
+    silent = replace(make_node(0), nics=(make_nic(0, ethtool={}),))
+    assert run("-S", "ens1np0", node=silent).stderr == "no stats available\n"
 
 
 # --- -m ---------------------------------------------------------------------
