@@ -47,7 +47,7 @@ async def run_python(machine: Machine, argv: list[str], io: StreamIO) -> int:
     if words[:1] in (["--version"], ["-V"]):
         io.stdout(PYTHON_VERSION + "\n")
         return 0
-    if "-c" not in words or machine.role != "node":
+    if "-c" not in words or "--interval" not in " ".join(words) or machine.role != "node":
         io.stderr("python3: the simulated node runs only the fleet agent (python3 -u -c <agent> --interval N)\n")
         return 2
     agent_args = words[words.index("-c") + 2 :]

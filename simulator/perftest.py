@@ -67,7 +67,7 @@ class PerftestArgs:
     ib_port: int = 1
     gid_index: int | None = None
     port: int = DEFAULT_PORT
-    size_bytes: int = 2
+    size_bytes: int | None = None  # perftest's default: 2 for latency, 65536 for bandwidth
     iterations: int | None = None
     duration_s: float | None = None
     all_sizes: bool = False
@@ -83,7 +83,9 @@ class PerftestArgs:
     def sizes(self) -> list[int]:
         if self.all_sizes:
             return [2**k for k in range(1, 24)]
-        return [self.size_bytes]
+        if self.size_bytes is not None:
+            return [self.size_bytes]
+        return [2 if self.kind == "lat" else 65536]
 
     def iters(self) -> int:
         return self.iterations if self.iterations is not None else (1000 if self.kind == "lat" else 5000)
@@ -412,7 +414,7 @@ def parse_mpirun(argv: list[str]) -> tuple[list[tuple[str, int]], int | None, li
 async def run_nccl(machine: Machine, argv: list[str], io: StreamIO) -> int:
     """``all_reduce_perf`` on this node, or ``mpirun ... all_reduce_perf`` across nodes."""
     model = machine.model
-    hosts = [(machine.host, 8)]
+    hosts = [(machine.host, 1)]  # all_reduce_perf alone: one process driving -g GPUs
     np_total: int | None = None
     program = argv
     try:
