@@ -1,0 +1,169 @@
+"""Which part explains a link test's bad pairs: a NIC, its cable, a leaf or a spine.
+
+Why: a matrix of 8,128 pair latencies per rail says *that* something is wrong;
+the engineer needs the one part to replace. Each probe (one flow between two
+NICs) crosses known parts: the client's NIC and cable, its leaf, a spine when
+the two NICs sit behind different leaves, the far leaf, the far cable and NIC.
+A part is suspect when every probe that crosses it is bad (at least
+``min_probes`` of them); the suspects are chosen greedily, the one that
+explains the most still-unexplained bad probes first, so a dead leaf is named
+once rather than as each of its NICs.
+
+- NIC: all of its pairs are bad. Its cable carries exactly the same probes, so
+  the two are told apart by the local checks (optics, symbol errors, link
+  flaps, LLDP): a NIC whose cable was flagged is reported as ``cable``.
+- leaf: all pairs through it are bad.
+- spine: the probes whose flows crossed it are bad and the others are not.
+  That needs each flow's spine (``Probe.spine``), known from the switch
+  counters or the hash; several flow labels / QPs per pair spread one pair's
+  flows over several spines. When the spines are unknown and the leftover bad
+  probes all cross leaves while same-leaf probes are clean, the suspect is the
+  spine layer between those leaves (``spine`` with part ``spines``).
+
+Pure: no I/O. Latencies in microseconds.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+KINDS = ("nic", "cable", "leaf", "spine")
+
+OUTLIER_FACTOR = 2.0
+"""A pair is an outlier when its p99 is this many times the rail's median p99: healthy
+RoCE pairs on one fabric sit within ~30 % of each other (same hop count), while a lossy
+link adds retransmission timeouts of tens of microseconds."""
+OUTLIER_FLOOR_USEC = 3.0
+"""... and at least this much above the median, so a 1.6 us fabric with 0.2 us jitter
+does not flag a 3.3 us pair that is only noise."""
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """One measured flow from NIC (src, rail) to NIC (dst, rail)."""
+
+    src: str
+    dst: str
+    rail: int
+    bad: bool
+    spine: str | None = None
+    """The spine the flow crossed, when known; None when unknown or when it stayed on one leaf."""
+
+
+@dataclass(frozen=True, slots=True)
+class Suspect:
+    """A part that explains bad probes; ``bad``/``total``: probes crossing it."""
+
+    kind: str  # "nic" | "cable" | "leaf" | "spine"
+    part: str  # "gpu003:mlx5_2", "leaf09", "spine02", "spines"
+    node: str = ""
+    nic: str = ""
+    switch: str = ""
+    bad: int = 0
+    total: int = 0
+    explains: int = 0
+    """Bad probes this suspect explains that no earlier suspect did."""
+    reason: str = ""
+
+
+def is_outlier(p99_usec: float | None, median_usec: float) -> bool:
+    """A failed probe (None) or one far above the rail's median (see OUTLIER_*)."""
+    if p99_usec is None:
+        return True
+    return p99_usec > OUTLIER_FACTOR * median_usec and p99_usec - median_usec > OUTLIER_FLOOR_USEC
+
+
+def rail_medians(p99s: Iterable[tuple[int, float | None]]) -> dict[int, float]:
+    """Median p99 of each rail's successful probes: (rail, p99 or None) in."""
+    by_rail: dict[int, list[float]] = defaultdict(list)
+    for rail, p99 in p99s:
+        if p99 is not None:
+            by_rail[rail].append(p99)
+    return {rail: statistics.median(values) for rail, values in by_rail.items()}
+
+
+def localize(
+    probes: Sequence[Probe],
+    leaf_of: Mapping[tuple[str, int], str],
+    *,
+    nic_name: Mapping[int, str] | None = None,
+    cable_flagged: Iterable[tuple[str, int]] = (),
+    min_probes: int = 2,
+) -> list[Suspect]:
+    """The parts that explain the bad ``probes``, most explaining first.
+
+    ``leaf_of[(node, rail)]``: the leaf that NIC is cabled to (as LLDP sees it).
+    ``nic_name[rail]``: the device name (default ``mlx5_<rail>``).
+    ``cable_flagged``: NICs whose cable the local checks found at fault.
+    """
+    names = nic_name or {}
+    flagged = set(cable_flagged)
+    crossing: dict[str, list[int]] = defaultdict(list)
+    meta: dict[str, Suspect] = {}
+    cross_leaf: list[int] = []
+    same_leaf: list[int] = []
+    for k, probe in enumerate(probes):
+        parts: list[tuple[str, Suspect]] = []
+        for node in (probe.src, probe.dst):
+            device = names.get(probe.rail, f"mlx5_{probe.rail}")
+            kind = "cable" if (node, probe.rail) in flagged else "nic"
+            parts.append((f"nic:{node}:{probe.rail}", Suspect(kind, f"{node}:{device}", node=node, nic=device)))
+        leaves = {leaf_of.get((probe.src, probe.rail), ""), leaf_of.get((probe.dst, probe.rail), "")} - {""}
+        for leaf in leaves:
+            parts.append((f"leaf:{leaf}", Suspect("leaf", leaf, switch=leaf)))
+        if len(leaves) > 1:
+            cross_leaf.append(k)
+            if probe.spine:
+                parts.append((f"spine:{probe.spine}", Suspect("spine", probe.spine, switch=probe.spine)))
+        elif leaves:
+            same_leaf.append(k)
+        for key, suspect in parts:
+            crossing[key].append(k)
+            meta.setdefault(key, suspect)
+    bad = {k for k, probe in enumerate(probes) if probe.bad}
+    candidates = {key: ks for key, ks in crossing.items() if len(ks) >= min_probes and all(k in bad for k in ks)}
+    suspects: list[Suspect] = []
+    unexplained = set(bad)
+    while unexplained and candidates:
+        key = max(candidates, key=lambda c: (len(unexplained & set(candidates[c])), _specific(c), c))
+        ks = candidates.pop(key)
+        covered = unexplained & set(ks)
+        if not covered:
+            break
+        unexplained -= covered
+        base = meta[key]
+        suspects.append(_with_counts(base, len(ks), len(ks), len(covered), _reason(base, len(ks))))
+    cross = set(cross_leaf)
+    if unexplained and unexplained <= cross and not any(probes[k].spine for k in unexplained):
+        cross_bad = len(cross & bad)
+        suspects.append(Suspect(
+            "spine", "spines", bad=cross_bad, total=len(cross), explains=len(unexplained),
+            reason=(f"{cross_bad} of {len(cross)} probes between leaves bad, none of the {len(same_leaf)} "
+                    "within a leaf left unexplained; which spine each flow took is unknown"),
+        ))  # fmt: skip
+    return suspects
+
+
+def _specific(key: str) -> int:
+    """Tie-break: name the narrower part (a NIC before a leaf before a spine)."""
+    return {"nic": 3, "spine": 2, "leaf": 1}[key.split(":")[0]]
+
+
+def _with_counts(base: Suspect, bad: int, total: int, explains: int, reason: str) -> Suspect:
+    return Suspect(base.kind, base.part, base.node, base.nic, base.switch, bad, total, explains, reason)
+
+
+def _reason(suspect: Suspect, count: int) -> str:
+    what = {
+        "nic": f"all {count} probes of {suspect.part} bad",
+        "cable": f"all {count} probes of {suspect.part} bad and its cable failed the local checks",
+        "leaf": f"all {count} probes through {suspect.part} bad",
+        "spine": f"all {count} probes whose flows crossed {suspect.part} bad",
+    }
+    return what[suspect.kind]
+
+
+__all__ = ["KINDS", "Probe", "Suspect", "is_outlier", "localize", "rail_medians"]
