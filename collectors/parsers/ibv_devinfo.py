@@ -35,7 +35,7 @@ class IbvPort:
     active_speed_gbps: float | None  # -v only: per-lane speed, "25.0 Gbps (32)" -> 25.0
     rate_gbps: float | None  # lanes x per-lane speed, when -v printed both
     phys_state: str  # -v only: "LINK_UP"
-    gids: tuple[str, ...]  # -v only, GID table in index order as printed
+    gids: tuple[str, ...]  # -v only, GID table in index order as printed (not in attributes)
     attributes: dict[str, str] = field(default_factory=dict)
 
 
@@ -144,7 +144,7 @@ def _finish_port(number: int, block: _Block, what: str, log: ProblemLog) -> IbvP
         rate_gbps=rate,
         phys_state=_coded(f.get("phys_state", ""))[0],
         gids=tuple(block.gids),
-        attributes={k: v for k, v in f.items() if k not in _PORT_FIELDS},
+        attributes={k: v for k, v in f.items() if k not in _PORT_FIELDS and not k.startswith("GID[")},
     )
 
 
