@@ -1,0 +1,223 @@
+"""The simulated fleet over real SSH: asyncssh and OpenSSH clients, host keys, and the SSH-level faults."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import asyncssh
+import pytest
+from sim_helpers import small_scenario
+
+from collectors.inventory import load_inventory
+from simulator.main import READY_LINE, serve
+
+FAULTS = """
+[[faults]]
+kind = "node_unreachable"
+target = "gpu006"
+
+[[faults]]
+kind = "node_hang"
+target = "gpu007"
+
+[[faults]]
+kind = "slow_node"
+target = "gpu008"
+delay = 0.5
+"""
+
+
+@pytest.fixture
+async def fleet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Path]:
+    """A running 8-node simulator; yields its state directory."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+    state = tmp_path / "state"
+    stop = asyncio.Event()
+    ready = asyncio.Event()
+    task = asyncio.create_task(serve(small_scenario(FAULTS), state, ready=lambda _line: ready.set(), stop=stop))
+    await asyncio.wait_for(ready.wait(), 10)
+    yield state
+    stop.set()
+    assert await asyncio.wait_for(task, 10) == 0
+
+
+def endpoint(state: Path, name: str) -> tuple[str, int]:
+    host = load_inventory(state / "inventory.toml").host(name)
+    assert host.port is not None
+    return host.address, host.port
+
+
+async def connect(state: Path, name: str, known_hosts: str | None = None) -> asyncssh.SSHClientConnection:
+    address, port = endpoint(state, name)
+    return await asyncio.wait_for(
+        asyncssh.connect(
+            address,
+            port,
+            username="fleet",
+            client_keys=[str(state / "id_ed25519")],
+            known_hosts=known_hosts or str(state / "known_hosts"),
+            agent_path=None,
+            config=[],
+        ),
+        10,
+    )
+
+
+async def test_state_dir_and_inventory(fleet: Path) -> None:
+    inventory = load_inventory(fleet / "inventory.toml")
+    assert [h.name for h in inventory.nodes][:2] == ["gpu001", "gpu002"]
+    assert len(inventory.nodes) == 8 and len(inventory.switches) == 18
+    assert inventory.host("leaf09").os == "sonic" and inventory.host("spine01").role == "spine"
+    assert inventory.host("head01").role == "head"
+    assert len(inventory.cabling) == 64 and inventory.cabling[0].port == "swp1"
+    assert (inventory.cabling[9].node, inventory.cabling[9].switch) == ("gpu002", "leaf02")
+    assert (fleet / "id_ed25519").stat().st_mode & 0o777 == 0o600
+    addresses = {h.address for h in inventory.hosts}
+    assert len(addresses) == len(inventory.hosts)  # one loopback address per machine
+    keys = {line.split()[2] for line in (fleet / "known_hosts").read_text().splitlines()}
+    assert len(keys) == len(inventory.hosts)  # and one host key each
+
+
+async def test_asyncssh_client_runs_commands(fleet: Path) -> None:
+    async with await connect(fleet, "gpu001") as conn:
+        result = await conn.run("hostname; ibstat mlx5_0 | head", check=False)
+        assert result.exit_status == 2  # pipes are refused, as documented
+        result = await conn.run("hostname; ibstat mlx5_0", check=False)
+        assert result.exit_status == 0
+        assert str(result.stdout).startswith("gpu001\nCA 'mlx5_0'\n")
+        result = await conn.run("nosuch", check=False)
+        assert (result.exit_status, result.stderr) == (127, "sh: 1: nosuch: not found\n")
+    async with await connect(fleet, "head01") as conn:
+        result = await conn.run("squeue -h -o '%i %u %N'", check=False)
+        assert result.exit_status == 0 and "gpu[001-006]" in str(result.stdout)
+
+
+async def test_interactive_shell(fleet: Path) -> None:
+    async with await connect(fleet, "leaf01") as conn:
+        process = await conn.create_process()
+        process.stdin.write("hostname\nnv show router adaptive-routing\nexit\n")
+        output = await asyncio.wait_for(process.stdout.read(), 10)
+        await process.wait()
+        assert output.startswith("leaf01\n") and "operational" in output
+
+
+async def test_wrong_known_hosts_is_refused(fleet: Path, tmp_path: Path) -> None:
+    lines = (fleet / "known_hosts").read_text().splitlines()
+    other_key = lines[1].split()[1:]  # gpu002's key
+    wrong = tmp_path / "wrong_known_hosts"
+    wrong.write_text(f"{lines[0].split()[0]} {' '.join(other_key)}\n")  # gpu001's address, gpu002's key
+    with pytest.raises(asyncssh.HostKeyNotVerifiable):
+        await connect(fleet, "gpu001", str(wrong))
+
+
+async def test_wrong_client_key_is_refused(fleet: Path, tmp_path: Path) -> None:
+    address, port = endpoint(fleet, "gpu001")
+    with pytest.raises(asyncssh.PermissionDenied):
+        await asyncssh.connect(
+            address, port, username="fleet", client_keys=[asyncssh.generate_private_key("ssh-ed25519")],
+            known_hosts=str(fleet / "known_hosts"), agent_path=None, config=[],
+        )  # fmt: skip
+
+
+async def test_node_unreachable_refuses(fleet: Path) -> None:
+    with pytest.raises(ConnectionRefusedError):
+        await connect(fleet, "gpu006")
+
+
+async def test_node_hang_accepts_but_never_answers(fleet: Path) -> None:
+    async with await connect(fleet, "gpu007") as conn:
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(conn.run("hostname"), 0.5)
+
+
+async def test_slow_node_answers_late(fleet: Path) -> None:
+    async with await connect(fleet, "gpu008") as conn:
+        started = time.monotonic()
+        result = await asyncio.wait_for(conn.run("hostname"), 5)
+        assert result.stdout == "gpu008\n"
+        assert time.monotonic() - started >= 0.5
+
+
+async def test_perftest_over_ssh_server_exits_after_client(fleet: Path) -> None:
+    async with await connect(fleet, "gpu002") as server_conn, await connect(fleet, "gpu004") as client_conn:
+        server = await server_conn.create_process("ib_write_lat -d mlx5_1 -p 18700")
+        banner = await asyncio.wait_for(server.stdout.readuntil("connect... *\n"), 5)
+        assert "Waiting for client" in banner
+        client = await asyncio.wait_for(client_conn.run("ib_write_lat -d mlx5_1 -p 18700 gpu002"), 10)
+        assert client.exit_status == 0 and "t_typical" in str(client.stdout)
+        completed = await asyncio.wait_for(server.wait(), 5)
+        assert completed.exit_status == 0 and "t_typical" in str(completed.stdout)
+
+
+async def test_agent_stream_over_ssh_ends_when_the_channel_closes(fleet: Path) -> None:
+    async with await connect(fleet, "gpu003") as conn:
+        process = await conn.create_process("python3 -u -c 'agent' --interval 0.05")
+        first = await asyncio.wait_for(process.stdout.readline(), 5)
+        assert '"schema": "fleet-agent/1"' in first
+        process.stdin.write_eof()
+        await asyncio.wait_for(process.wait(), 5)
+
+
+@pytest.mark.skipif(shutil.which("ssh") is None, reason="the OpenSSH client (ssh) is not installed here")
+async def test_openssh_client(fleet: Path, tmp_path: Path) -> None:
+    address, port = endpoint(fleet, "gpu001")
+    base = ["ssh", "-F", "/dev/null", "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes",
+            "-i", str(fleet / "id_ed25519"), "-p", str(port)]  # fmt: skip
+    good = await asyncio.create_subprocess_exec(
+        *base, "-o", f"UserKnownHostsFile={fleet / 'known_hosts'}", address, "ibstat",
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(good.communicate(), 20)
+    assert good.returncode == 0, err
+    from collectors.parsers.ibstat import parse_ibstat
+
+    assert len(parse_ibstat(out.decode()).devices) == 8
+    empty = tmp_path / "empty_known_hosts"
+    empty.write_text("")
+    refused = await asyncio.create_subprocess_exec(
+        *base, "-o", f"UserKnownHostsFile={empty}", "-o", "StrictHostKeyChecking=yes", address, "ibstat",
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(refused.communicate(), 20)
+    assert refused.returncode == 255 and out == b""
+    assert b"Host key verification failed" in err
+
+
+def test_sigterm_exits_cleanly(tmp_path: Path) -> None:
+    env = {**os.environ, "HOME": str(tmp_path)}
+    process = subprocess.Popen(
+        [sys.executable, "-c", "from console.cli import main; main()", "sim", "--scenario", "acceptance",
+         "--nodes", "4", "--state-dir", str(tmp_path / "state")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        expected = READY_LINE.format(nodes=4, switches=16, path=tmp_path / "state" / "inventory.toml")
+        assert line.rstrip("\n") == expected
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=10) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def test_bad_scenario_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[fabric]\nnodes = 4\nspines = \"two\"\n")
+    result = subprocess.run(
+        [sys.executable, "-c", "from console.cli import main; main()", "sim", "--scenario", str(bad)],
+        capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr == f"fleet sim: {bad}:3: [fabric] key 'spines': must be an integer, got 'two'\n"
