@@ -149,7 +149,7 @@ def parse_nccl(text: str) -> Nccl:
             body = stripped.lstrip("#").strip()
             if not _LAYOUT.match(body):
                 notes.append(body)
-        elif columns and re.match(r"^\d", stripped):
+        elif columns and stripped[0].isdigit():
             row = _row(stripped.split(), columns)
             if row is None:
                 problems.unknown(number, line, "result row does not match the column header")

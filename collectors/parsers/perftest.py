@@ -165,7 +165,7 @@ def parse_perftest(text: str) -> Perftest:
         if stripped.startswith("#bytes"):
             columns = _columns(line)
             continue
-        if columns and re.match(r"^\d", stripped):
+        if columns and stripped[0].isdigit():
             raw_rows.append((number, line, stripped.split()))
             continue
         if _WARNING.search(line):

@@ -32,6 +32,7 @@ from collectors.parsers.textscan import (
 )
 
 KIND = "nvue-counters"
+_BYTES = re.compile(r"\s*\bBytes?$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,8 +70,10 @@ def _cell(text: str) -> tuple[int | float | None, str]:
     """(value, unit) of one printed cell: integers stay integers."""
     if is_na(text):
         return None, ""
-    unit = "bytes" if re.search(r"\bBytes?$", text) else ""
-    number = re.sub(r"\s*Bytes?$", "", text.strip())
+    stripped = text.strip()
+    match = _BYTES.search(stripped)
+    unit = "bytes" if match else ""
+    number = stripped[: match.start()] if match else stripped
     whole = to_int(number)
     return (whole if whole is not None else to_float(number)), unit
 
@@ -146,7 +149,7 @@ def _parse_tables(text: str) -> NvueCounters:
         if not stripped:
             header, spans = None, []
             continue
-        if re.fullmatch(r"=+", stripped) and pending_title is not None:
+        if pending_title is not None and set(stripped) == {"="}:
             section, pending_title = pending_title, None
             continue
         if stripped == "Kernel Interface table":
@@ -185,7 +188,7 @@ def _parse_tables(text: str) -> NvueCounters:
             continue
         # A title (followed by ===) or a table header (followed by ---).
         next_line = lines[number] if number < len(lines) else ""
-        if re.fullmatch(r"=+", next_line.strip()):
+        if next_line.strip() and set(next_line.strip()) == {"="}:
             pending_title = stripped
         elif is_rule(next_line):
             header = line

@@ -35,6 +35,7 @@ KINDS = ("sonic-counters", "sonic-pfc", "sonic-queue")
 
 _RATE_UNITS = {"B/s": 1.0, "KB/s": 1e3, "MB/s": 1e6, "GB/s": 1e9}
 _NAMESPACE = re.compile(r"^For namespace\s*(\S*?)\s*:?\s*$")
+_QUEUE = re.compile(r"([A-Za-z]+)(\d+)")
 _NOTE = re.compile(r"(?i)^(reminder|last cached time|the rates are calculated|note)\b")
 
 
@@ -277,7 +278,7 @@ def parse_sonic_queue(text: str) -> SonicQueue:
         for number, line, cells in table.rows:
             named = dict(zip(table.columns, cells, strict=False))
             queue = named.get("TxQ", "")
-            match = re.fullmatch(r"([A-Za-z]+)(\d+)", queue)
+            match = _QUEUE.fullmatch(queue)
             values = {
                 field: _counter(named[column], column, number, line, problems)
                 for column, field in _QUEUE_COLUMNS.items()
