@@ -108,9 +108,16 @@ def _summary(kind: str, detected: bool, result: Any) -> str:
 @click.option("--json", "as_json", is_flag=True, help='Print {"kind": ..., "result": ...} as JSON.')
 @click.option("--list", "list_kinds", is_flag=True, help="List the kinds and exit.")
 def parse(args: tuple[str, ...], as_json: bool, list_kinds: bool) -> None:
-    """Parse FILE (``-`` for stdin) as KIND, or detect the kind when KIND is left out.
+    """Parse FILE ('-' for stdin) as KIND, or detect the kind when KIND is left out.
 
-    Floats in --json: NaN is null, infinities are "inf" / "-inf".
+    \b
+    Examples:
+      fleet parse --list
+      fleet parse perftest ib_write_bw.txt --json
+      ssh node1 nvidia-smi topo -m | fleet parse -
+
+    Without --json a short summary is printed. Floats in --json: NaN is
+    null, infinities are "inf" / "-inf".
     """
     if list_kinds:
         if args:
