@@ -32,6 +32,7 @@ from console.screens.node import NodeScreen
 from console.screens.topology import TopologyScreen
 from console.theming import load_themes, stylesheet_path
 from console.view_model import ConsoleView
+from fabric.records import HostStatus
 
 REPLAY_STEP_S = 60.0
 REPLAY_BIG_STEP_S = 600.0
@@ -103,11 +104,15 @@ class FleetApp(App[None]):
             self.refreshes_skipped += 1
             return
         self._refreshing = True
-        self.refresh_view(self.cursor_ts)
+        self.refresh_view(self.cursor_ts, first=self.view is None)
 
     @work(group="refresh", exit_on_error=False)
-    async def refresh_view(self, cursor_ts: float | None) -> None:
+    async def refresh_view(self, cursor_ts: float | None, first: bool = False) -> None:
+        """Read one view. The very first read is done twice: states only (every node on screen
+        at once), then with values, so a large store never shows an empty screen."""
         try:
+            if first:
+                self.post_message(SnapshotLoaded(await self.feed.load_view(cursor_ts, with_values=False)))
             view = await self.feed.load_view(cursor_ts)
             self.post_message(SnapshotLoaded(view))
         finally:
@@ -135,13 +140,15 @@ class FleetApp(App[None]):
     # --- collector (live, with an inventory)
     @work(group="collector", exit_on_error=False)
     async def collect(self) -> None:
-        await run_collector(
-            self.inventory, self.config.db_path,
-            on_status=lambda status: self.post_message(HostStatusChanged(status)),
-            on_round=lambda summary: self.post_message(CollectorRoundFinished(
-                summary.ts, summary.hosts_ok, dict(summary.hosts_failed), summary.samples)),
-            on_writer_problem=self._writer_problem,
-        )
+        await run_collector(self.inventory, self.config.db_path, on_status=self._status_seen,
+                            on_round=self._round_done, on_writer_problem=self._writer_problem)
+
+    def _status_seen(self, status: HostStatus) -> None:
+        self.post_message(HostStatusChanged(status))
+
+    def _round_done(self, summary: Any) -> None:
+        self.post_message(CollectorRoundFinished(
+            summary.ts, summary.hosts_ok, dict(summary.hosts_failed), summary.samples))
 
     def _writer_problem(self, problem: str) -> None:
         self.writer_problem = problem

@@ -39,13 +39,14 @@ class Feed:
         self._refresh_s = refresh_s
         self.now = now
 
-    async def load_view(self, cursor_ts: float | None) -> ConsoleView:
+    async def load_view(self, cursor_ts: float | None, *, with_values: bool = True) -> ConsoleView:
         now_ts = self.now()
         clock = time.monotonic()
         thresholds, refresh_s = self._thresholds, self._refresh_s
 
         def read(loader: SnapshotLoader) -> ConsoleView:
-            return build_view(loader.load(cursor_ts, now_ts, clock), thresholds, refresh_s)
+            snapshot = loader.load(cursor_ts, now_ts, clock, with_values=with_values)
+            return build_view(snapshot, thresholds, refresh_s)
 
         return await self._thread.call(read)
 
@@ -60,13 +61,12 @@ class Feed:
 async def run_collector(
     inventory: Any,
     db_path: Path,
-    on_status: Callable[[HostStatus], object],
-    on_round: Callable[[Any], object],
+    on_status: Callable[[HostStatus], None],
+    on_round: Callable[[Any], None],
     on_writer_problem: Callable[[str], None],
 ) -> None:
     """Collect from the inventory into the store until cancelled (live mode only)."""
     from collectors.engine import Collector
-
     from store.writer import StoreWriter
 
     writer = StoreWriter(db_path)
@@ -80,9 +80,7 @@ async def run_collector(
         on_writer_problem(problem)
         on_round(summary)
 
-    collector = Collector(
-        inventory, writer, interval_s=inventory.interval_s, on_status=on_status, on_round=round_done
-    )
+    collector = Collector(inventory, writer, on_status=on_status, on_round=round_done)
     try:
         await collector.run()
     finally:

@@ -1,4 +1,4 @@
-"""The last hour of one node, read from the store for the Node screen's plots.
+"""One node read from the store for the Node screen: all its values, and its last hour.
 
 Runs on the reader thread. Throughput and pauses are summed over the node's
 NICs; latency comes from the store's probes where the node was either end.
@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from console.widgets.plot import PlotData, PlotSeries
+from fabric.samples import SeriesKey
 
 HISTORY_S = 3600.0
 
@@ -23,6 +24,10 @@ class SeriesLike(Protocol):
 
 
 class HistoryReading(Protocol):
+    def latest(self, hosts: Sequence[str] | None = None,
+               metrics: Sequence[str] | None = None) -> Sequence[tuple[str, str, str, str, float, float]]: ...
+    def as_of(self, ts: float, hosts: Sequence[str] | None = None,
+              metrics: Sequence[str] | None = None) -> Sequence[tuple[str, str, str, str, float, float]]: ...
     def series(self, host: str, metric: str, device: str = "", port: str = "", *,
                start: float, end: float, resolution: str = "auto") -> SeriesLike: ...
     def probes(self, kind: str | None = None, since: float | None = None, until: float | None = None,
@@ -36,6 +41,13 @@ class NodeHistory:
     throughput: PlotData
     pauses: PlotData
     latency: PlotData
+
+
+def load_values(reader: HistoryReading, host: str, moment_ts: float, live: bool) -> dict[SeriesKey, float]:
+    """Every value of one node at the moment shown (the fleet read keeps only what the fleet
+    table needs)."""
+    points = reader.latest(hosts=[host]) if live else reader.as_of(moment_ts, hosts=[host])
+    return {(metric, device, port): value for _h, metric, device, port, _ts, value in points}
 
 
 def _summed(reader: HistoryReading, host: str, metric: str, ports: Sequence[tuple[str, str]],

@@ -109,9 +109,11 @@ def _state_text(snapshot: Snapshot, name: str, health: Health) -> str:
     """The collection state when it is the story (down, auth failed, key changed, slow,
     connecting), else the node's health."""
     status = snapshot.statuses.get(name)
-    if status is not None and status.state not in (HostState.OK,):
+    if not snapshot.complete and health is not Health.DOWN:
+        return "reading…"
+    if status is not None and status.state is not HostState.OK:
         return status.state.value
-    return "no data" if health is Health.UNKNOWN and status is None else health.value
+    return "no data" if health is Health.UNKNOWN else health.value
 
 
 def _mean(values: list[float]) -> float | None:
@@ -136,6 +138,8 @@ def build_view(
         summary = summarize_node(snapshot.values.get(name, {}), snapshot.error_deltas.get(name))
         status = snapshot.statuses.get(name)
         health = classify(status, summary, t)
+        if not snapshot.complete and health.health is not Health.DOWN:
+            health = NodeHealth(Health.UNKNOWN, ("reading the store",))
         summaries[name] = summary
         healths[name] = health
         if status is not None and status.state.is_failure:

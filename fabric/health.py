@@ -200,13 +200,15 @@ def summarize_node(
     gpu_fields: dict[str, dict[str, float]] = {}
     host_up: float | None = None
     for (metric, device, port), value in values.items():
-        if metric == "host_up":
-            host_up = value
-        elif metric == "optics_rx_power_dbm" and math.isfinite(value):
-            rx_dbm[device] = min(value, rx_dbm.get(device, value))
+        if not device:
+            if metric == "host_up":
+                host_up = value
         elif device.startswith("gpu"):
             gpu_fields.setdefault(device, {})[metric] = value
-        elif _is_nic(device, port) and not metric.startswith("sw_"):
+        elif port.startswith("L"):
+            if metric == "optics_rx_power_dbm" and math.isfinite(value):
+                rx_dbm[device] = min(value, rx_dbm.get(device, value))
+        elif not metric.startswith("sw_"):
             nic_fields.setdefault((device, port), {})[metric] = value
     for metric, device, port in deltas:
         if device.startswith("gpu"):
@@ -286,8 +288,9 @@ def classify(
         return NodeHealth(Health.DOWN, (reason,))
     if summary.host_up is not None and summary.host_up < 1:
         return NodeHealth(Health.DOWN, ("last collection failed",))
-    if (status is None or status.state is HostState.CONNECTING) and not summary.nics:
-        return NodeHealth(Health.UNKNOWN, ("connecting" if status else "no data",))
+    if not summary.nics and not summary.gpus and summary.host_up is None:
+        connecting = status is not None and status.state is HostState.CONNECTING
+        return NodeHealth(Health.UNKNOWN, ("connecting" if connecting else "no data",))
     reasons: list[str] = []
     if status is not None and status.state is HostState.SLOW:
         reasons.append(f"slow: {status.reason}" if status.reason else "slow")

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import ClassVar
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 from rich.text import Text
 from textual import work
@@ -13,12 +13,12 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import DataTable, Static
 
 from console.formatting import count, health_text, number
-from console.node_history import HISTORY_S, NodeHistory, load_history
+from console.node_history import NodeHistory, load_history, load_values
 from console.screens.base import FleetScreenBase
 from console.timespec import format_moment
 from console.view_model import ConsoleView
 from console.widgets.plot import PlotData, PlotWidget
-from fabric.health import HealthThresholds, NodeSummary, optics_margin_db
+from fabric.health import HealthThresholds, NodeSummary, optics_margin_db, summarize_node
 from fabric.samples import SeriesKey
 
 HISTORY_REREAD_S = 10.0
@@ -44,7 +44,8 @@ class NodeScreen(FleetScreenBase):
         self.TITLE_TEXT = f"Node {name}"
         self._tables: dict[str, TableRows] = {}
         self._history_at: float | None = None
-        self._history_loading = False
+        self._loading = False
+        self._peers: dict[tuple[str, str], str] = {}
 
     def compose_body(self) -> ComposeResult:
         with VerticalScroll(id="node-body"):
@@ -81,9 +82,7 @@ class NodeScreen(FleetScreenBase):
 
     def show_view(self, view: ConsoleView) -> None:
         name = self.node_name
-        summary = view.summaries.get(name, NodeSummary())
         health = view.healths.get(name)
-        values = view.snapshot.values.get(name, {})
         deltas = view.snapshot.error_deltas.get(name, {})
         v = self.app.theme_variables
         title = Text()
@@ -97,20 +96,23 @@ class NodeScreen(FleetScreenBase):
         else:
             title = Text(f"{name}: not in the store at this moment")
         self.query_one("#node-title", Static).update(title)
-        peers = {(p.device, p.port): f"{p.peer_host} {p.peer_port}".strip()
-                 for p in view.snapshot.ports if p.host == name}
-        self._fill("ports", self._port_rows(summary, peers))
-        self._fill("optics", self._optics_rows(values))
-        self._fill("gpus", self._gpu_rows(summary, values, deltas))
+        self._peers = {(p.device, p.port): f"{p.peer_host} {p.peer_port}".strip()
+                       for p in view.snapshot.ports if p.host == name}
         events = [e for e in view.snapshot.events if e.host == name][:50]
         self._fill("node-events", tuple(_cells(
             format_moment(e.ts), e.severity.value, e.kind,
             "/".join(p for p in (e.device, e.port) if p), e.message) for e in events))
         moment = view.snapshot.moment_ts
-        if not self._history_loading and (
-                self._history_at is None or abs(moment - self._history_at) >= HISTORY_REREAD_S):
-            self._history_loading = True
-            self.load_history([(n.device, n.port) for n in summary.nics], moment)
+        history_due = self._history_at is None or abs(moment - self._history_at) >= HISTORY_REREAD_S
+        if not self._loading:
+            self._loading = True
+            self.load_node(moment, view.snapshot.live, deltas, history_due)
+
+    def _show_values(self, values: Mapping[SeriesKey, float], deltas: Mapping[SeriesKey, float]) -> None:
+        summary = summarize_node(values, deltas)
+        self._fill("ports", self._port_rows(summary, self._peers))
+        self._fill("optics", self._optics_rows(values))
+        self._fill("gpus", self._gpu_rows(summary, values, deltas))
 
     def _port_rows(self, summary: NodeSummary, peers: dict[tuple[str, str], str]) -> TableRows:
         rows = []
@@ -126,8 +128,7 @@ class NodeScreen(FleetScreenBase):
             ))
         return tuple(rows)
 
-    def _optics_rows(self, values: dict[SeriesKey, float] | object) -> TableRows:
-        assert isinstance(values, dict)
+    def _optics_rows(self, values: Mapping[SeriesKey, float]) -> TableRows:
         t = HealthThresholds()
         lanes: dict[tuple[str, str], dict[str, float]] = {}
         for (metric, device, port), value in values.items():
@@ -147,8 +148,8 @@ class NodeScreen(FleetScreenBase):
                 number(f.get("optics_tx_bias_ma"), 1), number(margin, 1), verdict))
         return tuple(rows)
 
-    def _gpu_rows(self, summary: NodeSummary, values: object, deltas: object) -> TableRows:
-        assert isinstance(values, dict) and isinstance(deltas, dict)
+    def _gpu_rows(self, summary: NodeSummary, values: Mapping[SeriesKey, float],
+                  deltas: Mapping[SeriesKey, float]) -> TableRows:
         rows = []
         for g in summary.gpus:
             used = values.get(("gpu_mem_used_bytes", g.device, ""))
@@ -162,18 +163,24 @@ class NodeScreen(FleetScreenBase):
                 count(crc)))
         return tuple(rows)
 
-    @work(group="node-history", exclusive=True, exit_on_error=False)
-    async def load_history(self, ports: Sequence[tuple[str, str]], moment: float) -> None:
+    @work(group="node-detail", exclusive=True, exit_on_error=False)
+    async def load_node(self, moment: float, live: bool, deltas: Mapping[SeriesKey, float],
+                        with_history: bool) -> None:
         name = self.node_name
+
+        def read(reader: Any) -> tuple[dict[SeriesKey, float], NodeHistory | None]:
+            values = load_values(reader, name, moment, live)
+            ports = sorted({(d, p) for (m, d, p) in values if m == "port_state"})
+            return values, load_history(reader, name, ports, moment) if with_history else None
+
         try:
-            history: NodeHistory = await self.fleet_app.feed.read(
-                lambda reader: load_history(reader, name, ports, moment))
+            values, history = await self.fleet_app.feed.read(read)
         finally:
-            self._history_loading = False
-        self._history_at = history.moment_ts
-        self.query_one("#plot-throughput", PlotWidget).show(history.throughput)
-        self.query_one("#plot-pauses", PlotWidget).show(history.pauses)
-        self.query_one("#plot-latency", PlotWidget).show(history.latency)
+            self._loading = False
+        self._show_values(values, deltas)
+        if history is not None:
+            self._history_at = history.moment_ts
+            self.query_one("#plot-throughput", PlotWidget).show(history.throughput)
+            self.query_one("#plot-pauses", PlotWidget).show(history.pauses)
+            self.query_one("#plot-latency", PlotWidget).show(history.latency)
 
-
-__all__ = ["HISTORY_S", "NodeScreen"]

@@ -42,11 +42,12 @@ def make_app(store: tuple[Path, StoreWriter]) -> Callable[..., FleetApp]:
 
 async def view_where(app: FleetApp, predicate: Callable[[ConsoleView], bool],
                      timeout: float = 5.0) -> ConsoleView:
-    """Wait (bounded) for a view the screens drew that satisfies ``predicate``."""
+    """Wait (bounded) for a complete view (values read) the screens drew that satisfies
+    ``predicate``."""
 
     async def wait() -> ConsoleView:
         while True:
-            if app.view is not None and predicate(app.view):
+            if app.view is not None and app.view.snapshot.complete and predicate(app.view):
                 return app.view
             await app.next_view()
 

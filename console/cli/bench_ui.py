@@ -1,0 +1,132 @@
+"""`fleet bench ui`: the console headless against a store filled for N nodes.
+
+Reports time to first frame (app start to the Fleet table drawn from the
+store: every node with its collection state), to the first frame with values,
+the time to apply one refresh to the Fleet table (p50/p99, over
+refreshes in which a third of the nodes changed), the time to read and build
+one refresh off the UI thread, and the resident memory. Targets (issue 5):
+first frame <= 1.0 s, apply p99 <= 50 ms, RSS <= 300 MB.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import multiprocessing
+import random
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import click
+
+TICKS = 3
+
+
+def _fill(path: str, nodes: int, start_ts: float) -> None:
+    """Write the synthetic fleet (in a child process, so its memory is not the console's)."""
+    from console.cli.bench_store_fleet import SyntheticFleet
+    from fabric.records import HostRecord, HostStatus
+    from fabric.states import HostState
+    from store.writer import StoreWriter
+
+    fleet = SyntheticFleet(nodes, start_ts)
+    with StoreWriter(path) as writer:
+        writer.put_hosts([HostRecord(name, "node", group=i // 32) for i, name in enumerate(fleet.names)])
+        for name in fleet.names:
+            writer.put_host_status(HostStatus(name, HostState.OK, start_ts - 60))
+        for samples in fleet.ticks(TICKS):
+            for sample in samples:
+                writer.put_samples(sample)
+        writer.flush(600.0)
+
+
+def _rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
+
+
+async def _measure(db: Path, now_ts: float, refreshes: int, size: tuple[int, int]) -> dict[str, object]:
+    from console.app import FleetApp
+    from console.config import Config
+    from console.feed import Feed, open_store_loader
+    from console.screens.fleet import FleetScreen
+    from console.widgets.fleet_table import FleetTable
+
+    started = time.perf_counter()
+    config = Config(db_path=db, refresh_s=3600.0)
+    app = FleetApp(config, Feed(lambda: open_store_loader(db), refresh_s=3600.0, now=lambda: now_ts))
+    async with app.run_test(size=size) as pilot:
+        view = app.view if app.view is not None else await asyncio.wait_for(app.next_view(), 60)
+        await pilot.pause()
+        first_frame_s = time.perf_counter() - started
+        while not view.snapshot.complete:
+            view = await asyncio.wait_for(app.next_view(), 60)
+        await pilot.pause()
+        full_frame_s = time.perf_counter() - started
+        screen = app.screen
+        assert isinstance(screen, FleetScreen)
+        table = screen.query_one(FleetTable)
+        rng = random.Random(5)
+        apply_ms, cells = [], []
+        for _ in range(refreshes):
+            rows = tuple(
+                dataclasses.replace(r, tx_gbps=(r.tx_gbps or 0.0) + rng.random(), rx_gbps=rng.random() * 400)
+                if rng.random() < 0.33 else r for r in view.rows)
+            changed = dataclasses.replace(view, rows=rows)
+            t = time.perf_counter()
+            screen.show_view(changed)
+            apply_ms.append((time.perf_counter() - t) * 1000)
+            cells.append(table.applied_cells)
+            await pilot.pause()
+        read_ms = []
+        for _ in range(max(3, refreshes // 10)):
+            t = time.perf_counter()
+            await app.feed.load_view(None)
+            read_ms.append((time.perf_counter() - t) * 1000)
+        return {
+            "nodes": len(view.rows),
+            "terminal": f"{size[0]}x{size[1]}",
+            "first_frame_s": round(first_frame_s, 3),
+            "first_frame_with_values_s": round(full_frame_s, 3),
+            "refresh_apply_ms": {"p50": round(_percentile(apply_ms, 50), 2),
+                                 "p99": round(_percentile(apply_ms, 99), 2)},
+            "cells_redrawn_per_refresh_p50": statistics.median(cells),
+            "refresh_read_build_ms": {"p50": round(_percentile(read_ms, 50), 1),
+                                      "p99": round(_percentile(read_ms, 99), 1)},
+            "rss_mb": round(_rss_mb(), 1),
+        }
+
+
+@click.command("ui")
+@click.option("--nodes", default=1024, show_default=True, help="Nodes in the synthetic store.")
+@click.option("--refreshes", default=100, show_default=True, help="Refreshes to time.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON only.")
+def bench_ui(nodes: int, refreshes: int, as_json: bool) -> None:
+    """Time the console on a store of NODES nodes: first frame, refresh apply, memory."""
+    start_ts = time.time() - 60.0
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "bench.db"
+        fill_started = time.perf_counter()
+        child = multiprocessing.get_context("spawn").Process(target=_fill, args=(str(db), nodes, start_ts))
+        child.start()
+        child.join()
+        if child.exitcode != 0:
+            raise click.ClickException(f"filling the store failed (exit {child.exitcode})")
+        fill_s = time.perf_counter() - fill_started
+        result = asyncio.run(_measure(db, start_ts + 10.0 * TICKS, refreshes, (200, 60)))
+    result["store_fill_s"] = round(fill_s, 1)
+    if as_json:
+        click.echo(json.dumps(result))
+    else:
+        for key, value in result.items():
+            click.echo(f"{key}: {value}")
