@@ -243,12 +243,72 @@ def render_keyvalue(entries: list[_Entry]) -> str:
     return "".join(line + "\n" for line in lines)
 
 
+@dataclass(frozen=True, slots=True)
+class _Stats:
+    """lldpd's per-interface counters (``lldpcli show statistics``)."""
+
+    interface: str
+    transmitted: int
+    received: int
+    inserted: int
+
+    def fields(self) -> tuple[tuple[str, str, int], ...]:
+        """(text label, JSON key, value) in lldpd's order; discards, unknown TLVs and ageouts stay 0."""
+        return (
+            ("Transmitted", "tx", self.transmitted),
+            ("Received", "rx", self.received),
+            ("Discarded", "rx_discarded_cnt", 0),
+            ("Unrecognized", "rx_unrecognized_cnt", 0),
+            ("Ageout", "ageout_cnt", 0),
+            ("Inserted", "insert_cnt", self.inserted),
+            ("Deleted", "delete_cnt", 0),
+        )
+
+
+def interface_stats(ctx: ToolContext) -> list[_Stats]:
+    """Counters of every LLDP interface: one frame per tx-interval (30 s) each way since the link came up."""
+    frames = 1 + _neighbour_age_s(ctx) // 30
+    if ctx.node is not None:
+        interfaces = [
+            (n.netdev, n.lldp is not None and n.phys_state == "LinkUp")
+            for n in ctx.node.nics
+            if n.link_layer == "Ethernet"
+        ]
+    elif ctx.switch is not None:
+        interfaces = [(p.name, p.lldp is not None and p.oper_up) for p in ctx.switch.ports]
+    else:
+        interfaces = []
+    return [_Stats(name, frames, frames if up else 0, 1 if up else 0) for name, up in interfaces]
+
+
+def render_stats_text(stats: list[_Stats]) -> str:
+    """``lldpcli show statistics`` as tests/fixtures/topology/schmaustech-lldpcli-show-stat-*.txt."""
+    lines = [SEPARATOR, "LLDP statistics:", SEPARATOR]
+    for s in stats:
+        lines.append(_label(0, "Interface", s.interface))
+        lines += [_label(2, label, str(value)) for label, _, value in s.fields()]
+        lines.append(SEPARATOR)
+    return "".join(line + "\n" for line in lines)
+
+
+def render_stats_json(stats: list[_Stats]) -> str:
+    """``-f json show statistics``: each counter an object keyed by its own name (lldpd's writer)."""
+    if not stats:
+        return json.dumps({"lldp": {}}, indent=2) + "\n"
+    objects = [
+        {s.interface: {key: {key: str(value)} for _, key, value in s.fields()}} for s in stats
+    ]
+    interfaces: object = objects[0] if len(objects) == 1 else objects
+    return json.dumps({"lldp": {"interface": interfaces}}, indent=2) + "\n"
+
+
 _RENDERERS = {"plain": render_text, "json": render_json, "keyvalue": render_keyvalue}
 
 
 @register("lldpctl", "lldpcli")
 def lldpctl(ctx: ToolContext, argv: list[str]) -> ToolOutput:
-    """``lldpctl [-f FMT] [IFACE...]`` and ``lldpcli [-f FMT] show neighbors [details] [ports IF]``."""
+    """``lldpctl [-f FMT] [IFACE...]``, ``lldpcli [-f FMT] show neighbors [details] [ports IF]``
+    and ``lldpcli [-f FMT] show statistics``."""
     if ctx.node is None and ctx.switch is None:
         return ToolOutput("", f"sh: 1: {argv[0]}: not found\n", 127)
     fmt = "plain"
@@ -271,6 +331,11 @@ def lldpctl(ctx: ToolContext, argv: list[str]) -> ToolOutput:
     if fmt not in _RENDERERS:
         return ToolOutput("", f'{argv[0]}: unknown output format "{fmt}"\n', 1)
     ports: set[str] = set()
+    if words[:2] in (["show", "statistics"], ["show", "stats"], ["show", "stat"]):
+        if fmt == "keyvalue":
+            return ToolOutput("", f'{argv[0]}: unknown output format "{fmt}"\n', 1)
+        stats = interface_stats(ctx)
+        return ToolOutput(render_stats_json(stats) if fmt == "json" else render_stats_text(stats))
     if argv[0] == "lldpcli" or words[:1] == ["show"]:
         if words[:2] not in (["show", "neighbors"], ["show", "neighbours"]):
             return ToolOutput(

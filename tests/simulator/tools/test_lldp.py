@@ -91,3 +91,23 @@ def test_ports_filter_keyvalue_and_errors() -> None:
     assert "lldp.ens1np0.chassis.name=leaf01\n" in kv and "lldp.ens1np0.port.ifname=swp1\n" in kv
     assert run("lldpctl", "-f", "yaml").exit_status == 1
     assert run("lldpcli", "show", "stuff").exit_status == 1
+
+
+def test_statistics_text_matches_the_real_capture_labels() -> None:
+    real = fixture("topology", "schmaustech-lldpcli-show-stat-unrecognized-tlvs.txt").splitlines()
+    node = replace(
+        make_node(0), nics=(make_nic(0), make_nic(1, phys_state="Disabled", state="DOWN"))
+    )
+    out = lldpctl(node_ctx(node), ["lldpcli", "show", "statistics"]).stdout.splitlines()
+    assert len(out) == len(real)
+    for mine, theirs in zip(out, real, strict=True):
+        assert re.sub(r"\d+$|ens\dnp0$|eth0$|net1$", "", mine) == re.sub(
+            r"\d+$|ens\dnp0$|eth0$|net1$", "", theirs
+        )
+    frames = 1 + 1_764_435_600 % 86400 // 30
+    assert f"  Transmitted:  {frames}" in out and "  Received:     0" in out
+    doc = json.loads(
+        lldpctl(node_ctx(node), ["lldpcli", "-f", "json", "show", "statistics"]).stdout
+    )
+    first = doc["lldp"]["interface"][0]["ens1np0"]
+    assert first["rx"] == {"rx": str(frames)} and first["insert_cnt"] == {"insert_cnt": "1"}

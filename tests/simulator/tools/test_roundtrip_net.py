@@ -261,3 +261,12 @@ def test_ibqueryerrors() -> None:
     first = parsed.nodes[0]
     assert first.description == "gpu001 mlx5_0"
     assert first.ports[0].counters["LinkDownedCounter"] == node.nics[0].counters["link_downed"]
+
+
+def test_lldp_statistics(node: NodeView) -> None:
+    parsed = parse_lldp(text(lldpctl, node_ctx(node), "lldpcli", "show", "statistics"))
+    assert not parsed.problems
+    frames = 1 + 1_764_435_600 % 86400 // 30
+    assert [(s.interface, s.transmitted, s.received, s.inserted) for s in parsed.statistics] == [
+        (nic.netdev, frames, frames, 1) for nic in node.nics
+    ]
