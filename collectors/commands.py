@@ -25,7 +25,7 @@ ALLOWED_TOOLS: frozenset[str] = frozenset({
     "nvidia-smi",
     # probes
     "ib_send_lat", "ib_write_lat", "ib_read_lat", "ib_send_bw", "ib_write_bw", "ib_read_bw",
-    "all_reduce_perf",
+    "all_reduce_perf", "mpirun",
     # Slurm head
     "squeue", "scontrol", "sinfo",
     # switches: Cumulus NVUE, SONiC
