@@ -21,7 +21,7 @@ from typing import Any
 
 import hostlist
 
-from collectors.commands import Command, command
+from collectors.commands import Arg, Command, command
 from collectors.parsers.ibstat import parse_ibstat
 from collectors.parsers.nccl import Nccl, parse_nccl
 from collectors.sshpool import SshPool
@@ -49,7 +49,7 @@ class AllreduceSpec:
 
 def allreduce_command(spec: AllreduceSpec) -> Command:
     """The command the first node runs (see the module doc)."""
-    test = ["-b", spec.min_bytes, "-e", spec.max_bytes, "-f", spec.step_factor, "-n", spec.iters]
+    test: list[Arg] = ["-b", spec.min_bytes, "-e", spec.max_bytes, "-f", spec.step_factor, "-n", spec.iters]
     nodes = list(dict.fromkeys(spec.nodes))
     if len(nodes) == 1:
         return command("all_reduce_perf", *test, "-g", spec.gpus_per_node)
