@@ -9,8 +9,9 @@ mlx5 driver (drivers/net/ethernet/mellanox/mlx5/core/en_stats.c, group order of
 excerpt tests/fixtures/ethtool/ethq-mlx5-cx4-ethtool-S-kernel4.15.txt.
 
 ``ethtool -m`` follows ethtool's ``qsfp.c`` (SFF-8636, QSFP+/QSFP28) and
-``cmis.c`` (CMIS 4/5, QSFP-DD/OSFP; the ethtool 6.x layout before the
-module-common rework: flags channel by channel) with its ``%-41s : `` labels, the
+``cmis.c`` (CMIS 4/5, QSFP-DD/OSFP; the ethtool 6.x layout with the lane
+signal lines and the flags channel by channel, as in a CMIS 4.0 capture posted
+to netdev in 2024 with an ethtool JSON RFC) with its ``%-41s : `` labels, the
 register quantization (0.1 uW, 2 uA, 1/256 C, 100 uV) and ``mW / dBm`` pairs
 (``-inf dBm`` for a dark lane).
 """
@@ -527,15 +528,15 @@ def _render_cmis(optics: OpticsView, ident: int) -> str:
         _row("Tx CDR", "Yes"),
         _row("Rx CDR", "Yes"),
         _row(
-            "Transmitter technology", "0x00 (850 nm VCSEL)" if multimode else "0x07 (1310 nm EML)"
+            "Transmitter technology", "0x00 (850 nm VCSEL)" if multimode else "0x06 (1310 nm EML)"
         ),
         _row("Laser wavelength", "850.000nm" if multimode else "1310.000nm"),
         _row("Laser wavelength tolerance", "10.000nm" if multimode else "6.500nm"),
         _row("Length (SMF)", "0.00km" if multimode else "0.50km"),
         _row("Length (OM5)", "0m"),
         _row("Length (OM4)", "50m" if multimode else "0m"),
-        _row("Length (OM3)", "30m" if multimode else "0m"),
-        _row("Length (OM2)", "0m"),
+        _row("Length (OM3 50/125um)", "30m" if multimode else "0m"),
+        _row("Length (OM2 50/125um)", "0m"),
         _row("Vendor name", optics.vendor_name),
         _row("Vendor OUI", "48:b0:2d"),
         _row("Vendor PN", optics.vendor_pn),
@@ -543,8 +544,9 @@ def _render_cmis(optics: OpticsView, ident: int) -> str:
         _row("Vendor SN", optics.vendor_sn),
         _row("Date code", "230820"),
         _row("Revision compliance", "Rev. 5.0"),
+        *_signal_rows(optics),
         _row("Module State", "0x03 (ModuleReady)"),
-        _row("LowPwrAllowRequestHW", "Off"),
+        _row("LowPwrAllowRequestHW", "On"),
         _row("LowPwrRequestSW", "Off"),
         _row("Module temperature", _temp(optics.temp_c)),
         _row("Module voltage", _volt(optics.voltage_v)),
@@ -568,6 +570,35 @@ def _render_cmis(optics: OpticsView, ident: int) -> str:
         out += _power_flag_rows("rx", i, lane.rx_power_mw, optics.rx_power_thresholds_dbm)
     out.append(_thresholds(optics))
     return "".join(out)
+
+
+def _lane_status(name: str, flags: list[bool]) -> str:
+    """module_show_lane_status(): "None", or one Yes/No per channel of the bank."""
+    if not any(flags):
+        return _row(name, "None")
+    cells = [
+        f" {'Yes' if flag else 'No'}{',' if i < len(flags) - 1 else ' '}"
+        for i, flag in enumerate(flags)
+    ]
+    return _row(name, "[" + "".join(cells) + "]")
+
+
+def _signal_rows(optics: OpticsView) -> list[str]:
+    """cmis_show_signals(): loss of signal/lock per lane in use (dark unused lanes are masked)."""
+    channels = max(8, -(-len(optics.lanes) // 8) * 8)
+    rx_dark = [_mw(lane.rx_power_mw) == 0 for lane in optics.lanes] + [False] * (
+        channels - len(optics.lanes)
+    )
+    tx_dark = [_mw(lane.tx_power_mw) == 0 for lane in optics.lanes] + [False] * (
+        channels - len(optics.lanes)
+    )
+    return [
+        _lane_status("Rx loss of signal", rx_dark),
+        _lane_status("Tx loss of signal", tx_dark),
+        _lane_status("Rx loss of lock", rx_dark),
+        _lane_status("Tx loss of lock", tx_dark),
+        _lane_status("Tx fault", [False] * channels),
+    ]
 
 
 def _render_sff8636(optics: OpticsView, ident: int) -> str:

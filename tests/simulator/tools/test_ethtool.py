@@ -191,3 +191,41 @@ def test_link_settings() -> None:
     down = replace(make_node(0), nics=(make_nic(0, state="DOWN", phys_state="Disabled"),))
     assert "\tLink detected: no" in run("ens1np0", node=down).stdout.splitlines()
     assert run("eth9").exit_status == 75
+
+
+# Labels of a real CMIS 4.0 `ethtool -m` (Arista QDD-400G-XDR4, posted to netdev
+# in 2024 with an ethtool JSON RFC), up to the per-lane monitors.
+REAL_CMIS_HEAD = [
+    "Identifier", "Power class", "Max power", "Connector", "Cable assembly length",
+    "Tx CDR bypass control", "Rx CDR bypass control", "Tx CDR", "Rx CDR", "Transmitter technology",
+    "Laser wavelength", "Laser wavelength tolerance", "Length (SMF)", "Length (OM5)", "Length (OM4)",
+    "Length (OM3 50/125um)", "Length (OM2 50/125um)", "Vendor name", "Vendor OUI", "Vendor PN",
+    "Vendor rev", "Vendor SN", "Date code", "Revision compliance", "Rx loss of signal",
+    "Tx loss of signal", "Rx loss of lock", "Tx loss of lock", "Tx fault", "Module State",
+    "LowPwrAllowRequestHW", "LowPwrRequestSW", "Module temperature", "Module voltage",
+]  # fmt: skip
+
+
+def test_cmis_head_follows_the_real_cmis_capture() -> None:
+    optics = replace(make_optics(lanes=4), vendor_pn="MMS4X00-NS400")
+    out = run(
+        "-m", "ens1np0", node=replace(make_node(0), nics=(make_nic(0, optics=optics),))
+    ).stdout
+    lines = out.splitlines()
+    assert labels(out)[: len(REAL_CMIS_HEAD)] == REAL_CMIS_HEAD
+    assert "\tTransmitter technology                    : 0x06 (1310 nm EML)" in lines
+    assert "\tRx loss of signal                         : None" in lines
+    # 8 bias + 8 tx + 8 rx monitors, 8 module flags, 8 x 12 lane flags, 20 thresholds
+    assert len(lines) == len(REAL_CMIS_HEAD) + 24 + 8 + 96 + 20
+
+
+def test_cmis_dark_lane_in_use_raises_loss_of_signal() -> None:
+    lanes = (*make_optics(lanes=4).lanes[:3], OpticsLane(0.0, 1.1, 7.5))
+    optics = replace(make_optics(lanes=4), lanes=lanes)
+    out = run(
+        "-m", "ens1np0", node=replace(make_node(0), nics=(make_nic(0, optics=optics),))
+    ).stdout
+    assert (
+        "\tRx loss of signal                         : [ No, No, No, Yes, No, No, No, No ]\n" in out
+    )
+    assert "\tTx loss of signal                         : None\n" in out
