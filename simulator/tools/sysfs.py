@@ -105,9 +105,6 @@ class VirtualTree:
     files: dict[str, str]
     dirs: dict[str, tuple[str, ...]]
 
-    def is_dir(self, path: str) -> bool:
-        return path in self.dirs
-
     def walk(self, path: str) -> Iterator[str]:
         """Every file under ``path``, depth first in sorted order (like ``grep -r``)."""
         for entry in self.dirs.get(path, ()):
