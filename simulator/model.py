@@ -12,6 +12,7 @@ counters, as on the real switch). Views are computed on demand, per command.
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 import uuid
@@ -259,10 +260,31 @@ def _ethtool_sources() -> dict[str, Source]:
     return sources
 
 
-COUNTER_SOURCES = _counter_sources()
-HW_SOURCES = _hw_sources()
-ETHTOOL_SOURCES = _ethtool_sources()
-ROCE_ETHTOOL_NAMES = mlx5_ethtool_counter_names()
+@dataclass(frozen=True, slots=True)
+class CounterTable:
+    """One counter file or listing: every name in order (zeros), and the names the model drives."""
+
+    zeros: dict[str, int]
+    sourced: tuple[tuple[str, Source, int], ...]  # (name, source, saturation ceiling)
+
+
+def _table(names: tuple[str, ...], sources: Mapping[str, Source]) -> CounterTable:
+    unbounded = 2**64 - 1
+    return CounterTable(
+        zeros=dict.fromkeys(names, 0),
+        sourced=tuple(
+            (name, sources[name], 2 ** SATURATE_BITS[name] - 1 if name in SATURATE_BITS else unbounded)
+            for name in names
+            if name in sources
+        ),
+    )
+
+
+PORT_TABLE = _table(IB_PORT_COUNTERS, _counter_sources())
+HW_ROCE_TABLE = _table(HW_COUNTERS_ROCE, _hw_sources())
+HW_IB_TABLE = _table(HW_COUNTERS_IB, _hw_sources())
+ETHTOOL_ROCE_TABLE = _table(mlx5_ethtool_counter_names(), _ethtool_sources())
+ETHTOOL_IPOIB_TABLE = _table(IPOIB_ETHTOOL, _ethtool_sources())
 
 
 @dataclass(frozen=True, slots=True)
@@ -397,7 +419,7 @@ class FleetModel:
                 if a.restart:
                     cuts.add(a.t + SWITCHD_RESTART_S)
         points = [since, *sorted(c for c in cuts if since < c < t), t]
-        return [(a, b) for a, b in zip(points, points[1:], strict=False) if b > a]
+        return [(a, b) for a, b in itertools.pairwise(points) if b > a]
 
     # ------------------------------------------------------------------ counters
 
@@ -445,23 +467,13 @@ class FleetModel:
         }
 
     @staticmethod
-    def _fill(
-        names: tuple[str, ...], sources: Mapping[str, Source], totals: Mapping[str, float], steps: Mapping[str, int]
-    ) -> dict[str, int]:
-        values: dict[str, int] = {}
-        for name in names:
-            source = sources.get(name)
-            if source is None:
-                values[name] = 0
-                continue
+    def _fill(table: CounterTable, totals: Mapping[str, float], steps: Mapping[str, int]) -> dict[str, int]:
+        values = dict(table.zeros)
+        for name, source, ceiling in table.sourced:
             total = 0.0
             for key, factor in source:
                 total += steps.get(key, 0) * factor if key.startswith(STEP) else totals.get(key, 0.0) * factor
-            value = int(total)
-            bits = SATURATE_BITS.get(name)
-            if bits is not None:
-                value = min(value, 2**bits - 1)
-            values[name] = value
+            values[name] = min(int(total), ceiling)
         return values
 
     # ------------------------------------------------------------------ nodes
@@ -535,9 +547,9 @@ class FleetModel:
             totals[name] = totals.get(name, 0.0) + value
         steps = {STEP + "link_down": self._link_down_steps(node, rail, t, effects), **self._storm_steps(node, rail, t)}
         rate = effects.rate_gbps.get(end, self.scenario.fabric.link_gbps)
-        counters = self._fill(IB_PORT_COUNTERS, COUNTER_SOURCES, totals, steps)
-        hw = self._fill(HW_COUNTERS_ROCE if self.roce else HW_COUNTERS_IB, HW_SOURCES, totals, steps)
-        ethtool = self._fill(ROCE_ETHTOOL_NAMES if self.roce else IPOIB_ETHTOOL, ETHTOOL_SOURCES, totals, steps)
+        counters = self._fill(PORT_TABLE, totals, steps)
+        hw = self._fill(HW_ROCE_TABLE if self.roce else HW_IB_TABLE, totals, steps)
+        ethtool = self._fill(ETHTOOL_ROCE_TABLE if self.roce else ETHTOOL_IPOIB_TABLE, totals, steps)
         mac = self._mac(node, rail)
         guid = self._guid(node, rail)
         switch, port = self.nic_cable(node, rail, effects)
@@ -627,8 +639,8 @@ class FleetModel:
         psn = int(totals.get("tx_pkts", 0.0)) & 0xFFFFFF
         if job is not None and len(job.nodes) > 1:
             pid = 10000 + int(unit_random(self.seed, "pid", node, job.id) * 50000)
-            ordered = sorted(job.nodes, key=self.topology.node_index)
-            k = ordered.index(node)
+            ordered, position = self.fabric.ring_order(job.id)
+            k = position[node]
             after, before = ordered[(k + 1) % len(ordered)], ordered[k - 1]
             base = self.fabric.qp_base(node, rail)
             state = "ERR" if down else "RTS"

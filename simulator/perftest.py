@@ -195,9 +195,10 @@ async def _serve(machine: Machine, args: PerftestArgs, nic: NicView, io: StreamI
     arrival: asyncio.Future[object] = loop.create_future()
     servers[key] = (args, arrival)
     io.stdout(WAITING_BANNER)
-    closed = asyncio.ensure_future(io.closed.wait())
+    closed: asyncio.Future[object] = asyncio.ensure_future(io.closed.wait())
     try:
-        await asyncio.wait({arrival, closed}, return_when=asyncio.FIRST_COMPLETED)
+        waiters: set[asyncio.Future[object]] = {arrival, closed}
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
     finally:
         closed.cancel()
         if key in servers and servers[key][1] is arrival:

@@ -200,7 +200,7 @@ class _Checker:
         value = data[key]
         if kind is float and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
-        if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
             raise self.fail(table, index, key, f"must be {_type_word(kind)}, got {value!r}")
         return value
 

@@ -83,11 +83,11 @@ def _nv_set(words: list[str], pending: dict[str, str], io: StreamIO) -> int:
         pending[f"{ECMP_PATH} {field}"] = state
         return 0
     if words[:2] == ["router", "adaptive-routing"] and len(words) == 4 and words[2] in ("state", "enable"):
-        value = {"enabled": "enabled", "on": "enabled", "disabled": "disabled", "off": "disabled"}.get(words[3])
-        if value is None:
+        choice = {"enabled": "enabled", "on": "enabled", "disabled": "disabled", "off": "disabled"}.get(words[3])
+        if choice is None:
             io.stderr(f"Error: Invalid Command: adaptive-routing {words[2]} {words[3]}\n")
             return 1
-        pending[AR_PATH] = value
+        pending[AR_PATH] = choice
         return 0
     io.stderr(f"Error: Invalid Command: nv set {' '.join(words)}\n{NV_USAGE}")
     return 1

@@ -58,6 +58,8 @@ class Topology:
         self._os = dict(switch_os)
         self._node_index = {name: i for i, name in enumerate(self.nodes)}
         self._leaf_index = {name: i for i, name in enumerate(self.leaves)}
+        self._port_names: dict[str, tuple[str, ...]] = {}
+        self._port_numbers: dict[str, dict[str, int]] = {}
 
     # ------------------------------------------------------------------ machines
 
@@ -107,7 +109,11 @@ class Topology:
         return switch_port_name(self.os_of(switch), index)
 
     def switch_port_names(self, switch: str) -> tuple[str, ...]:
-        return tuple(self.port_name(switch, i) for i in range(self.port_count(switch)))
+        names = self._port_names.get(switch)
+        if names is None:
+            names = tuple(self.port_name(switch, i) for i in range(self.port_count(switch)))
+            self._port_names[switch] = names
+        return names
 
     def port_count(self, switch: str) -> int:
         if switch in self._leaf_index:
@@ -115,7 +121,14 @@ class Topology:
         return len(self.leaves)
 
     def port_index(self, switch: str, port: str) -> int:
-        return self.switch_port_names(switch).index(port)
+        """Position of ``port`` among the switch's ports, from 0; ValueError for a port it lacks."""
+        numbers = self._port_numbers.get(switch)
+        if numbers is None:
+            numbers = {name: i for i, name in enumerate(self.switch_port_names(switch))}
+            self._port_numbers[switch] = numbers
+        if port not in numbers:
+            raise ValueError(f"{switch} has no port {port}")
+        return numbers[port]
 
     def designed_cable(self, node: str, rail: int) -> Cable:
         """Where NIC ``rail`` of ``node`` is cabled in the design."""

@@ -23,7 +23,7 @@ import zlib
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 from fabric.naming import RAILS_PER_NODE, nic_name
 from simulator.faults import CableKey, FaultEffects, NicKey, flap_down_s
@@ -67,6 +67,7 @@ LOS_DBM = -14.0
 """Receive power below which the receiver loses signal: the link is down."""
 
 
+@lru_cache(maxsize=1 << 18)
 def unit_random(seed: int, *parts: object) -> float:
     """A deterministic number in [0, 1) from the seed and a name: the same in every process."""
     digest = hashlib.blake2b(f"{seed}|{'|'.join(map(str, parts))}".encode(), digest_size=8).digest()
@@ -163,6 +164,7 @@ class Fabric:
         self.seed = seed
         self.link_gbps = float(topology.fabric.link_gbps)
         self.roce = topology.fabric.link_layer == "roce"
+        self._rings: dict[int, tuple[tuple[str, ...], dict[str, int]]] = {}
 
     # ------------------------------------------------------------------ static parts
 
@@ -174,7 +176,7 @@ class Fabric:
     def flows(self) -> tuple[Flow, ...]:
         flows: list[Flow] = []
         for job in self.jobs:
-            nodes = sorted(job.nodes, key=self.topology.node_index)
+            nodes = self.ring_order(job.id)[0]
             if len(nodes) < 2:
                 continue
             offered = job.load * self.link_gbps / CHANNELS
@@ -188,6 +190,16 @@ class Fabric:
                             Flow(job.id, rail, channel, src, dst, lqpn, rqpn, roce_sport(lqpn, rqpn), offered)
                         )
         return tuple(flows)
+
+    def ring_order(self, job_id: int) -> tuple[tuple[str, ...], dict[str, int]]:
+        """A job's nodes in ring order, and each node's position in it."""
+        cached = self._rings.get(job_id)
+        if cached is None:
+            job = next(j for j in self.jobs if j.id == job_id)
+            ordered = tuple(sorted(job.nodes, key=self.topology.node_index))
+            cached = (ordered, {node: k for k, node in enumerate(ordered)})
+            self._rings[job_id] = cached
+        return cached
 
     @cached_property
     def job_of_node(self) -> dict[str, JobSpec]:
