@@ -282,10 +282,11 @@ def cat(ctx: ToolContext, argv: list[str]) -> ToolOutput:
 
 @register("grep")
 def grep(ctx: ToolContext, argv: list[str]) -> ToolOutput:
-    """``grep [-H|-h] [-r] [-s] [-v] [-c] PATTERN FILE...`` over the virtual tree (GNU grep's words)."""
+    """``grep [-HhrRsvciEF] [-e] PATTERN FILE...`` over the virtual tree (GNU grep's words)."""
     tree = _tree(ctx)
     with_name: bool | None = None
-    recursive = silent = invert = count = False
+    recursive = silent = invert = count = ignore_case = False
+    syntax = "basic"  # -E extended, -F fixed strings
     pattern: str | None = None
     words: list[str] = []
     options_done = False
@@ -311,6 +312,10 @@ def grep(ctx: ToolContext, argv: list[str]) -> ToolOutput:
                     count = True
                 elif letter == "e":
                     expect_pattern = True
+                elif letter == "i":
+                    ignore_case = True
+                elif letter in "EF":
+                    syntax = "extended" if letter == "E" else "fixed"
                 else:
                     return ToolOutput(
                         "",
@@ -329,7 +334,12 @@ def grep(ctx: ToolContext, argv: list[str]) -> ToolOutput:
             2,
         )
     try:
-        regex = re.compile(_bre_to_python(pattern))
+        source = {
+            "basic": _bre_to_python(pattern),
+            "extended": pattern,
+            "fixed": re.escape(pattern),
+        }[syntax]
+        regex = re.compile(source, re.IGNORECASE if ignore_case else 0)
     except re.error:
         return ToolOutput("", "grep: Unmatched [, [^, [:, [., or [=\n", 2)
     paths = [p for w in words for p in expand(tree, w)]

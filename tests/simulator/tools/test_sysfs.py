@@ -140,3 +140,14 @@ def test_expand_keeps_a_word_without_magic_and_sorts_matches() -> None:
         f"/sys/class/infiniband/mlx5_{i}" for i in range(3)
     ]
     assert expand(tree, "relative*") == ["relative*"]
+
+
+def test_grep_regex_flavours_and_case() -> None:
+    files = f"{PORT}/counters/*"
+    basic = sh(grep, "grep", "-h", r"port_xmit_\(data\|wait\)", files, nics=1)
+    assert basic.exit_status == 1  # the counter files hold numbers, not names
+    named = sh(grep, "grep", "-H", "-E", r"^[0-9]+$", f"{PORT}/counters/port_xmit_data", nics=1)
+    assert named.stdout.startswith(f"{PORT}/counters/port_xmit_data:")
+    assert sh(grep, "grep", "-i", "active", f"{PORT}/state").stdout == "4: ACTIVE\n"
+    assert sh(grep, "grep", "-F", "4: A", f"{PORT}/state").stdout == "4: ACTIVE\n"
+    assert sh(grep, "grep", "-c", r"\(ACTIVE\|DOWN\)", f"{PORT}/state").stdout == "1\n"
