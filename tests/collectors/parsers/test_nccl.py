@@ -148,3 +148,19 @@ def test_nccl_debug_log_lines_are_counted_and_warnings_kept() -> None:
     assert result.nccl_log_lines == 100
     assert len(result.errors) == 50 and "port error" in result.errors[0]
     assert len(result.rows) == 28
+
+
+def test_newer_build_with_an_extra_column_per_half() -> None:
+    text = (
+        "#       size         count      type   redop    root     time   algbw   busbw #wrong  lat_p99"
+        "     time   algbw   busbw #wrong  lat_p99\n"
+        "     1048576        262144     float     sum      -1    100.0   10.49   19.66      0    130.0"
+        "    101.0   10.38   19.46      0    131.0\n"
+    )
+    (row,) = parse_nccl(text).rows
+    assert (row.oop_busbw_gbytes_s, row.oop_wrong, row.ip_time_usec, row.ip_busbw_gbytes_s) == (
+        19.66,
+        0,
+        101.0,
+        19.46,
+    )

@@ -176,3 +176,14 @@ def test_newer_portstat_with_an_extra_column() -> None:
         500.0,
     )
     assert dict(port.fields)["RX_PPS"] == "10.00/s"
+
+
+def test_newer_queuestat_with_trim_columns() -> None:
+    text = (
+        "     Port    TxQ    Counter/pkts    Counter/bytes    Drop/pkts    Drop/bytes    Trim/pkts\n"
+        "---------  -----  --------------  ---------------  -----------  ------------  -----------\n"
+        "Ethernet0   ALL0               5              500            1           100            7\n"
+    )
+    (row,) = parse_sonic_queue(text).rows
+    assert (row.queue_type, row.queue_index, row.tx_pkts, row.drop_bytes) == ("ALL", 0, 5, 100)
+    assert dict(row.fields)["Trim/pkts"] == "7"
