@@ -751,7 +751,9 @@ def _perfquery_basic(lid: int, port: int, counters: dict[str, int]) -> list[str]
 
 
 def _has_lid(nodes: tuple[NodeView, ...], lid: int) -> bool:
-    return any(nic.lid == lid for node in nodes for nic in node.nics if nic.link_layer == "InfiniBand")
+    return any(
+        nic.lid == lid for node in nodes for nic in node.nics if nic.link_layer == "InfiniBand"
+    )
 
 
 def _nic_by_lid(ctx: ToolContext, lid: int) -> NicView | None:
