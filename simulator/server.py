@@ -90,18 +90,16 @@ class FleetServer:
             listener = self.listeners[fault.target]
             listener.timers.append(loop.call_later(max(0.0, fault.at - now), self._close_listener, listener))
             if fault.until is not None:
-                listener.timers.append(
-                    loop.call_later(max(0.0, fault.until - now), self._spawn, self._listen(listener))
-                )
+                listener.timers.append(loop.call_later(max(0.0, fault.until - now), self._reopen, listener))
 
     def _close_listener(self, listener: Listener) -> None:
         if listener.server is not None:
             listener.server.close()
             listener.server = None
 
-    def _spawn(self, coroutine: object) -> None:
-        assert asyncio.iscoroutine(coroutine)
-        task = asyncio.ensure_future(coroutine)
+    def _reopen(self, listener: Listener) -> None:
+        """Listen again on the same address and port once a node_unreachable fault ends."""
+        task = asyncio.ensure_future(self._listen(listener))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 

@@ -221,3 +221,27 @@ def test_bad_scenario_is_one_line_not_a_traceback(tmp_path: Path) -> None:
     )  # fmt: skip
     assert result.returncode == 2
     assert result.stderr == f"fleet sim: {bad}:3: [fabric] key 'spines': must be an integer, got 'two'\n"
+
+
+async def test_unreachable_for_a_while_then_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    faults = '[[faults]]\nkind = "node_unreachable"\ntarget = "gpu002"\nat = 0\nuntil = 0.5\n'
+    state, stop, ready = tmp_path / "state", asyncio.Event(), asyncio.Event()
+    task = asyncio.create_task(serve(small_scenario(faults), state, ready=lambda _line: ready.set(), stop=stop))
+    try:
+        await asyncio.wait_for(ready.wait(), 10)
+        with pytest.raises(ConnectionRefusedError):
+            await connect(state, "gpu002")
+        deadline = time.monotonic() + 5
+        while True:  # the listener comes back on the same address and port after `until`
+            try:
+                conn = await connect(state, "gpu002")
+                break
+            except ConnectionRefusedError:
+                assert time.monotonic() < deadline
+                await asyncio.sleep(0.1)
+        async with conn:
+            assert (await conn.run("hostname")).stdout == "gpu002\n"
+    finally:
+        stop.set()
+        assert await asyncio.wait_for(task, 10) == 0
