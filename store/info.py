@@ -56,7 +56,7 @@ def db_info(path: Path | str) -> DbInfo:
         rows = {t: int(conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0])
                 for t in COUNTED_TABLES if t in present}
         stored = 0
-        for sql in ("SELECT sum(n) FROM chunks", "SELECT sum(n) FROM frames"):
+        for sql in ("SELECT sum(n) FROM chunks", "SELECT sum(n) FROM frames WHERE sealed = 0"):
             stored += int(conn.execute(sql).fetchone()[0] or 0)
         stored += rows.get("changes", 0)
         from store.reader import StoreReader

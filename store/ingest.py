@@ -41,7 +41,7 @@ class Ingestor:
             else:
                 written += getattr(self, f"_put_{item.kind}")(item.payload)
         if frames:
-            self.conn.executemany("INSERT OR REPLACE INTO frames VALUES (?, ?, ?, ?)", frames)
+            self.conn.executemany("INSERT OR REPLACE INTO frames (host, ts_ms, n, data) VALUES (?, ?, ?, ?)", frames)
         if changes:
             self.conn.executemany("INSERT OR REPLACE INTO changes VALUES (?, ?, ?)", changes)
         self._write_latest()
@@ -99,7 +99,7 @@ class Ingestor:
         if upserts:
             self.conn.executemany(
                 "INSERT INTO latest (host, ts_ms, data) VALUES (?, ?, ?) ON CONFLICT (host) "
-                "DO UPDATE SET ts_ms = excluded.ts_ms, data = excluded.data",
+                "DO UPDATE SET ts_ms = excluded.ts_ms, data = excluded.data, version = version + 1",
                 upserts,
             )
 

@@ -2,11 +2,13 @@
 
 - **Seal**: frames (one row per host sample, written on every commit) of a
   finished time block are regrouped into compressed chunks, one row per series
-  group (one metric of one host) and block, then deleted; late frames are
-  merged into an existing chunk.
+  group (one metric of one host) and block, and marked sealed; late frames are
+  merged into an existing chunk. Sealed frames are kept for ``replay_s`` more
+  seconds: one frame per host answers a whole-fleet ``as_of`` quickly, where
+  chunks need one decode per metric and host.
 - **Roll up**: once every block of an hour (a day) is sealed, 1 min (1 h)
   rollups are computed from the raw chunks, one row per group and hour (day).
-- **Expire**: raw chunks, 1 min and 1 h rollups older than their retention are
+- **Expire**: sealed frames past the replay window, and raw chunks, 1 min and 1 h rollups older than their retention are
   deleted, a few hundred rows at a time; raw chunks are never deleted before
   their rollups exist.
 
@@ -61,11 +63,12 @@ class Maintenance:
     """Seal, roll up and expire, one small unit at a time, on the writer's connection."""
 
     def __init__(self, conn: sqlite3.Connection, catalog: Catalog, retention: Retention,
-                 block_s: float) -> None:
+                 block_s: float, replay_s: float = 3600.0) -> None:
         self.conn = conn
         self.catalog = catalog
         self.retention = retention
         self.block_ms = int(block_s * 1000)
+        self.replay_ms = int(replay_s * 1000)
         self._planned_now = -1
         self._seal_to = 0
         self._seal_queue: deque[str] = deque()
@@ -96,7 +99,7 @@ class Maintenance:
         boundary = ((now - SEAL_GRACE_MS) // self.block_ms) * self.block_ms
         if boundary > self._seal_to:
             hosts = [r[0] for r in self.conn.execute(
-                "SELECT DISTINCT host FROM frames WHERE ts_ms < ?", (boundary,))]
+                "SELECT DISTINCT host FROM frames WHERE ts_ms < ? AND sealed = 0", (boundary,))]
             self._seal_queue = deque(hosts)
             self._seal_to = boundary
         if not self._seal_queue:
@@ -110,7 +113,8 @@ class Maintenance:
             return False
         host = self._seal_queue[0]
         first = self.conn.execute(
-            "SELECT min(ts_ms) FROM frames WHERE host = ? AND ts_ms < ?", (host, self._seal_to)
+            "SELECT min(ts_ms) FROM frames WHERE host = ? AND ts_ms < ? AND sealed = 0",
+            (host, self._seal_to)
         ).fetchone()[0]
         if first is None:
             self._seal_queue.popleft()
@@ -118,10 +122,11 @@ class Maintenance:
         t0 = (int(first) // self.block_ms) * self.block_ms
         end = min(t0 + self.block_ms, self._seal_to)
         rows = self.conn.execute(
-            "SELECT ts_ms, data FROM frames WHERE host = ? AND ts_ms >= ? AND ts_ms < ? ORDER BY ts_ms",
+            "SELECT ts_ms, data FROM frames WHERE host = ? AND ts_ms >= ? AND ts_ms < ? AND sealed = 0 "
+            "ORDER BY ts_ms",
             (host, t0, end)).fetchall()
         self._seal_points(*_points_of_frames(rows), t0)
-        self.conn.execute("DELETE FROM frames WHERE host = ? AND ts_ms >= ? AND ts_ms < ?",
+        self.conn.execute("UPDATE frames SET sealed = 1 WHERE host = ? AND ts_ms >= ? AND ts_ms < ?",
                           (host, t0, end))
         return True
 
@@ -200,6 +205,11 @@ class Maintenance:
         raw_bound = now - int(self.retention.raw_s * 1000)
         for key in ("rollup_1m_t0", "rollup_1h_t0"):
             raw_bound = min(raw_bound, int(self.state.get(key, 0.0)))
+        cursor = self.conn.execute(
+            "DELETE FROM frames WHERE (host, ts_ms) IN (SELECT host, ts_ms FROM frames "
+            f"WHERE ts_ms < ? AND sealed = 1 LIMIT {_DELETE_ROWS})", (now - self.replay_ms,))
+        if cursor.rowcount:
+            return True
         for table, bound in (
             ("chunks", raw_bound),
             ("rollup_1m", now - int(self.retention.rollup_1m_s * 1000)),

@@ -53,7 +53,7 @@ def raw_points(conn: sqlite3.Connection, host: str, gids: list[int], sids: I64,
             "ORDER BY t0_ms", (gid, end_ms, start_ms)):
             parts.append(block_points(blob, sids))
     for ts_ms, blob in conn.execute(
-        "SELECT ts_ms, data FROM frames WHERE host = ? AND ts_ms >= ? AND ts_ms <= ?",
+        "SELECT ts_ms, data FROM frames WHERE host = ? AND ts_ms >= ? AND ts_ms <= ? AND sealed = 0",
         (host, start_ms, end_ms)):
         parts.append(frame_points(ts_ms, blob))
     s, t, v = concat(parts)

@@ -12,6 +12,7 @@ import json
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +33,9 @@ from store.points import (
     raw_points,
     rollup_rows,
 )
-from store.rollup import STAT_AVG, STAT_MAX, STAT_MIN, STAT_P50, STAT_P99, is_latency
+from store.rollup import STAT_COUNT, STAT_MAX, STAT_MIN, STAT_P50, STAT_P99, STAT_SUM, is_latency
 from store.schema import check_not_newer, connect
-from store.types import Point, SeriesData
+from store.types import Point, PointArrays, SeriesData
 
 AS_OF_WINDOW_MS = 600_000
 """as_of() reports a series only if it had a value in the 10 minutes before the asked time."""
@@ -64,6 +65,8 @@ class StoreReader:
         self._metric_sids: dict[str, list[int]] = {}
         self._host_sids: dict[str, list[int]] = {}
         self._max_sid = 0
+        self._continuous: dict[str, I64] = {}
+        self._latest: dict[str, _HostLatest] = {}
         self._refresh()
 
     def close(self) -> None:
@@ -78,6 +81,7 @@ class StoreReader:
 
     # --- series metadata ----------------------------------------------------
     def _refresh(self) -> None:
+        added = False
         for sid, host, metric, device, port, kind, gid in self._conn.execute(
             "SELECT id, host, metric, device, port, kind, group_id FROM series WHERE id > ? "
             "ORDER BY id", (self._max_sid,)):
@@ -91,54 +95,80 @@ class StoreReader:
             self._metric_sids.setdefault(metric, []).append(sid)
             self._host_sids.setdefault(host, []).append(sid)
             self._max_sid = sid
+            added = True
+        if added:
+            self._continuous = {
+                host: np.array(sorted(s for s in sids if self._kind[s] != "error"), dtype=np.int64)
+                for host, sids in self._host_sids.items()}
 
     def _ensure(self, sids: I64) -> None:
         if len(sids) and int(sids.max()) > self._max_sid:
             self._refresh()
 
-    def _wanted(self, hosts: Sequence[str] | None, metrics: Sequence[str] | None) -> list[int]:
-        self._refresh()
-        if metrics is not None:
-            chosen = [s for m in metrics for s in self._metric_sids.get(m, [])]
-            if hosts is not None:
-                host_set = set(hosts)
-                chosen = [s for s in chosen if self._keys[s][0] in host_set]  # type: ignore[index]
-            return chosen
-        names = hosts if hosts is not None else list(self._host_sids)
-        return [s for h in names for s in self._host_sids.get(h, [])]
+    def _metric_filter(self, metrics: Sequence[str] | None) -> I64 | None:
+        if metrics is None:
+            return None
+        return np.array(sorted(s for m in metrics for s in self._metric_sids.get(m, [])), dtype=np.int64)
 
-    def _points(self, points: Points) -> list[Point]:
+    def _arrays(self, points: Points) -> PointArrays:
         s, t, v = points
         self._ensure(s)
-        keys = self._keys
-        return [_new_point(Point, (*keys[sid], ts / 1000.0, value))
-                for sid, ts, value in zip(s.tolist(), t.tolist(), v.tolist(), strict=True)]
+        return PointArrays(s, t / 1000.0, v, self._keys)
 
     # --- samples ----------------------------------------------------------------
     def latest(self, hosts: Sequence[str] | None = None,
                metrics: Sequence[str] | None = None) -> list[Point]:
-        """The newest value of every series (of ``hosts``, of ``metrics``)."""
+        """The newest value of every series (of ``hosts``, of ``metrics``).
+
+        Hosts whose ``latest`` row has not changed since the previous call reuse
+        the points built then, so a console polling faster than the collector
+        writes pays only for the hosts that changed.
+        """
         with self._lock:
-            if hosts is None:
-                cursor = self._conn.execute("SELECT data FROM latest")
-            else:
-                cursor = self._conn.execute(
-                    f"SELECT data FROM latest WHERE host IN ({_marks(len(hosts))})", list(hosts))
-            blobs = [r[0] for r in cursor]
-            wanted = None
-            if metrics is not None:
-                self._refresh()
-                wanted = np.array([s for m in metrics for s in self._metric_sids.get(m, [])],
-                                  dtype=np.int64)
-            parts: list[Points] = []
-            for blob in blobs:
+            cached = self._latest_hosts(hosts)
+            wanted = self._metric_filter(metrics)
+            found: list[Point] = []
+            for entry in cached:
+                if entry.points is None:
+                    entry.points = self._arrays((entry.sids, entry.ts_ms, entry.values)).points()
+                if wanted is None:
+                    found.extend(entry.points)
+                else:
+                    pts = entry.points
+                    found.extend([pts[i] for i in np.flatnonzero(np.isin(entry.sids, wanted)).tolist()])
+            return found
+
+    def latest_arrays(self, hosts: Sequence[str] | None = None,
+                      metrics: Sequence[str] | None = None) -> PointArrays:
+        """:meth:`latest` as arrays (no per-point objects)."""
+        with self._lock:
+            cached = self._latest_hosts(hosts)
+            wanted = self._metric_filter(metrics)
+            parts = [(e.sids, e.ts_ms, e.values) for e in cached]
+            s, t, v = concat(parts)
+            if wanted is not None:
+                keep = np.isin(s, wanted)
+                s, t, v = s[keep], t[keep], v[keep]
+            return self._arrays((s, t, v))
+
+    def _latest_hosts(self, hosts: Sequence[str] | None) -> list[_HostLatest]:
+        """The cached newest values of ``hosts`` (all when None), re-read where they changed."""
+        if hosts is None:
+            versions = self._conn.execute("SELECT host, version FROM latest").fetchall()
+        else:
+            versions = []
+            for part in _batches(list(hosts)):
+                versions += self._conn.execute(
+                    f"SELECT host, version FROM latest WHERE host IN ({_marks(len(part))})", part).fetchall()
+        stale = [host for host, version in versions
+                 if (entry := self._latest.get(host)) is None or entry.version != version]
+        for part in _batches(stale):
+            for host, version, blob in self._conn.execute(
+                f"SELECT host, version, data FROM latest WHERE host IN ({_marks(len(part))})", part):
                 sids, values, stamps = decode_frame(blob)
                 assert stamps is not None
-                if wanted is not None:
-                    keep = np.isin(sids, wanted)
-                    sids, values, stamps = sids[keep], values[keep], stamps[keep]
-                parts.append((sids, stamps, values))
-            return self._points(concat(parts))
+                self._latest[host] = _HostLatest(version, sids, stamps, values)
+        return [self._latest[host] for host, _ in versions if host in self._latest]
 
     def as_of(self, ts: float, hosts: Sequence[str] | None = None,
               metrics: Sequence[str] | None = None) -> list[Point]:
@@ -147,30 +177,52 @@ class StoreReader:
         Gauges and counters count only if they had a value in the 10 minutes
         before ``ts``; error counters (stored on change) give their last value ever.
         """
+        return self.as_of_arrays(ts, hosts, metrics).points()
+
+    def as_of_arrays(self, ts: float, hosts: Sequence[str] | None = None,
+                     metrics: Sequence[str] | None = None) -> PointArrays:
+        """:meth:`as_of` as arrays (no per-point objects)."""
         with self._lock:
+            self._refresh()
             end = ts_to_ms(ts)
             start = end - AS_OF_WINDOW_MS
-            wanted = self._wanted(hosts, metrics)
-            by_host: dict[str, list[int]] = {}
-            errors: list[int] = []
-            for sid in wanted:
-                if self._kind[sid] == "error":
-                    errors.append(sid)
-                else:
-                    by_host.setdefault(self._keys[sid][0], []).append(sid)  # type: ignore[index]
-            parts = [self._host_as_of(host, np.array(sids, dtype=np.int64), start, end)
-                     for host, sids in by_host.items()]
+            wanted = self._metric_filter(metrics)
+            names = list(self._continuous) if hosts is None else hosts
+            parts: list[Points] = []
+            for host in names:
+                sids = self._continuous.get(host)
+                if sids is None or len(sids) == 0:
+                    continue
+                if wanted is not None:
+                    sids = sids[np.isin(sids, wanted)]
+                    if len(sids) == 0:
+                        continue
+                parts.append(self._host_as_of(host, sids, start, end, complete=wanted is None))
+            errors = [s for m in (metrics if metrics is not None else self._metric_sids)
+                      for s in self._metric_sids.get(m, []) if self._kind[s] == "error"]
             if errors:
-                parts.append(self._errors_as_of(np.array(errors, dtype=np.int64), end))
-            return self._points(concat(parts))
+                error_sids = np.array(errors, dtype=np.int64)
+                if hosts is not None:
+                    host_set = set(hosts)
+                    error_sids = np.array([s for s in errors if self._keys[s][0] in host_set],  # type: ignore[index]
+                                          dtype=np.int64)
+                parts.append(self._errors_as_of(error_sids, end))
+            return self._arrays(concat(parts))
 
-    def _host_as_of(self, host: str, sids: I64, start: int, end: int) -> Points:
+    def _host_as_of(self, host: str, sids: I64, start: int, end: int, complete: bool) -> Points:
+        """``sids`` (sorted) of ``host`` as of ``end``: frames newest first, then chunks.
+
+        ``complete``: ``sids`` are all of the host's gauges and counters, so a frame
+        holding as many values holds them all.
+        """
         parts: list[Points] = []
         remaining = sids
         for ts_ms, blob in self._conn.execute(
             "SELECT ts_ms, data FROM frames WHERE host = ? AND ts_ms <= ? AND ts_ms > ? "
             "ORDER BY ts_ms DESC", (host, end, start)):
             s, t, v = frame_points(ts_ms, blob)
+            if complete and not parts and len(s) == len(sids):
+                return s, t, v
             keep = np.isin(s, remaining)
             parts.append((s[keep], t[keep], v[keep]))
             remaining = remaining[~np.isin(remaining, s)]
@@ -178,12 +230,13 @@ class StoreReader:
                 break
         if len(remaining):
             gids = sorted({self._group[int(s)] for s in remaining})
-            for (blob,) in self._conn.execute(
-                f"SELECT data FROM chunks WHERE group_id IN ({_marks(len(gids))}) "
-                "AND t0_ms <= ? AND last_ms > ?", (*gids, end, start)):
-                s, t, v = block_points(blob, remaining)
-                keep = (t <= end) & (t > start)
-                parts.append((s[keep], t[keep], v[keep]))
+            for part in _batches(gids):
+                for (blob,) in self._conn.execute(
+                    f"SELECT data FROM chunks WHERE group_id IN ({_marks(len(part))}) "
+                    "AND t0_ms <= ? AND last_ms > ?", (*part, end, start)):
+                    s, t, v = block_points(blob, remaining)
+                    keep = (t <= end) & (t > start)
+                    parts.append((s[keep], t[keep], v[keep]))
         return last_per_series(concat(parts))
 
     def _errors_as_of(self, sids: I64, end: int) -> Points:
@@ -286,7 +339,7 @@ class StoreReader:
                 if len(v):
                     i = int(np.nanargmax(v)) if not np.all(np.isnan(v)) else 0
                     best.append((s[i : i + 1], t[i : i + 1], v[i : i + 1]))
-            found = self._points(concat(best))
+            found = self._arrays(concat(best)).points()
             return sorted(found, key=lambda p: p.value, reverse=True)[:n]
 
     def _top_increase(self, sids: list[int], n: int, start_ms: int, end_ms: int) -> list[Point]:
@@ -304,9 +357,9 @@ class StoreReader:
                 rising.append((int(sid), delta))
         rising.sort(key=lambda item: item[1], reverse=True)
         top = rising[:n]
-        return self._points((np.array([s for s, _ in top], dtype=np.int64),
+        return self._arrays((np.array([s for s, _ in top], dtype=np.int64),
                              np.full(len(top), end_ms, dtype=np.int64),
-                             np.array([d for _, d in top], dtype=np.float64)))
+                             np.array([d for _, d in top], dtype=np.float64))).points()
 
     def time_span(self) -> tuple[float, float] | None:
         """(oldest, newest) sample time held, in unix seconds; None when empty."""
@@ -443,18 +496,34 @@ class StoreReader:
                 f"SELECT ts, name, data FROM baselines{where} ORDER BY ts", args)]
 
 
+@dataclass(slots=True)
+class _HostLatest:
+    """One host's newest values as last read, with the points built from them on demand."""
+
+    version: int
+    sids: I64
+    ts_ms: I64
+    values: F64
+    points: list[Point] | None = None
+
+
+def _batches(items: list[Any], size: int = 500) -> list[list[Any]]:
+    """Split ``items`` so that no query has more parameters than SQLite allows."""
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
 def _rollup_series(resolution: str, sid: int, cells: tuple[I64, I64, F64], latency: bool) -> SeriesData:
     rows_, ts_ms, values = cells
     starts = np.unique(ts_ms)
     columns: dict[int, F64] = {}
-    for stat in (STAT_MIN, STAT_AVG, STAT_MAX, STAT_P50, STAT_P99):
+    for stat in (STAT_MIN, STAT_SUM, STAT_MAX, STAT_COUNT, STAT_P50, STAT_P99):
         column = np.full(len(starts), np.nan)
         mask = rows_ == sid * 8 + stat
         column[np.searchsorted(starts, ts_ms[mask])] = values[mask]
         columns[stat] = column
     return SeriesData(
         resolution, (starts / 1000.0).tolist(), columns[STAT_MIN].tolist(),
-        columns[STAT_AVG].tolist(), columns[STAT_MAX].tolist(),
+        (columns[STAT_SUM] / columns[STAT_COUNT]).tolist(), columns[STAT_MAX].tolist(),
         columns[STAT_P50].tolist() if latency else None,
         columns[STAT_P99].tolist() if latency else None)
 

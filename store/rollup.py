@@ -1,7 +1,10 @@
-"""Rollup arithmetic: min/avg/max/count (and p50/p99 for latencies) per series and time bucket.
+"""Rollup arithmetic: min/max/sum/count (and p50/p99 for latencies) per series and time bucket.
 
 A rollup block reuses :func:`store.codec.encode_block`: its rows are
 ``sid * 8 + stat`` (see :data:`STATS`) and its columns are bucket starts.
+The sum is stored rather than the average (avg = sum / count, computed on
+read, the same float): sums of integer readings stay integers, which the
+codec packs in a byte or two, where averages would be full-precision floats.
 """
 
 from __future__ import annotations
@@ -11,8 +14,8 @@ import numpy as np
 from fabric.samples import METRICS
 from store.codec import BOOL, F64, I64, encode_block
 
-STATS = ("min", "avg", "max", "count", "p50", "p99")
-STAT_MIN, STAT_AVG, STAT_MAX, STAT_COUNT, STAT_P50, STAT_P99 = range(6)
+STATS = ("min", "sum", "max", "count", "p50", "p99")
+STAT_MIN, STAT_SUM, STAT_MAX, STAT_COUNT, STAT_P50, STAT_P99 = range(6)
 _LATENCY_UNITS = frozenset({"s", "ms", "usec", "ns"})
 
 
@@ -45,7 +48,7 @@ def rollup_points(
         base = i * nstats
         out[base + STAT_MIN, cols] = np.minimum.reduceat(vals, edges)
         out[base + STAT_MAX, cols] = np.maximum.reduceat(vals, edges)
-        out[base + STAT_AVG, cols] = np.add.reduceat(vals, edges) / counts
+        out[base + STAT_SUM, cols] = np.add.reduceat(vals, edges)
         out[base + STAT_COUNT, cols] = counts
         if latency:
             for col, part in zip(cols, np.split(vals, cut), strict=True):

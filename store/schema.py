@@ -118,6 +118,17 @@ def _m002_rollups(db: sqlite_utils.Database) -> None:
     )
 
 
+@MIGRATIONS(name="m003_replay")
+def _m003_replay(db: sqlite_utils.Database) -> None:
+    """Frames stay a while after sealing (fast whole-fleet replay); latest rows carry a version."""
+    db.executescript(
+        """
+        ALTER TABLE frames ADD COLUMN sealed INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE latest ADD COLUMN version INTEGER NOT NULL DEFAULT 0;
+        """
+    )
+
+
 SCHEMA_VERSION = len(MIGRATIONS._migrations)
 """The schema version this code writes: the number of migrations it knows."""
 

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
+
+import numpy as np
+import numpy.typing as npt
 
 
 class Point(NamedTuple):
@@ -20,6 +24,35 @@ class Point(NamedTuple):
     port: str
     ts: float
     value: float
+
+
+SeriesName = tuple[str, str, str, str]
+"""(host, metric, device, port)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PointArrays:
+    """Many points as arrays, for whole-fleet views: point ``i`` is series
+    ``names[sids[i]]`` = (host, metric, device, port) with value ``values[i]`` at
+    ``ts[i]`` (unix seconds). ``names`` is the reader's table, shared, not copied:
+    building a few hundred thousand :class:`Point` objects costs far more than the
+    query itself, so callers that can work on arrays should.
+    """
+
+    sids: npt.NDArray[np.int64]
+    ts: npt.NDArray[np.float64]
+    values: npt.NDArray[np.float64]
+    names: Sequence[SeriesName | None]
+
+    def __len__(self) -> int:
+        return len(self.sids)
+
+    def points(self) -> list[Point]:
+        """The same points as :class:`Point` tuples."""
+        names, new = self.names, tuple.__new__
+        return [new(Point, (*names[sid], ts, value))
+                for sid, ts, value in zip(self.sids.tolist(), self.ts.tolist(),
+                                          self.values.tolist(), strict=True)]
 
 
 @dataclass(frozen=True, slots=True)

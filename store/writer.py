@@ -43,17 +43,20 @@ class StoreWriter:
         batch_samples: int = 250_000,
         retention: Retention | None = None,
         block_s: float = 600.0,
+        replay_s: float = 3600.0,
         step_budget_s: float = 0.03,
         retry_s: float = 1.0,
         page_limit: int | None = None,
     ) -> None:
         """``max_queued_samples``: sample values held before back-pressure drops gauges;
-        ``block_s``: seconds of points per sealed chunk; ``page_limit``: a cap on the
+        ``block_s``: seconds of points per sealed chunk; ``replay_s``: seconds host
+        frames are kept after sealing, for fast whole-fleet replay; ``page_limit``: a cap on the
         file size in pages (``PRAGMA max_page_count``), e.g. for a disk quota.
         """
         self.path = Path(path)
         self.retention = retention or Retention()
         self.block_s = block_s
+        self.replay_s = replay_s
         self.step_budget_s = step_budget_s
         self.retry_s = retry_s
         self.batch_samples = batch_samples
@@ -165,7 +168,8 @@ class StoreWriter:
                     conn = connect(self.path)
                     self._page_limit_changed = True
                     ingestor = Ingestor(conn)
-                    maintenance = Maintenance(conn, ingestor.catalog, self.retention, self.block_s)
+                    maintenance = Maintenance(conn, ingestor.catalog, self.retention, self.block_s,
+                                              self.replay_s)
                 assert ingestor is not None and maintenance is not None
                 if self._page_limit_changed:
                     self._page_limit_changed = False

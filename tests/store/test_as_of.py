@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
 from store_samples import T0, nic_sample
 
 from fabric.samples import HostSample
@@ -17,8 +18,9 @@ def _by_key(points: list[Point]) -> dict[tuple[str, str, str, str], tuple[float,
     return {(p.host, p.metric, p.device, p.port): (p.ts, p.value) for p in points}
 
 
-def test_as_of_is_exact_before_and_after_sealing(fresh_db: Path) -> None:
-    writer = StoreWriter(fresh_db).start()
+@pytest.mark.parametrize("replay_s", [0.0, 3600.0])  # sealed frames dropped at once / kept
+def test_as_of_is_exact_before_and_after_sealing(fresh_db: Path, replay_s: float) -> None:
+    writer = StoreWriter(fresh_db, replay_s=replay_s).start()
     for k in range(200):  # 2000 s: three 600 s blocks sealed once the clock passes them
         for host in ("n1", "n2"):
             writer.put_samples(nic_sample(host, T0 + 10 * k + (0.25 if host == "n2" else 0), k))
@@ -30,6 +32,8 @@ def test_as_of_is_exact_before_and_after_sealing(fresh_db: Path) -> None:
     writer.close()
     conn = sqlite3.connect(fresh_db)
     assert conn.execute("SELECT count(*) FROM chunks").fetchone()[0] > 0
+    sealed_frames = conn.execute("SELECT count(*) FROM frames WHERE sealed = 1").fetchone()[0]
+    assert (sealed_frames > 0) == (replay_s > 0)
     after = [_by_key(reader.as_of(ts)) for ts in asked]
     assert before == after
 
@@ -59,3 +63,13 @@ def test_as_of_window_and_filters(fresh_db: Path) -> None:
     assert sorted((p.metric, p.device, p.value) for p in only) == [
         ("symbol_error", "mlx5_0", 0.0), ("symbol_error", "mlx5_1", 0.0),
         ("tx_bytes", "mlx5_0", 50_000_000.0), ("tx_bytes", "mlx5_1", 50_000_001.0)]
+
+
+def test_as_of_arrays_match_the_points(fresh_db: Path) -> None:
+    with StoreWriter(fresh_db) as writer:
+        for k in range(30):
+            writer.put_samples(nic_sample("n1", T0 + 10 * k, k))
+    reader = StoreReader(fresh_db)
+    arrays = reader.as_of_arrays(T0 + 100, metrics=["tx_bytes"])
+    assert arrays.points() == reader.as_of(T0 + 100, metrics=["tx_bytes"])
+    assert sorted(arrays.values.tolist()) == [10_000_000.0, 10_000_001.0]

@@ -46,3 +46,21 @@ def test_latest_survives_a_restart_of_the_writer(fresh_db: Path) -> None:
     assert points[("tx_bytes", "mlx5_1")].value == 1.0
     # an unchanged error counter after the restart is not stored again
     assert sqlite3.connect(fresh_db).execute("SELECT count(*) FROM changes").fetchone()[0] == 2
+
+
+def test_a_reader_sees_new_values_and_reuses_unchanged_hosts(fresh_db: Path) -> None:
+    writer = StoreWriter(fresh_db).start()
+    writer.put_samples(nic_sample("n1", T0, 0))
+    writer.put_samples(nic_sample("n2", T0, 0))
+    assert writer.flush(10)
+    reader = StoreReader(fresh_db)
+    first = {(p.host, p.metric, p.device): p for p in reader.latest()}
+    writer.put_samples(nic_sample("n1", T0 + 10, 1))
+    assert writer.flush(10)
+    writer.close()
+    second = {(p.host, p.metric, p.device): p for p in reader.latest()}
+    assert second[("n1", "tx_bytes", "mlx5_0")].value == 1_000_000.0
+    assert second[("n2", "tx_bytes", "mlx5_0")] is first[("n2", "tx_bytes", "mlx5_0")]
+    arrays = reader.latest_arrays(metrics=["gpu_temp_c"])
+    assert sorted(arrays.values.tolist()) == [40.0, 41.0]
+    assert arrays.points() == reader.latest(metrics=["gpu_temp_c"])
