@@ -25,7 +25,6 @@ Pure: no I/O. Latencies in microseconds.
 
 from __future__ import annotations
 
-import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -33,12 +32,15 @@ from dataclasses import dataclass
 KINDS = ("nic", "cable", "leaf", "spine")
 
 OUTLIER_FACTOR = 2.0
-"""A pair is an outlier when its p99 is this many times the rail's median p99: healthy
-RoCE pairs on one fabric sit within ~30 % of each other (same hop count), while a lossy
-link adds retransmission timeouts of tens of microseconds."""
+"""A pair is an outlier when its latency is this many times the rail's reference: healthy
+pairs differ by hop count only (same leaf ~1.5 us, across a spine ~2.6 us on RoCE), while a
+lossy link adds retransmissions of tens of microseconds."""
 OUTLIER_FLOOR_USEC = 3.0
-"""... and at least this much above the median, so a 1.6 us fabric with 0.2 us jitter
+"""... and at least this much above the reference, so a 1.6 us fabric with 0.2 us jitter
 does not flag a 3.3 us pair that is only noise."""
+REFERENCE_QUANTILE = 0.1
+"""The rail's reference is this quantile of its probes, not the median: when a spine or a
+leaf is bad, most probes of a small fabric can be bad, and the median with them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,20 +71,28 @@ class Suspect:
     reason: str = ""
 
 
-def is_outlier(p99_usec: float | None, median_usec: float) -> bool:
-    """A failed probe (None) or one far above the rail's median (see OUTLIER_*)."""
-    if p99_usec is None:
+def is_outlier(latency_usec: float | None, reference_usec: float) -> bool:
+    """A failed probe (None) or one far above the rail's reference (see OUTLIER_*)."""
+    if latency_usec is None:
         return True
-    return p99_usec > OUTLIER_FACTOR * median_usec and p99_usec - median_usec > OUTLIER_FLOOR_USEC
+    return latency_usec > OUTLIER_FACTOR * reference_usec and latency_usec - reference_usec > OUTLIER_FLOOR_USEC
 
 
-def rail_medians(p99s: Iterable[tuple[int, float | None]]) -> dict[int, float]:
-    """Median p99 of each rail's successful probes: (rail, p99 or None) in."""
+def rail_references(latencies: Iterable[tuple[int, float | None]]) -> dict[int, float]:
+    """Each rail's reference latency (REFERENCE_QUANTILE of its successful probes), usec."""
     by_rail: dict[int, list[float]] = defaultdict(list)
-    for rail, p99 in p99s:
-        if p99 is not None:
-            by_rail[rail].append(p99)
-    return {rail: statistics.median(values) for rail, values in by_rail.items()}
+    for rail, value in latencies:
+        if value is not None:
+            by_rail[rail].append(value)
+    return {rail: _quantile(sorted(values), REFERENCE_QUANTILE) for rail, values in by_rail.items()}
+
+
+def _quantile(ordered: Sequence[float], q: float) -> float:
+    """Linear-interpolated quantile of sorted values (numpy's default method)."""
+    position = q * (len(ordered) - 1)
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
 def localize(
@@ -166,4 +176,4 @@ def _reason(suspect: Suspect, count: int) -> str:
     return what[suspect.kind]
 
 
-__all__ = ["KINDS", "Probe", "Suspect", "is_outlier", "localize", "rail_medians"]
+__all__ = ["KINDS", "Probe", "Suspect", "is_outlier", "localize", "rail_references"]

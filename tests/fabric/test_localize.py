@@ -5,7 +5,9 @@ from __future__ import annotations
 import zlib
 from itertools import combinations
 
-from fabric.localize import Probe, Suspect, is_outlier, localize, rail_medians
+import pytest
+
+from fabric.localize import Probe, Suspect, is_outlier, localize, rail_references
 
 NODES = [f"gpu{i:03d}" for i in range(1, 9)]
 LEAF_OF = {(n, 0): ("leaf01" if i < 4 else "leaf09") for i, n in enumerate(NODES)}
@@ -79,8 +81,8 @@ def test_a_single_bad_probe_names_nothing_specific() -> None:
 
 
 def test_outliers_against_the_rail_median() -> None:
-    medians = rail_medians([(0, 2.0), (0, 2.2), (0, 2.1), (0, None), (1, 5.0)])
-    assert medians == {0: 2.1, 1: 5.0}
+    references = rail_references([(0, 2.0), (0, 2.2), (0, 2.1), (0, 60.0), (0, None), (1, 5.0)])
+    assert references == {0: pytest.approx(2.03), 1: 5.0}  # the low 10 %: a bad majority cannot hide
     assert is_outlier(None, 2.1)
     assert is_outlier(60.0, 2.1)
     assert not is_outlier(4.5, 2.1)  # over twice the median but within the floor: noise

@@ -1,0 +1,287 @@
+"""The link test: local NIC checks, then RDMA latency over node pairs on every rail, then localization.
+
+Why: "is this rented cluster wired and healthy?" in minutes, not the half
+hour of in-house scripts. Pairs come from :func:`fabric.pairing.schedule`
+(rounds of disjoint pairs, a full mesh of n nodes in n-1 rounds). Rounds are
+pipelined rather than fenced: a pair of round r+1 starts as soon as both of
+its NICs are done with round r, so one slow pair delays only the NICs it
+shares, never the whole round; a NIC is still never in two probes at once.
+At most ``max_parallel`` probes are in flight.
+
+Output (:class:`LinktestReport`): the local checks, a p99 matrix per rail
+(microseconds; None where a probe failed), the bad pairs (failed, or an
+outlier against the rail's reference p99 or p99.9: :func:`fabric.localize.is_outlier`; a lost
+packet costs a retransmission that shows in the 99.9th percentile first), and
+the suspects of :func:`fabric.localize.localize`. Each probe is also a
+``ProbeRecord`` (kind "lat", shared ``run_id``) for the store, and the report
+one of kind "linktest".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from collectors.inventory import CablingRow
+from collectors.probes.nic_checks import (
+    NicCheck,
+    NodeChecks,
+    check_after,
+    check_before,
+    expected_rate,
+    judge,
+)
+from collectors.probes.perftest_probe import GidCache, PerftestSpec, run_perftest
+from collectors.probes.ports import PortAllocator
+from collectors.sshpool import SshPool
+from fabric.localize import Probe, Suspect, is_outlier, localize, rail_references
+from fabric.naming import RAILS_PER_NODE, nic_name
+from fabric.pairing import PairTest, schedule
+from fabric.records import ProbeRecord
+
+ProgressCallback = Callable[[int, int, float | None], None]
+"""Told (done, total, eta_s) after each probe; eta None until the first probe ends."""
+
+
+@dataclass(frozen=True, slots=True)
+class LinktestSpec:
+    nodes: tuple[str, ...]
+    rails: tuple[int, ...] = tuple(range(RAILS_PER_NODE))
+    mode: str = "mesh"
+    sample_rounds: int = 4
+    seed: int = 0
+    test: str = "ib_write_lat"
+    iterations: int | None = None
+    """perftest ``-n``; None: its default (1000)."""
+    flows: int = 1
+    """Probes per pair, each with its own flow label, so one pair's flows cross several spines."""
+    max_parallel: int = 512
+    probe_timeout_s: float = 30.0
+    check_timeout_s: float = 20.0
+    local_checks: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class PairOutcome:
+    src: str
+    dst: str
+    rail: int
+    flow_label: int | None
+    ok: bool
+    p99_usec: float | None
+    p999_usec: float | None
+    typical_usec: float | None
+    error: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class LinktestReport:
+    run_id: str
+    spec: LinktestSpec
+    seconds: float
+    rounds: int
+    unreachable: dict[str, str]
+    nic_checks: tuple[NicCheck, ...]
+    outcomes: tuple[PairOutcome, ...]
+    references_usec: dict[int, float]
+    """Each rail's reference p99 (fabric.localize.REFERENCE_QUANTILE), usec."""
+    bad: tuple[PairOutcome, ...]
+    suspects: tuple[Suspect, ...]
+    records: tuple[ProbeRecord, ...] = field(repr=False, default=())
+
+    def matrix(self, rail: int) -> dict[str, Any]:
+        """Rail ``rail``'s p99 matrix: rows are clients, columns servers, usec (None: failed/not run)."""
+        nodes = [n for n in self.spec.nodes if n not in self.unreachable]
+        index = {n: i for i, n in enumerate(nodes)}
+        cells: list[list[float | None]] = [[None] * len(nodes) for _ in nodes]
+        for o in self.outcomes:
+            if o.rail == rail and o.p99_usec is not None:
+                i, j = index[o.src], index[o.dst]
+                for a, b in ((i, j), (j, i)):  # one probe per pair: show it on both sides
+                    cells[a][b] = max(cells[a][b] or 0.0, o.p99_usec)
+        bad = sorted({(o.src, o.dst) for o in self.bad if o.rail == rail})
+        return {"rail": rail, "nic": nic_name(rail), "nodes": nodes, "p99_usec": cells,
+                "reference_p99_usec": self.references_usec.get(rail), "bad_pairs": [list(p) for p in bad]}
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "mode": self.spec.mode,
+            "nodes": list(self.spec.nodes),
+            "rails": list(self.spec.rails),
+            "rounds": self.rounds,
+            "probes": len(self.outcomes),
+            "seconds": round(self.seconds, 3),
+            "unreachable": self.unreachable,
+            "nic_problems": [_check_json(c) for c in self.nic_checks if c.problems],
+            "matrices": [self.matrix(rail) for rail in self.spec.rails],
+            "bad_pairs": [asdict(o) for o in self.bad],
+            "suspects": [asdict(s) for s in self.suspects],
+        }
+
+    def summary_record(self, ts: float) -> ProbeRecord:
+        """The whole run for the store (kind "linktest"); the pairs are their own "lat" records."""
+        data = self.to_json()
+        return ProbeRecord(ts=ts, kind="linktest", src=self.spec.nodes[0] if self.spec.nodes else "",
+                           ok=not self.suspects and not self.bad and not self.unreachable,
+                           params={"mode": self.spec.mode, "rails": list(self.spec.rails), "flows": self.spec.flows},
+                           result=data, run_id=self.run_id)
+
+
+def _check_json(check: NicCheck) -> dict[str, Any]:
+    def finite(value: float | None) -> float | None:
+        return value if value is not None and math.isfinite(value) else None
+
+    return {"node": check.node, "nic": check.nic, "problems": list(check.problems), "cable": check.cable_suspect,
+            "rate_gbps": check.rate_gbps, "rx_power_dbm": finite(check.rx_power_dbm),
+            "rx_margin_db": finite(check.rx_margin_db), "lldp": f"{check.lldp_switch} {check.lldp_port}".strip(),
+            "planned": f"{check.planned_switch} {check.planned_port}".strip()}
+
+
+async def run_linktest(
+    pool: SshPool,
+    spec: LinktestSpec,
+    *,
+    cabling: Sequence[CablingRow] = (),
+    on_progress: ProgressCallback | None = None,
+    on_record: Callable[[ProbeRecord], None] | None = None,
+    ports: PortAllocator | None = None,
+    run_id: str = "",
+) -> LinktestReport:
+    """Run the whole link test; failures of single probes are results, not exceptions."""
+    run_id = run_id or f"linktest-{uuid.uuid4().hex[:12]}"
+    started = time.monotonic()
+    nodes = tuple(dict.fromkeys(spec.nodes))
+    checks: dict[str, NodeChecks] = {}
+    if spec.local_checks:
+        gathered = await asyncio.gather(*(check_before(pool, n, spec.check_timeout_s) for n in nodes))
+        checks = {c.node: c for c in gathered}
+    unreachable = {n: c.reason for n, c in checks.items() if c.reason}
+    reachable = [n for n in nodes if n not in unreachable]
+    rounds = schedule(reachable, spec.rails, spec.mode, sample_rounds=spec.sample_rounds, seed=spec.seed)
+    tests = [(t, label) for r in rounds for t in r for label in _labels(spec.flows)]
+    runner = _Runner(pool, spec, run_id, ports or PortAllocator(), len(tests), on_progress, on_record)
+    outcomes = await runner.run(tests)
+    if spec.local_checks:
+        await asyncio.gather(*(check_after(pool, checks[n], spec.check_timeout_s) for n in reachable))
+    plan = {(row.node, row.nic): row for row in cabling}
+    rate = expected_rate(checks.values())
+    nic_checks = tuple(c for n in reachable for c in judge(checks[n], plan, rate)) if checks else ()
+    references = rail_references((o.rail, o.p99_usec) for o in outcomes)
+    tails = rail_references((o.rail, o.p999_usec) for o in outcomes)
+    bad = tuple(
+        o for o in outcomes
+        if not o.ok or is_outlier(o.p99_usec, references.get(o.rail, 0.0))
+        or (o.p999_usec is not None and is_outlier(o.p999_usec, tails.get(o.rail, 0.0)))
+    )  # fmt: skip
+    bad_keys = {(o.src, o.dst, o.rail, o.flow_label) for o in bad}
+    leaf_of = _leaves(checks, plan, reachable, spec.rails)
+    flagged = [(c.node, int(c.nic.rsplit("_", 1)[1])) for c in nic_checks if c.cable_suspect and c.nic[-1].isdigit()]
+    probes = [Probe(o.src, o.dst, o.rail, (o.src, o.dst, o.rail, o.flow_label) in bad_keys) for o in outcomes]
+    suspects = localize(probes, leaf_of, cable_flagged=flagged)
+    return LinktestReport(
+        run_id=run_id, spec=spec, seconds=time.monotonic() - started, rounds=len(rounds), unreachable=unreachable,
+        nic_checks=nic_checks, outcomes=tuple(outcomes), references_usec=references, bad=bad, suspects=tuple(suspects),
+        records=tuple(runner.records),
+    )  # fmt: skip
+
+
+def _labels(flows: int) -> list[int | None]:
+    """Flow labels for a pair's probes: none for one flow, else distinct 20-bit labels."""
+    return [None] if flows <= 1 else [(k * 0x9E37 + 1) & 0xFFFFF for k in range(flows)]
+
+
+def _leaves(
+    checks: dict[str, NodeChecks], plan: dict[tuple[str, str], CablingRow], nodes: Sequence[str], rails: Sequence[int]
+) -> dict[tuple[str, int], str]:
+    """(node, rail) -> the leaf its NIC reaches: LLDP first (the real cable), else the cabling plan."""
+    leaf_of: dict[tuple[str, int], str] = {}
+    for node in nodes:
+        node_checks = checks.get(node)
+        for rail in rails:
+            device = nic_name(rail)
+            netdev = node_checks.netdevs.get(device, "") if node_checks else ""
+            seen = node_checks.lldp.get(netdev, ("", ""))[0] if node_checks else ""
+            planned = plan.get((node, device))
+            leaf = seen or (planned.switch if planned else "")
+            if leaf:
+                leaf_of[(node, rail)] = leaf
+    return leaf_of
+
+
+class _Runner:
+    """Runs the probes pipelined per NIC, bounded in parallelism, reporting progress."""
+
+    def __init__(
+        self,
+        pool: SshPool,
+        spec: LinktestSpec,
+        run_id: str,
+        ports: PortAllocator,
+        total: int,
+        on_progress: ProgressCallback | None,
+        on_record: Callable[[ProbeRecord], None] | None,
+    ) -> None:
+        self.pool = pool
+        self.spec = spec
+        self.run_id = run_id
+        self.ports = ports
+        self.gids = GidCache()
+        self.total = total
+        self.done = 0
+        self.started = time.monotonic()
+        self.on_progress = on_progress
+        self.on_record = on_record
+        self.records: list[ProbeRecord] = []
+        self.slots = asyncio.Semaphore(max(1, spec.max_parallel))
+
+    async def run(self, tests: Sequence[tuple[PairTest, int | None]]) -> list[PairOutcome]:
+        last: dict[tuple[str, int], asyncio.Future[PairOutcome]] = {}
+        task: asyncio.Future[PairOutcome]
+        tasks: list[asyncio.Future[PairOutcome]] = []
+        for test, label in tests:
+            ends = ((test.src, test.rail), (test.dst, test.rail))
+            before = [last[e] for e in ends if e in last]
+            task = asyncio.ensure_future(self._one(test, label, before))
+            for end in ends:
+                last[end] = task
+            tasks.append(task)
+        try:
+            return list(await asyncio.gather(*tasks))
+        finally:
+            for task in tasks:
+                task.cancel()
+
+    async def _one(
+        self, test: PairTest, label: int | None, before: Sequence[asyncio.Future[PairOutcome]]
+    ) -> PairOutcome:
+        if before:
+            await asyncio.wait(before)
+        async with self.slots:
+            spec = PerftestSpec(
+                test.src, test.dst, test=self.spec.test, src_nic=nic_name(test.rail), iterations=self.spec.iterations,
+                flow_label=label, timeout_s=self.spec.probe_timeout_s, run_id=self.run_id,
+            )  # fmt: skip
+            record = await run_perftest(self.pool, spec, ports=self.ports, gids=self.gids)
+        self.records.append(record)
+        if self.on_record is not None:
+            self.on_record(record)
+        self.done += 1
+        if self.on_progress is not None:
+            elapsed = time.monotonic() - self.started
+            self.on_progress(self.done, self.total, elapsed / self.done * (self.total - self.done))
+        result = record.result
+        return PairOutcome(
+            test.src, test.dst, test.rail, label, record.ok,
+            result.get("p99_usec") if record.ok else None, result.get("p999_usec") if record.ok else None,
+            result.get("t_typical_usec") if record.ok else None,
+            "" if record.ok else str(result.get("error", "")),
+        )  # fmt: skip
+
+
+__all__ = ["LinktestReport", "LinktestSpec", "PairOutcome", "ProgressCallback", "run_linktest"]

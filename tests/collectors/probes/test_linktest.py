@@ -1,0 +1,105 @@
+"""The link test against small simulated fleets: matrices, progress, local checks and localization."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import Fleet, fabric_text, start_fleet
+
+from collectors.probes.linktest import LinktestSpec, run_linktest
+from fabric.records import ProbeRecord
+
+pytestmark = pytest.mark.timeout(30)
+
+NODES4 = ("gpu001", "gpu002", "gpu003", "gpu004")
+
+
+async def test_a_healthy_fleet_gives_full_matrices_and_no_suspect(fleet: Fleet) -> None:
+    progress: list[tuple[int, int, float | None]] = []
+    stored: list[ProbeRecord] = []
+    report = await run_linktest(
+        fleet.pool, LinktestSpec(NODES4, rails=(0, 3)), cabling=fleet.inventory.cabling,
+        on_progress=lambda d, t, eta: progress.append((d, t, eta)), on_record=stored.append,
+    )  # fmt: skip
+    assert report.rounds == 3 and len(report.outcomes) == 6 * 2
+    assert [p[0] for p in progress] == list(range(1, 13)) and {p[1] for p in progress} == {12}
+    assert progress[-1][2] == 0.0
+    assert len(stored) == 12 and {r.run_id for r in stored} == {report.run_id}
+    assert all(r.kind == "lat" and r.ok for r in stored)
+    assert report.bad == () and report.suspects == () and report.unreachable == {}
+    assert all(not c.problems for c in report.nic_checks) and len(report.nic_checks) == 4 * 8
+    matrix = report.matrix(3)
+    cells = matrix["p99_usec"]
+    assert matrix["nic"] == "mlx5_3" and matrix["nodes"] == list(NODES4)
+    assert all((cells[i][j] is None) == (i == j) for i in range(4) for j in range(4))
+    assert cells[0][1] == cells[1][0] and cells[0][1] < cells[0][2]  # same leaf is one hop shorter
+    assert fleet.perftest_servers() == []
+    summary = report.summary_record(1.0)
+    assert summary.kind == "linktest" and summary.ok and summary.result["probes"] == 12
+
+
+async def test_a_down_nic_is_localized_and_flagged(tmp_path: Path) -> None:
+    faults = '[[faults]]\nkind = "link_down"\ntarget = "gpu003:mlx5_1"\nat = 0\n'
+    fleet = await start_fleet(tmp_path, fabric_text(faults=faults))
+    try:
+        report = await run_linktest(fleet.pool, LinktestSpec(NODES4, rails=(0, 1), probe_timeout_s=5),
+                                    cabling=fleet.inventory.cabling)
+        assert len(report.bad) == 3
+        assert all("gpu003" in (o.src, o.dst) and o.rail == 1 and not o.ok for o in report.bad)
+        [suspect] = report.suspects
+        assert (suspect.kind, suspect.node, suspect.nic) == ("nic", "gpu003", "mlx5_1")
+        [check] = [c for c in report.nic_checks if c.problems]
+        assert (check.node, check.nic) == ("gpu003", "mlx5_1") and "port state DOWN" in check.problems[0]
+        assert report.matrix(1)["bad_pairs"] and not report.matrix(0)["bad_pairs"]
+        assert fleet.perftest_servers() == []
+    finally:
+        await fleet.pool.close()
+        await fleet.server.close()
+
+
+async def test_weak_optics_make_the_cable_the_suspect(tmp_path: Path) -> None:
+    faults = '[[faults]]\nkind = "optics_attenuation"\ntarget = "gpu002:mlx5_0"\ndb = 9\nat = 0\n'
+    fleet = await start_fleet(tmp_path, fabric_text(faults=faults))
+    try:
+        report = await run_linktest(fleet.pool, LinktestSpec(NODES4, rails=(0,)), cabling=fleet.inventory.cabling)
+        flagged = [c for c in report.nic_checks if c.problems]
+        assert [(c.node, c.nic, c.cable_suspect) for c in flagged] == [("gpu002", "mlx5_0", True)]
+        assert flagged[0].rx_margin_db is not None and flagged[0].rx_margin_db < 2.0
+        problems = " / ".join(flagged[0].problems)
+        assert "dB above the module's low threshold" in problems
+        assert "symbol_error +" in problems  # the weak light costs symbol errors during the test
+    finally:
+        await fleet.pool.close()
+        await fleet.server.close()
+
+
+async def test_a_lossy_spine_points_at_the_spine_layer(tmp_path: Path) -> None:
+    faults = '[[faults]]\nkind = "spine_loss"\ntarget = "spine01"\nrate = 0.01\nat = 0\n'
+    fleet = await start_fleet(tmp_path, fabric_text(faults=faults))
+    try:
+        report = await run_linktest(fleet.pool, LinktestSpec(NODES4, rails=(0,), flows=6))
+        assert report.bad, "some flows cross the lossy spine"
+        assert all(o.src[:6] != o.dst[:6] for o in report.bad)
+        leaf_pairs = {frozenset((o.src, o.dst)) for o in report.bad}
+        assert frozenset(("gpu001", "gpu002")) not in leaf_pairs  # same leaf: no spine on the path
+        [suspect] = report.suspects
+        assert (suspect.kind, suspect.part) == ("spine", "spines")
+        assert 0 < suspect.bad <= suspect.total == 4 * 6
+    finally:
+        await fleet.pool.close()
+        await fleet.server.close()
+
+
+async def test_an_unreachable_node_is_left_out_with_its_reason(tmp_path: Path) -> None:
+    faults = '[[faults]]\nkind = "node_unreachable"\ntarget = "gpu004"\nat = 0\n'
+    fleet = await start_fleet(tmp_path, fabric_text(faults=faults))
+    try:
+        report = await run_linktest(fleet.pool, LinktestSpec(NODES4, rails=(0,)))
+        assert list(report.unreachable) == ["gpu004"] and "refused" in report.unreachable["gpu004"]
+        assert report.rounds == 3 and len(report.outcomes) == 3  # the three others, full mesh
+        assert all("gpu004" not in (o.src, o.dst) for o in report.outcomes)
+        assert report.matrix(0)["nodes"] == ["gpu001", "gpu002", "gpu003"]
+    finally:
+        await fleet.pool.close()
+        await fleet.server.close()
