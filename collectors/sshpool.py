@@ -408,6 +408,20 @@ class SshPool:
 
     # --- commands -----------------------------------------------------------------
 
+    async def connect(self, host: str) -> RunResult:
+        """Open (or reuse) the host's connection without running anything.
+
+        Lets a caller time a command apart from connection set-up: a node is
+        ``slow`` when it answers slowly, not when many handshakes queue at start.
+        """
+        slot = self._slot(host)
+        started = time.monotonic()
+        try:
+            await self._connection(slot)
+        except _Failure as failure:
+            return self._result(slot, started, failure.state, failure.reason)
+        return RunResult(host, HostState.OK, seconds=time.monotonic() - started)
+
     async def run(self, host: str, command: Command, timeout_s: float) -> RunResult:
         """Run ``command`` on ``host`` and wait for it to exit, at most ``timeout_s`` seconds.
 

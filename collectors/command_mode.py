@@ -1,0 +1,152 @@
+"""Command mode: collect a node with plain tools when it cannot run the agent.
+
+One compound command per tick (sysfs counters through ``grep -H .``, ``ethtool
+-S`` per RoCE netdev, ``nvidia-smi --query-gpu``, ``rdma -j res show``, and
+``ethtool -m`` every few ticks), split by markers and parsed with the same
+parsers ``fleet parse`` uses. The result is an ``AgentLine``, so that both
+modes become samples through one function (``agent_reader.host_sample``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+from collectors.agent_reader import AgentGpu, AgentLine, AgentNetdev, AgentPort
+from collectors.commands import Command, Glob, command
+from collectors.parsers.ethtool_stats import parse_ethtool_stats
+from collectors.parsers.nvidia_smi import GpuQuery, parse_nvidia_smi_query
+from collectors.parsers.sysfs import parse_sysfs
+from collectors.sections import sectioned, split_sections
+
+_IB = "/sys/class/infiniband"
+SYSFS_GLOBS: tuple[Glob, ...] = tuple(
+    Glob(f"{_IB}/*/ports/*/{leaf}")
+    for leaf in ("counters/*", "hw_counters/*", "state", "phys_state", "rate", "link_layer")
+)
+GPU_QUERY_FIELDS: tuple[str, ...] = (
+    "index", "name", "uuid", "utilization.gpu", "memory.used", "memory.total", "temperature.gpu",
+    "power.draw", "clocks.sm", "clocks_event_reasons.active",
+    "ecc.errors.uncorrected.volatile.total", "ecc.errors.uncorrected.aggregate.total",
+    "pcie.replay_counter",
+)
+MIB = 1 << 20
+_NET_DIR = re.compile(rf"^{re.escape(_IB)}/([^/]+)/device/net:$")
+
+
+def netdev_map(ls_output: str) -> dict[str, str]:
+    """``ls /sys/class/infiniband/*/device/net`` -> {RDMA device: its first netdev}."""
+    mapping: dict[str, str] = {}
+    device = ""
+    for line in ls_output.splitlines():
+        match = _NET_DIR.match(line.strip())
+        if match:
+            device = match.group(1)
+        elif line.strip() and device and device not in mapping:
+            mapping[device] = line.split()[0]
+    return mapping
+
+
+def _gpu(query: GpuQuery, position: int) -> AgentGpu:
+    def number(value: float | int | None, scale: float = 1.0) -> float | None:
+        return None if value is None else float(value) * scale
+
+    values = {
+        "util_pct": number(query.utilization_gpu_pct),
+        "mem_used_bytes": number(query.mem_used_mib, MIB),
+        "mem_total_bytes": number(query.memory_total_mib, MIB),
+        "temp_c": number(query.temperature_gpu_c),
+        "power_w": number(query.power_w),
+        "sm_clock_mhz": number(query.clocks_sm_mhz),
+        "throttle_reasons": number(query.clocks_event_reasons),
+        "ecc_volatile_uncorrected": number(query.ecc_uncorrected_volatile),
+        "ecc_aggregate_uncorrected": number(query.ecc_uncorrected_aggregate),
+        "pcie_replay": number(query.pcie_replays),
+    }
+    index = query.index if query.index is not None else position
+    return AgentGpu(index=index, name=query.name, uuid=query.uuid, values=values)
+
+
+def _qp_counts(text: str) -> dict[str, int] | None:
+    """``rdma -j res show`` -> {device: qp count}; None when the tool gave nothing usable."""
+    try:
+        entries = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(entries, list):
+        return None
+    counts: dict[str, int] = {}
+    for entry in entries:
+        if isinstance(entry, dict) and isinstance(entry.get("ifname"), str):
+            qp = entry.get("qp")
+            if isinstance(qp, int) and not isinstance(qp, bool):
+                counts[entry["ifname"]] = qp
+    return counts
+
+
+@dataclass
+class CommandModeNode:
+    """One node's command-mode state: which netdevs it has, how many ticks so far."""
+
+    host: str
+    optics_every: int = 10
+    netdevs: dict[str, str] | None = None
+    """RDMA device -> netdev, learnt on the first tick (``ls .../device/net``)."""
+    ticks: int = 0
+    optics_countdown: int = 0
+    """Ticks until ``ethtool -m`` runs again: optics move slowly and the EEPROM read is slow."""
+    problems: list[str] = field(default_factory=list)
+
+    def tick_command(self) -> Command:
+        parts: list[tuple[str, Command]] = [("sysfs", command("grep", "-H", ".", *SYSFS_GLOBS))]
+        if self.netdevs is None:
+            parts.append(("net", command("ls", Glob(f"{_IB}/*/device/net"))))
+        else:
+            optics = self.optics_countdown <= 0
+            self.optics_countdown = self.optics_every if optics else self.optics_countdown - 1
+            for netdev in sorted(set(self.netdevs.values())):
+                parts.append((f"ethtool:{netdev}", command("ethtool", "-S", netdev)))
+                if optics:
+                    parts.append((f"optics:{netdev}", command("ethtool", "-m", netdev)))
+        parts.append(("rdma", command("rdma", "-j", "res", "show")))
+        parts.append(("gpu", command("nvidia-smi", f"--query-gpu={','.join(GPU_QUERY_FIELDS)}",
+                                     "--format=csv,noheader,nounits")))
+        return sectioned(parts)
+
+    def read(self, text: str, ts: float) -> AgentLine:
+        """Parse one tick's output. Parser problems are kept in ``problems`` (cleared each tick)."""
+        self.ticks += 1
+        self.problems = []
+        sections = split_sections(text)
+        if "net" in sections:
+            self.netdevs = netdev_map(sections["net"])
+        sysfs = parse_sysfs(sections.get("sysfs", ""))
+        self.problems += [f"sysfs line {p.line}: {p.reason}" for p in sysfs.problems[:5]]
+        netdev_of = self.netdevs or {}
+        ports = tuple(
+            AgentPort(
+                device=port.device, port=port.port or 1, state=port.state, state_code=port.state_code,
+                phys_state=port.phys_state, phys_state_code=port.phys_state_code,
+                rate=port.attributes.get("rate", ""), rate_gbps=port.rate_gbps,
+                link_layer=port.link_layer, netdev=netdev_of.get(port.device, ""),
+                counters=port.counters, hw_counters=port.hw_counters,
+            )
+            for port in sysfs.ports
+            if port.device
+        )
+        netdevs: dict[str, AgentNetdev] = {}
+        for name, body in sections.items():
+            if name.startswith("ethtool:"):
+                netdev = name.split(":", 1)[1]
+                stats = parse_ethtool_stats(body)
+                optics = sections.get(f"optics:{netdev}")
+                netdevs[netdev] = AgentNetdev(netdev, stats.counters, optics or None)
+        query = parse_nvidia_smi_query(sections.get("gpu", ""), columns=GPU_QUERY_FIELDS)
+        gpus = tuple(_gpu(gpu, position) for position, gpu in enumerate(query.gpus))
+        gpu_error = "" if gpus else "nvidia-smi reported no GPUs"
+        return AgentLine(
+            schema="fleet-agent/1", host=self.host, ts=ts, seq=self.ticks, interval_s=0.0,
+            ports=ports, netdevs=netdevs, qp_count=_qp_counts(sections.get("rdma", "")),
+            gpus=gpus, gpu_error=gpu_error, errors=tuple(self.problems),
+        )

@@ -1,0 +1,136 @@
+"""The collector: every node, switch and the Slurm head, streamed into the store.
+
+One ``SshPool`` for the whole fleet; one poller task per host, so a slow or
+hung host only ever delays itself. The console runs ``Collector.run()`` as a
+worker; ``fleet collect`` runs it headless, or ``run_once()`` for one round.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from collectors.inventory import Inventory
+from collectors.node_poller import CollectSettings, Counters, NodePoller
+from collectors.pause import pause
+from collectors.slurm_poller import SlurmPoller
+from collectors.sshpool import PoolSettings, SshPool
+from collectors.status import StatusBook
+from collectors.switch_poller import SwitchPoller
+from fabric.rates import RateTracker
+from fabric.records import HostRecord, HostStatus
+from fabric.states import HostState
+from store.writer import StoreWriter
+
+
+@dataclass(frozen=True, slots=True)
+class RoundSummary:
+    """Where the fleet stands: hosts by state, samples written so far, seconds since start."""
+
+    ts: float
+    hosts_ok: int
+    hosts_failed: dict[str, int]
+    samples: int
+    seconds: float
+    states: dict[str, HostStatus] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "hosts_ok": self.hosts_ok,
+            "hosts_failed": self.hosts_failed,
+            "samples_written": self.samples,
+            "seconds": round(self.seconds, 3),
+            "hosts": {host: {"state": s.state.value, "reason": s.reason} for host, s in sorted(self.states.items())},
+        }
+
+
+class Collector:
+    def __init__(
+        self,
+        inventory: Inventory,
+        writer: StoreWriter,
+        *,
+        interval_s: float | None = None,
+        tofu: bool = False,
+        settings: CollectSettings | None = None,
+        on_status: Callable[[HostStatus], None] | None = None,
+        on_round: Callable[[RoundSummary], None] | None = None,
+    ) -> None:
+        interval = interval_s if interval_s is not None else inventory.interval_s
+        self.settings = settings or CollectSettings(interval_s=interval)
+        self.inventory = inventory
+        self._writer = writer
+        self._on_round = on_round
+        self.status = StatusBook(writer, on_status)
+        self.pool = SshPool(inventory.hosts, known_hosts=inventory.known_hosts, tofu=tofu,
+                            on_event=writer.put_event,
+                            settings=PoolSettings(slow_threshold_s=self.settings.slow_after_s,
+                                                  connect_timeout_s=self.settings.hung_after_s))
+        self.counters = Counters()
+        rates = RateTracker(max_gap_s=max(10.0, 3 * self.settings.interval_s))
+        self.nodes = [NodePoller(h, self.pool, writer, self.status, rates, self.settings, self.counters)
+                      for h in inventory.nodes]
+        self.switches = [SwitchPoller(h, self.pool, writer, self.status, rates, self.settings, self.counters)
+                         for h in inventory.switches]
+        head = inventory.head
+        self.slurm = SlurmPoller(head, self.pool, writer, self.status, self.settings) if head else None
+        self._started = time.monotonic()
+        self._stop = asyncio.Event()
+        writer.put_hosts([HostRecord(h.name, h.role, h.connect_address, h.os, group=-1)
+                          for h in inventory.hosts])
+
+    def summary(self) -> RoundSummary:
+        states = self.status.all()
+        failed = Counter(s.state.value for s in states.values() if s.state.is_failure)
+        ok = sum(1 for s in states.values() if not s.state.is_failure)
+        return RoundSummary(time.time(), ok, dict(failed), self.counters.samples,
+                            time.monotonic() - self._started, states)
+
+    async def run(self) -> None:
+        """Collect until cancelled or ``close()``; never raises for a machine's fault."""
+        self._started = time.monotonic()
+        stop = self._stop
+        tasks = [asyncio.ensure_future(p.run(stop)) for p in self.nodes]
+        tasks += [asyncio.ensure_future(p.facts_loop(stop)) for p in self.nodes if p.mode == "agent"]
+        tasks += [asyncio.ensure_future(p.run(stop)) for p in self.switches]
+        if self.slurm is not None:
+            tasks.append(asyncio.ensure_future(self.slurm.run(stop)))
+        tasks.append(asyncio.ensure_future(self._report(stop)))
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            stop.set()
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await self.pool.close()
+
+    async def run_once(self) -> RoundSummary:
+        """One round over every host at once; a hung host costs ``hung_after_s``, never more."""
+        self._started = time.monotonic()
+        jobs = [p.once() for p in self.nodes] + [p.poll() for p in self.switches]
+        if self.slurm is not None:
+            jobs.append(self.slurm.poll())
+        try:
+            await asyncio.gather(*jobs)
+        finally:
+            await self.pool.close()
+        return self.summary()
+
+    async def close(self) -> None:
+        self._stop.set()
+
+    async def _report(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            await pause(stop, self.settings.interval_s)
+            if self._on_round is not None:
+                self._on_round(self.summary())
+
+
+def unreached(summary: RoundSummary, inventory: Inventory) -> list[str]:
+    """Hosts that never got a state (the round ended before they answered anything)."""
+    return [h.name for h in inventory.hosts if h.name not in summary.states
+            or summary.states[h.name].state is HostState.CONNECTING]

@@ -1,0 +1,257 @@
+"""One GPU node, collected for as long as the collector runs.
+
+Agent mode keeps one long-lived stream (``python3 -u -c <agent>``) and turns
+each JSON line into samples; a node without python3 falls back to command
+mode for good, with an event saying so. Command mode runs one compound
+command per tick; a tick still in flight when the next is due is skipped,
+never queued, so a slow node falls behind alone. Every few minutes a second,
+short command reads the node's facts (kernel, firmware, driver) and its LLDP
+neighbours for the topology.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, replace
+
+from collectors.agent_reader import (
+    AgentLine,
+    AgentLineError,
+    agent_source,
+    decode_agent_line,
+    host_sample,
+)
+from collectors.command_mode import CommandModeNode
+from collectors.commands import Glob, agent_command, command
+from collectors.inventory import InventoryHost
+from collectors.optics import optics_values
+from collectors.parsers.lldp import parse_lldp
+from collectors.pause import pause
+from collectors.sections import sectioned, split_sections
+from collectors.sshpool import RunResult, SshPool
+from collectors.status import StatusBook
+from fabric.events import Event, Severity
+from fabric.rates import RateTracker
+from fabric.records import HostRecord, PortRecord
+from fabric.states import HostState
+from store.writer import StoreWriter
+
+MAX_CLOCK_SKEW_S = 30.0
+"""A node clock further off than this is not trusted: its lines are stamped with ours.
+Within it, the node's own stamps give the exact interval between two counter reads."""
+
+
+@dataclass(frozen=True, slots=True)
+class CollectSettings:
+    """Seconds unless named otherwise."""
+
+    interval_s: float = 1.0
+    optics_every: int = 10
+    """Read optics (``ethtool -m``, a slow EEPROM read) every this many intervals."""
+    hung_after_s: float = 6.0
+    """No first line (or no next line) within this long: the node is ``hung``."""
+    slow_after_s: float = 2.0
+    """A first answer later than this: the node is ``slow``."""
+    facts_every_s: float = 300.0
+    """Kernel/firmware/driver and LLDP neighbours change rarely: read them this often."""
+
+
+class Counters:
+    """What the collector has done, for round summaries and ``--json`` output."""
+
+    def __init__(self) -> None:
+        self.samples = 0
+        self.lines = 0
+        self.dropped = 0
+
+
+class NodePoller:
+    def __init__(self, host: InventoryHost, pool: SshPool, writer: StoreWriter, status: StatusBook,
+                 rates: RateTracker, settings: CollectSettings, counters: Counters) -> None:
+        self.host = host
+        self._pool = pool
+        self._writer = writer
+        self._status = status
+        self._rates = rates
+        self._settings = settings
+        self._counters = counters
+        self.mode = host.mode
+        self._command_node = CommandModeNode(host.name, optics_every=settings.optics_every)
+        self._netdev_owner: dict[str, str] = {}
+        """netdev -> RDMA device, from the samples, for LLDP neighbours."""
+        self._facts_due = 0.0
+        self.got_sample = asyncio.Event()
+
+    # --- samples -------------------------------------------------------------
+
+    def _store(self, line: AgentLine) -> None:
+        for port in line.ports:
+            if port.netdev:
+                self._netdev_owner[port.netdev] = port.device
+        sample = host_sample(line, self.host.name, optics=optics_values)
+        derived = self._rates.update(sample)
+        for item in (sample, derived.sample):
+            if item.values:
+                if not self._writer.put_samples(item):
+                    self._counters.dropped += 1
+                self._counters.samples += len(item.values)
+        self._counters.lines += 1
+        self.got_sample.set()
+
+    def _on_agent_line(self, text: str) -> None:
+        try:
+            line = decode_agent_line(text)
+        except AgentLineError as error:
+            self._status.set(self.host.name, HostState.UNPARSABLE, f"agent line: {error}")
+            return
+        now = time.time()
+        if abs(line.ts - now) > MAX_CLOCK_SKEW_S:
+            line = replace(line, ts=now)
+        self._store(line)
+        self._status.set(self.host.name, HostState.OK)
+
+    # --- modes ---------------------------------------------------------------
+
+    async def _agent_stream(self, stop: asyncio.Event) -> RunResult:
+        settings = self._settings
+        connected = await self._pool.connect(self.host.name)
+        if not connected.ok:
+            return connected
+        started = time.monotonic()
+        first = asyncio.ensure_future(self.got_sample.wait())
+        self.got_sample.clear()
+        stream = asyncio.ensure_future(self._pool.stream(
+            self.host.name,
+            agent_command(agent_source(), settings.interval_s, optics_every=settings.optics_every),
+            self._on_agent_line,
+            first_line_timeout_s=settings.hung_after_s + settings.interval_s,
+            line_timeout_s=settings.hung_after_s + settings.interval_s,
+            stop=stop,
+        ))
+        done, _ = await asyncio.wait({first, stream}, return_when=asyncio.FIRST_COMPLETED)
+        if first in done:
+            waited = time.monotonic() - started
+            if waited > settings.slow_after_s + settings.interval_s:
+                self._status.set(self.host.name, HostState.SLOW,
+                                 f"first agent line after {waited:.1f} s (slow above {settings.slow_after_s:g} s)")
+        else:
+            first.cancel()
+        return await stream
+
+    async def _command_tick(self) -> RunResult:
+        result = await self._pool.run(self.host.name, self._command_node.tick_command(),
+                                      timeout_s=self._settings.hung_after_s)
+        if result.state in (HostState.OK, HostState.SLOW):
+            line = self._command_node.read(result.stdout, time.time())
+            if not line.ports and not line.gpus:
+                self._status.set(self.host.name, HostState.UNPARSABLE,
+                                 "no RDMA port and no GPU in the output: " + "; ".join(line.errors[:2]))
+                return result
+            self._store(line)
+        self._status.set(self.host.name, result.state, result.reason)
+        return result
+
+    @staticmethod
+    def _lacks_python(result: RunResult) -> bool:
+        return result.state is HostState.COMMAND_FAILED and (
+            result.exit_status == 127 or "python3: not found" in result.stderr
+            or "No module named" in result.stderr)
+
+    # --- facts and neighbours ---------------------------------------------------
+
+    async def read_facts(self) -> None:
+        """Kernel, firmware, GPU driver, and LLDP neighbours of each RDMA netdev."""
+        result = await self._pool.run(self.host.name, sectioned([
+            ("kernel", command("uname", "-r")),
+            ("fw", command("grep", "-H", ".", Glob("/sys/class/infiniband/*/fw_ver"))),
+            ("gpu", command("nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader")),
+            ("lldp", command("lldpctl", "-f", "json")),
+        ]), timeout_s=self._settings.hung_after_s)
+        if not result.ok:
+            return
+        sections = split_sections(result.stdout)
+        info = {"kernel": sections.get("kernel", "").strip()}
+        for line in sections.get("fw", "").splitlines():
+            path, _, value = line.partition(":")
+            parts = path.split("/")
+            if len(parts) > 4:
+                info[f"fw_{parts[4]}"] = value.strip()
+        gpu_lines = [line.split(",") for line in sections.get("gpu", "").splitlines() if "," in line]
+        if gpu_lines:
+            info["gpu_model"] = gpu_lines[0][0].strip()
+            info["gpu_driver"] = gpu_lines[0][1].strip()
+        self._writer.put_hosts([HostRecord(self.host.name, "node", self.host.connect_address, "linux", info=info)])
+        neighbours = parse_lldp(sections.get("lldp", ""))
+        ports = [
+            PortRecord(self.host.name, self._netdev_owner.get(n.local_interface, ""), "1", n.local_interface,
+                       "Ethernet", n.chassis_name, n.port_id)
+            for n in neighbours.neighbors
+            if n.local_interface in self._netdev_owner
+        ]
+        if ports:
+            self._writer.put_ports(ports)
+
+    # --- loops ---------------------------------------------------------------
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Collect until ``stop`` is set; failures are states, retried with the pool's backoff."""
+        while not stop.is_set():
+            if self.mode == "agent":
+                result = await self._agent_stream(stop)
+                if self._lacks_python(result):
+                    self._fall_back(result)
+                    continue
+                if not stop.is_set():
+                    self._status.set(self.host.name, result.state, result.reason or "agent stream ended")
+            else:
+                started = time.monotonic()
+                result = await self._command_tick()
+                if result.ok:
+                    await self._facts_if_due()
+                    await pause(stop, self._settings.interval_s - (time.monotonic() - started))
+                    continue
+            if not stop.is_set():
+                await pause(stop, max(self._pool.next_retry_s(self.host.name), self._settings.interval_s))
+
+    async def facts_loop(self, stop: asyncio.Event) -> None:
+        """Agent mode: the stream owns the main loop, facts come on a second channel now and then."""
+        await pause(stop, min(5.0, self._settings.facts_every_s))
+        while not stop.is_set():
+            if self._status.get(self.host.name) is not None and self._pool.state(self.host.name).state in (
+                    HostState.OK, HostState.SLOW):
+                await self.read_facts()
+            await pause(stop, self._settings.facts_every_s)
+
+    async def _facts_if_due(self) -> None:
+        now = time.monotonic()
+        if now >= self._facts_due:
+            self._facts_due = now + self._settings.facts_every_s
+            await self.read_facts()
+
+    def _fall_back(self, result: RunResult) -> None:
+        self.mode = "commands"
+        self._writer.put_event(Event(time.time(), "collect_mode", Severity.INFO,
+                                     f"{self.host.name}: no python3 for the agent ({result.reason}); "
+                                     "collecting with plain commands instead", host=self.host.name))
+
+    async def once(self) -> None:
+        """One sample (the first agent line, or one command tick), facts and neighbours."""
+        stop = asyncio.Event()
+        if self.mode == "agent":
+            watcher = asyncio.ensure_future(self.got_sample.wait())
+            self.got_sample.clear()
+            stream = asyncio.ensure_future(self._agent_stream(stop))
+            await asyncio.wait({watcher, stream}, return_when=asyncio.FIRST_COMPLETED)
+            stop.set()
+            watcher.cancel()
+            result = await stream
+            if self._lacks_python(result):
+                self._fall_back(result)
+                await self._command_tick()
+            elif not self.got_sample.is_set():
+                self._status.set(self.host.name, result.state, result.reason)
+        else:
+            await self._command_tick()
+        if self._pool.state(self.host.name).state in (HostState.OK, HostState.SLOW):
+            await self.read_facts()

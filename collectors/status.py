@@ -1,0 +1,59 @@
+"""The collection state of every host, and the events its changes make.
+
+Each change of state is stored (``HostStatus`` rows, so replay shows it) and
+becomes an ``Event`` with the reason in words; repeating the same state is
+not news and writes nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from fabric.events import Event, Severity
+from fabric.records import HostStatus
+from fabric.states import HostState
+from store.writer import StoreWriter
+
+_SEVERITY: dict[HostState, Severity] = {
+    HostState.HOST_KEY_MISMATCH: Severity.CRITICAL,
+    HostState.UNREACHABLE: Severity.CRITICAL,
+    HostState.HUNG: Severity.CRITICAL,
+    HostState.AUTH_FAILED: Severity.CRITICAL,
+    HostState.COMMAND_FAILED: Severity.WARNING,
+    HostState.UNPARSABLE: Severity.WARNING,
+    HostState.SLOW: Severity.WARNING,
+}
+
+
+class StatusBook:
+    """Current state per host; ``set`` records a change once."""
+
+    def __init__(self, writer: StoreWriter, on_status: Callable[[HostStatus], None] | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        self._writer = writer
+        self._on_status = on_status
+        self._clock = clock
+        self._current: dict[str, HostStatus] = {}
+
+    def get(self, host: str) -> HostStatus | None:
+        return self._current.get(host)
+
+    def all(self) -> dict[str, HostStatus]:
+        return dict(self._current)
+
+    def set(self, host: str, state: HostState, reason: str = "") -> None:
+        previous = self._current.get(host)
+        if previous is not None and previous.state is state:
+            return
+        status = HostStatus(host, state, self._clock(), reason)
+        self._current[host] = status
+        self._writer.put_host_status(status)
+        if previous is not None or state is not HostState.OK:
+            was = previous.state.value if previous is not None else "unknown"
+            text = f"{host}: {was} -> {state.value}" + (f" ({reason})" if reason else "")
+            self._writer.put_event(Event(status.since, "host_state", _SEVERITY.get(state, Severity.INFO),
+                                         text, host=host, data={"state": state.value, "previous": was,
+                                                                "reason": reason}))
+        if self._on_status is not None:
+            self._on_status(status)

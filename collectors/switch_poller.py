@@ -1,0 +1,82 @@
+"""One switch, polled every interval through its OS driver."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from collectors.inventory import InventoryHost
+from collectors.node_poller import CollectSettings, Counters
+from collectors.pause import pause
+from collectors.sshpool import SshPool
+from collectors.status import StatusBook
+from collectors.switches import driver_for
+from fabric.rates import RateTracker
+from fabric.records import HostRecord
+from fabric.samples import HostSample, SeriesKey
+from fabric.states import HostState
+from store.writer import StoreWriter
+
+PORTS_EVERY = 30
+"""Neighbour tables change rarely: store the port list every this many polls."""
+
+
+class SwitchPoller:
+    def __init__(self, host: InventoryHost, pool: SshPool, writer: StoreWriter, status: StatusBook,
+                 rates: RateTracker, settings: CollectSettings, counters: Counters) -> None:
+        self.host = host
+        self.driver = driver_for(host.name, host.os)
+        self._pool = pool
+        self._writer = writer
+        self._status = status
+        self._rates = rates
+        self._settings = settings
+        self._counters = counters
+        self._polls = 0
+
+    async def poll(self) -> bool:
+        """One poll; True when it produced samples."""
+        result = await self._pool.run(self.host.name, self.driver.poll_command(),
+                                      timeout_s=self._settings.hung_after_s)
+        if not result.ok:
+            self._status.set(self.host.name, result.state, result.reason)
+            return False
+        if self._polls == 0 and self.host.os == "cumulus":
+            # NVUE lists its ports first; the counters come from the next poll on.
+            self.driver.read_poll(result.stdout, time.time())
+            result = await self._pool.run(self.host.name, self.driver.poll_command(),
+                                          timeout_s=self._settings.hung_after_s)
+            if not result.ok:
+                self._status.set(self.host.name, result.state, result.reason)
+                return False
+        polled = self.driver.read_poll(result.stdout, time.time())
+        if not polled.sample.values:
+            reason = "; ".join(polled.problems[:2]) or "no port counters in the output"
+            self._status.set(self.host.name, HostState.UNPARSABLE, reason)
+            return False
+        derived = self._rates.update(polled.sample).sample
+        values: dict[SeriesKey, float] = dict(derived.values)
+        for (metric, port, sub), gbps in derived.values.items():
+            speed = polled.speeds_gbps.get(port)
+            if metric in ("sw_rx_gbps", "sw_tx_gbps") and speed:
+                key: SeriesKey = ("sw_util_pct", port, sub)
+                values[key] = max(values.get(key, 0.0), 100.0 * gbps / speed)
+        for item in (polled.sample, HostSample(self.host.name, derived.ts, values)):
+            if item.values:
+                self._writer.put_samples(item)
+                self._counters.samples += len(item.values)
+        if self._polls % PORTS_EVERY == 0:
+            self._writer.put_hosts([HostRecord(self.host.name, self.host.role, self.host.connect_address,
+                                               self.host.os)])
+            self._writer.put_ports(list(polled.ports))
+        self._polls += 1
+        self._status.set(self.host.name, result.state, result.reason)
+        return True
+
+    async def run(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            started = time.monotonic()
+            ok = await self.poll()
+            wait_s = (self._settings.interval_s - (time.monotonic() - started) if ok
+                      else max(self._pool.next_retry_s(self.host.name), self._settings.interval_s))
+            await pause(stop, wait_s)

@@ -1,0 +1,71 @@
+"""Cumulus Linux NVUE: ``nv show interface`` for ports and neighbours, per-port counters as JSON."""
+
+from __future__ import annotations
+
+from collectors.commands import Command, command
+from collectors.parsers.switch_nvue import parse_nvue_counters
+from collectors.parsers.switch_tables import parse_switch_table
+from collectors.sections import sectioned, split_sections
+from collectors.switches.base import SwitchPoll, speed_gbps
+from fabric.records import PortRecord
+from fabric.samples import HostSample, SeriesKey
+
+RDMA_PRIORITY = "3"
+"""RoCE's lossless priority, whose PFC pause frames matter (DOMAIN.md)."""
+
+_JSON_METRICS: dict[tuple[str, str], str] = {
+    ("", "in-bytes"): "sw_rx_bytes",
+    ("", "out-bytes"): "sw_tx_bytes",
+    ("", "in-drops"): "sw_rx_drops",
+    ("", "out-drops"): "sw_tx_drops",
+    ("", "ecn-marked-packets"): "sw_ecn_marked",
+    (f"pfc/{RDMA_PRIORITY}", "rx-pause-frames"): "sw_rx_pfc_pause",
+    (f"pfc/{RDMA_PRIORITY}", "tx-pause-frames"): "sw_tx_pfc_pause",
+}
+
+
+class NvueDriver:
+    os = "cumulus"
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.ports: tuple[str, ...] = ()
+        """Front-panel ports (``swpN``), learnt from ``nv show interface``."""
+
+    def poll_command(self) -> Command:
+        parts = [("interfaces", command("nv", "show", "interface"))]
+        parts += [(f"port:{port}", command("nv", "show", "interface", port, "counters", "-o", "json"))
+                  for port in self.ports]
+        return sectioned(parts)
+
+    def read_poll(self, text: str, ts: float) -> SwitchPoll:
+        sections = split_sections(text)
+        table = parse_switch_table(sections.get("interfaces", ""))
+        problems = [f"nv show interface line {p.line}: {p.reason}" for p in table.problems]
+        values: dict[SeriesKey, float] = {}
+        records: list[PortRecord] = []
+        speeds: dict[str, float] = {}
+        ports: list[str] = []
+        for row in table.rows:
+            port = row.get("Interface", "")
+            if row.get("Type") != "swp" or not port:
+                continue
+            ports.append(port)
+            values[("sw_oper_up", port, "")] = 1.0 if row.get("State") == "up" else 0.0
+            speed = speed_gbps(row.get("Speed", ""))
+            if speed is not None:
+                speeds[port] = speed
+            records.append(PortRecord(self.name, port, "", link_layer="Ethernet",
+                                      peer_host=row.get("Remote Host", ""), peer_port=row.get("Remote Port", "")))
+        self.ports = tuple(ports)
+        for name, body in sections.items():
+            if not name.startswith("port:"):
+                continue
+            port = name.split(":", 1)[1]
+            counters = parse_nvue_counters(body)
+            problems += [f"{port} counters line {p.line}: {p.reason}" for p in counters.problems[:3]]
+            for counter in counters.counters:
+                metric = _JSON_METRICS.get((counter.section, counter.name))
+                if metric is not None and isinstance(counter.value, int | float):
+                    values[(metric, port, "")] = float(counter.value)
+        return SwitchPoll(HostSample(self.name, ts, values), tuple(records), speeds, tuple(problems))

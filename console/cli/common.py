@@ -1,0 +1,63 @@
+"""Options and conventions every fleet subcommand shares.
+
+Every command that touches a fleet or a history takes ``--inventory`` and
+``--db``; failures exit non-zero with one line naming the reason; ``--json``
+prints exactly one JSON document on stdout, with progress and logs on stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
+
+import click
+
+from collectors.inventory import Inventory, InventoryError, default_inventory_path, load_inventory
+from store.paths import default_db_path
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def inventory_option(fn: F) -> F:
+    return click.option("--inventory", "inventory_path", type=click.Path(path_type=Path), default=None,
+                        help="Inventory TOML (default: $XDG_CONFIG_HOME/fleet/inventory.toml).")(fn)
+
+
+def db_option(fn: F) -> F:
+    return click.option("--db", "db_path", type=click.Path(path_type=Path), default=None,
+                        help="History database (default: $XDG_DATA_HOME/fleet/fleet.db).")(fn)
+
+
+def json_option(fn: F) -> F:
+    return click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")(fn)
+
+
+def fail(reason: str) -> NoReturn:
+    """Exit 1 with a one-line reason on stderr."""
+    click.echo(f"fleet: {reason}", err=True)
+    sys.exit(1)
+
+
+def open_inventory(path: Path | None) -> Inventory:
+    chosen = path or default_inventory_path()
+    if not chosen.exists():
+        fail(f"no inventory at {chosen} (give --inventory FILE, or run `fleet sim` and use its inventory.toml)")
+    try:
+        return load_inventory(chosen)
+    except InventoryError as error:
+        fail(str(error))
+    except OSError as error:
+        fail(f"cannot read inventory {chosen}: {error.strerror}")
+
+
+def db_path_or_default(path: Path | None) -> Path:
+    chosen = path or default_db_path()
+    chosen.parent.mkdir(parents=True, exist_ok=True)
+    return chosen
+
+
+def print_json(document: Any) -> None:
+    click.echo(json.dumps(document, indent=2, sort_keys=True, default=str))
