@@ -33,6 +33,7 @@ from console.screens.topology import TopologyScreen
 from console.theming import load_themes, stylesheet_path
 from console.view_model import ConsoleView
 from fabric.records import HostStatus
+from store.writer import StoreWriter
 
 REPLAY_STEP_S = 60.0
 REPLAY_BIG_STEP_S = 600.0
@@ -89,10 +90,11 @@ class FleetApp(App[None]):
             self.register_theme(theme)
         self.theme = self.config.theme
         self.set_keymap(dict(self.config.keymap))
+        if self.inventory is not None and self.cursor_ts is None:
+            # The writer creates the store file now, before the first read looks for it.
+            self.collect(StoreWriter(self.config.db_path).start())
         self.set_interval(self.config.refresh_s, self.request_refresh)
         self.request_refresh()
-        if self.inventory is not None and self.cursor_ts is None:
-            self.collect()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         return not (self.config.read_only and is_machine_changing(self, action))
@@ -139,8 +141,8 @@ class FleetApp(App[None]):
 
     # --- collector (live, with an inventory)
     @work(group="collector", exit_on_error=False)
-    async def collect(self) -> None:
-        await run_collector(self.inventory, self.config.db_path, on_status=self._status_seen,
+    async def collect(self, writer: StoreWriter) -> None:
+        await run_collector(self.inventory, writer, on_status=self._status_seen,
                             on_round=self._round_done, on_writer_problem=self._writer_problem)
 
     def _status_seen(self, status: HostStatus) -> None:

@@ -60,17 +60,14 @@ class Feed:
 
 async def run_collector(
     inventory: Any,
-    db_path: Path,
+    writer: Any,
     on_status: Callable[[HostStatus], None],
     on_round: Callable[[Any], None],
     on_writer_problem: Callable[[str], None],
 ) -> None:
-    """Collect from the inventory into the store until cancelled (live mode only)."""
+    """Collect from the inventory into the store until cancelled (live mode only); closes the
+    writer (``store.writer.StoreWriter``, started) when done."""
     from collectors.engine import Collector
-    from store.writer import StoreWriter
-
-    writer = StoreWriter(db_path)
-    writer.start()
 
     def round_done(summary: Any) -> None:
         stats = writer.stats()

@@ -14,6 +14,9 @@ from console.widgets.plot import PlotData, PlotSeries
 from fabric.samples import SeriesKey
 
 HISTORY_S = 3600.0
+PLOT_POINTS = 240
+"""Points per plotted series: twice the columns of a wide plot. plotext's cost grows with the
+points (3,600 raw points: ~86 ms a figure, 240: ~8 ms; docs/benchmarks.md, "## UI")."""
 
 
 class SeriesLike(Protocol):
@@ -60,7 +63,22 @@ def _summed(reader: HistoryReading, host: str, metric: str, ports: Sequence[tupl
     if not totals:
         return None
     times = sorted(totals)
-    return PlotSeries(metric, tuple((ts - end) / 60.0 for ts in times), tuple(totals[ts] for ts in times))
+    return thin(PlotSeries(metric, tuple((ts - end) / 60.0 for ts in times),
+                           tuple(totals[ts] for ts in times)))
+
+
+def thin(series: PlotSeries, points: int = PLOT_POINTS) -> PlotSeries:
+    """At most ``points`` points: the mean of each run of consecutive points (a plot cell is
+    wider than one sample anyway)."""
+    n = len(series.x)
+    if n <= points:
+        return series
+    xs, ys = [], []
+    for k in range(points):
+        lo, hi = k * n // points, (k + 1) * n // points
+        xs.append(sum(series.x[lo:hi]) / (hi - lo))
+        ys.append(sum(series.y[lo:hi]) / (hi - lo))
+    return PlotSeries(series.label, tuple(xs), tuple(ys))
 
 
 def _labelled(series: PlotSeries | None, label: str) -> tuple[PlotSeries, ...]:

@@ -67,6 +67,10 @@ class HealthThresholds:
     optics_margin_warn_db: float = 2.0
     """A lane within 2 dB of the low alarm is at the module's low-warning level (-8 dBm): dirty
     connector or bent fibre, the first step before CRC errors."""
+    optics_below_peers_db: float = 3.0
+    """A NIC whose weakest lane is 3 dB (half the light) below the node's median NIC: healthy
+    modules of one node sit within 1-2 dB of each other, so this is a dirty or damaged link
+    even while it is still far from the alarm."""
     pause_warn_per_s: float = 1000.0
     """PFC pause frames per second per NIC. A DCQCN-tuned fabric pauses rarely; a sustained
     thousand a second means head-of-line blocking that stalls collectives (DOMAIN.md, fault 1)."""
@@ -251,7 +255,9 @@ def optics_margin_db(rx_dbm: float | None, t: HealthThresholds) -> float | None:
     return None if rx_dbm is None else rx_dbm - t.optics_rx_low_alarm_dbm
 
 
-def _nic_problems(nic: NicSummary, best_rate_gbps: float, t: HealthThresholds) -> list[str]:
+def _nic_problems(
+    nic: NicSummary, best_rate_gbps: float, median_rx_dbm: float | None, t: HealthThresholds
+) -> list[str]:
     name = nic.device
     problems: list[str] = []
     if nic.port_state is not None and nic.port_state != PORT_ACTIVE:
@@ -261,6 +267,10 @@ def _nic_problems(nic: NicSummary, best_rate_gbps: float, t: HealthThresholds) -
     margin = optics_margin_db(nic.worst_rx_dbm, t)
     if margin is not None and margin < t.optics_margin_warn_db:
         problems.append(f"{name} optics Rx {nic.worst_rx_dbm:.1f} dBm, margin {margin:.1f} dB")
+    elif (nic.worst_rx_dbm is not None and median_rx_dbm is not None
+          and nic.worst_rx_dbm <= median_rx_dbm - t.optics_below_peers_db):
+        problems.append(f"{name} optics Rx {nic.worst_rx_dbm:.1f} dBm, "
+                        f"{median_rx_dbm - nic.worst_rx_dbm:.1f} dB below the node's other NICs")
     if nic.errors_per_s:
         problems.append(f"{name} {nic.errors_per_s:,.1f} errors/s")
     elif nic.link_error_delta >= t.link_error_delta_warn:
@@ -296,9 +306,11 @@ def classify(
         reasons.append(f"slow: {status.reason}" if status.reason else "slow")
     rates = [n.rate_gbps for n in summary.nics if n.rate_gbps is not None]
     best_rate = max(rates) if rates else 0.0
+    rx_levels = sorted(n.worst_rx_dbm for n in summary.nics if n.worst_rx_dbm is not None)
+    median_rx = rx_levels[len(rx_levels) // 2] if len(rx_levels) >= 3 else None
     nic_problems: dict[str, tuple[str, ...]] = {}
     for nic in summary.nics:
-        found = _nic_problems(nic, best_rate, t)
+        found = _nic_problems(nic, best_rate, median_rx, t)
         if found:
             nic_problems[nic.device] = tuple(found)
             reasons.extend(found)

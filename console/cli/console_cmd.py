@@ -5,8 +5,14 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    from collectors.inventory import Inventory
+    from console.app import FleetApp
+    from console.config import Config
 
 
 @click.command()
@@ -23,9 +29,7 @@ import click
 def console(inventory: Path | None, db: Path | None, read_only: bool | None, theme: str | None,
             at: str | None, refresh_s: float | None) -> None:
     """Open the fleet console (flags > FLEET_* env > $XDG_CONFIG_HOME/fleet/config.toml)."""
-    from console.app import FleetApp
     from console.config import ConfigError, load_config
-    from console.feed import Feed, open_store_loader
     from console.theming import load_themes
 
     try:
@@ -51,5 +55,14 @@ def console(inventory: Path | None, db: Path | None, read_only: bool | None, the
         raise click.UsageError(
             f"no store at {config.db_path}: give --db, or --inventory to collect into it")
     config.db_path.parent.mkdir(parents=True, exist_ok=True)
+    make_app(config, loaded).run()
+
+
+def make_app(config: Config, inventory: Inventory | None = None) -> FleetApp:
+    """The console for ``config``; with ``inventory`` (and no ``--at``) it collects live into
+    ``config.db_path``. ``fleet demo`` calls this too."""
+    from console.app import FleetApp
+    from console.feed import Feed, open_store_loader
+
     feed = Feed(lambda: open_store_loader(config.db_path), refresh_s=config.refresh_s)
-    FleetApp(config, feed, loaded).run()
+    return FleetApp(config, feed, inventory)

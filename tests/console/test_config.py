@@ -70,3 +70,4 @@ def test_timespec_round_trip() -> None:
     assert format_moment(1_700_000_000.0) == "2023-11-14 22:13:20Z"
     with pytest.raises(TimeSpecError):
         parse_moment("", NOW)
+

@@ -64,6 +64,7 @@ def test_each_nic_problem_degrades_and_names_the_nic() -> None:
         "port_state": ({("port_state", "mlx5_3", "1"): 1.0}, "port not active"),
         "rate": ({("rate_gbps", "mlx5_3", "1"): 200.0}, "trained at 200"),
         "optics": ({("optics_rx_power_dbm", "mlx5_3", "L2"): -8.5}, "margin 1.5 dB"),
+        "optics below peers": ({("optics_rx_power_dbm", "mlx5_3", "L2"): -5.5}, "3.5 dB below the node's other NICs"),
         "pauses": ({("rx_pause_per_s", "mlx5_3", "1"): 5000.0}, "5,000 PFC pauses/s"),
         "ecn": ({("ecn_marked_per_s", "mlx5_3", "1"): 500.0}, "DCQCN not working"),
         "ber": ({("pre_fec_ber", "mlx5_3", "1"): 3e-5}, "pre-FEC BER"),
