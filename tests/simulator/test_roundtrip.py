@@ -72,3 +72,20 @@ async def test_weak_optics_show_in_ethtool_m(model: FleetModel) -> None:
     module = parse_ethtool_module(out)
     assert module.problems == ()
     assert "-7" in out or "-6" in out or "-8" in out  # Rx power around -7 dBm after 7 dB of loss
+
+
+@pytest.mark.parametrize("command", ["ibstat", "ibnetdiscover", "perfquery -x"])
+async def test_infiniband_fabric_tools(command: str) -> None:
+    from sim_helpers import small_model
+
+    from collectors.parsers.ibnetdiscover import parse_ibnetdiscover
+    from collectors.parsers.perfquery import parse_perfquery
+
+    parsers: dict[str, Callable[[str], Any]] = {
+        "ibstat": parse_ibstat, "ibnetdiscover": parse_ibnetdiscover, "perfquery -x": parse_perfquery,
+    }  # fmt: skip
+    model = small_model(link_layer="ib")
+    out, err, status = await run_collect(Shell(Machine("gpu001", "node", model, Rendezvous())), command)
+    assert (status, err) == (0, "")
+    result = parsers[command](out)
+    assert result.problems == () and getattr(result, "unknown_lines", 0) == 0
