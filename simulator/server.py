@@ -152,6 +152,8 @@ class FleetServer:
         self, host: str, shell: Shell, process: asyncssh.SSHServerProcess[str], io: StreamIO
     ) -> None:
         prompt = f"{host}:~$ " if process.get_terminal_type() else ""
+        if prompt:  # on a terminal, as with a real sshd, errors share the one tty stream
+            io = StreamIO(io.stdout, io.stdout, io.closed, io.stdin_eof)
         status = 0
         while True:
             if prompt:

@@ -39,3 +39,47 @@ def test_bench_scenario_has_64_switches_at_1024_nodes() -> None:
     scenario = parse_scenario(bench_scenario(1024))
     assert scenario.fabric.groups * 8 + scenario.fabric.spines == 64
     assert sum(len(job.nodes) for job in scenario.jobs) == 1024
+
+
+def test_demo_opens_the_console_on_a_live_simulator_and_stops_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+
+    import asyncssh
+    import click
+
+    from collectors.inventory import load_inventory
+    from console.cli import console_cmd
+    from console.cli.demo import demo
+
+    seen: dict[str, object] = {}
+
+    async def hostname(address: str, port: int, key: str, known_hosts: str) -> str:
+        async with asyncssh.connect(
+            address, port, username="fleet", client_keys=[key], known_hosts=known_hosts, agent_path=None, config=[]
+        ) as conn:
+            return str((await conn.run("hostname")).stdout)
+
+    @click.command()
+    @click.option("--inventory", type=click.Path(path_type=Path))
+    @click.option("--db", type=click.Path(path_type=Path))
+    def fake_console(inventory: Path, db: Path) -> None:
+        loaded = load_inventory(inventory)
+        host = loaded.host("gpu002")
+        assert host.port is not None
+        seen["endpoint"] = (host.address, host.port)
+        seen["hostname"] = asyncio.run(
+            hostname(host.address, host.port, str(host.identity_file), str(loaded.known_hosts))
+        )
+        seen["db_parent_exists"] = db.parent.is_dir()
+
+    monkeypatch.setattr(console_cmd, "console", fake_console)
+    result = CliRunner().invoke(demo, ["--scenario", "acceptance", "--nodes", "2"])
+    assert result.exit_code == 0, result.output
+    assert seen["hostname"] == "gpu002\n" and seen["db_parent_exists"] is True
+    address, port = seen["endpoint"]  # type: ignore[misc]
+
+    async def refused() -> None:
+        with pytest.raises(OSError):
+            await asyncio.open_connection(address, port)
+
+    asyncio.run(refused())  # the simulator is gone once the console returns
