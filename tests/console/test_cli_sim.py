@@ -76,7 +76,9 @@ def test_demo_opens_the_console_on_a_live_simulator_and_stops_it(monkeypatch: py
     result = CliRunner().invoke(demo, ["--scenario", "acceptance", "--nodes", "2"])
     assert result.exit_code == 0, result.output
     assert seen["hostname"] == "gpu002\n" and seen["db_parent_exists"] is True
-    address, port = seen["endpoint"]  # type: ignore[misc]
+    endpoint = seen["endpoint"]
+    assert isinstance(endpoint, tuple)
+    address, port = endpoint
 
     async def refused() -> None:
         with pytest.raises(OSError):
