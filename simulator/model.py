@@ -310,6 +310,7 @@ class FleetModel:
         self.scenario = scenario
         self.seed = scenario.fabric.seed if seed is None else seed
         self.start_unix = time.time() if start_unix is None else start_unix
+        self._start_monotonic = time.monotonic() - (time.time() - self.start_unix)
         os_map = {switch: spec.os for spec in scenario.switch_os for switch in spec.names}
         self.topology = Topology(scenario.fabric, os_map)
         self.fabric = Fabric(self.topology, scenario.jobs, self.seed)
@@ -325,8 +326,8 @@ class FleetModel:
     # ------------------------------------------------------------------ time
 
     def now(self) -> float:
-        """Simulated seconds since start, from the wall clock."""
-        return time.time() - self.start_unix
+        """Simulated seconds since start, on the monotonic clock (a wall-clock step never rewinds counters)."""
+        return time.monotonic() - self._start_monotonic
 
     def unix(self, t: float) -> float:
         return self.start_unix + t
