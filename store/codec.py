@@ -62,7 +62,7 @@ def _undod(values: I64) -> I64:
     return np.cumsum(np.cumsum(values, dtype=np.int64), dtype=np.int64)
 
 
-def _scales(values: F64) -> npt.NDArray[np.int8]:
+def decimal_scales(values: F64) -> npt.NDArray[np.int8]:
     """Per row, the smallest k such that the row * 10**k is integers that give back its exact bits; -1 if none."""
     scales = np.full(values.shape[0], -1, dtype=np.int8)
     bits = values.view(np.uint64)
@@ -84,7 +84,7 @@ def _scales(values: F64) -> npt.NDArray[np.int8]:
 
 def _encode_rows(values: F64) -> tuple[npt.NDArray[np.int8], U64]:
     """Per row: its scale and its words (delta-of-delta of the scaled integers, or XOR-ed bits)."""
-    scales = _scales(values)
+    scales = decimal_scales(values)
     words = np.empty(values.shape, dtype=np.uint64)
     ints = scales >= 0
     if ints.any():

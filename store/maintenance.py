@@ -28,7 +28,7 @@ import numpy as np
 
 from store.catalog import Catalog
 from store.codec import I64, decode_block, decode_frame, encode_block
-from store.rollup import encode_rollup, is_latency
+from store.rollup import encode_rollup, rollup_kind
 from store.types import Retention
 
 HOUR_MS = 3_600_000
@@ -194,7 +194,7 @@ class Maintenance:
             return True
         sids, ts_ms, values = _points_of_blocks([b[0] for b in blobs])
         u_sids, u_ts, matrix, present = build_block(sids, ts_ms, values)
-        data = encode_rollup(u_sids, u_ts, matrix, present, bucket_ms, is_latency(metric))
+        data = encode_rollup(u_sids, u_ts, matrix, present, bucket_ms, rollup_kind(metric))
         if data is not None:
             self.conn.execute(f"INSERT OR REPLACE INTO {table} VALUES (?, ?, ?)", (gid, t0, data))
         return True

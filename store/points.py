@@ -74,7 +74,7 @@ def last_per_series(points: Points) -> Points:
 
 
 def rollup_rows(conn: sqlite3.Connection, table: str, gid: int, period_ms: int, bucket_ms: int,
-                start_ms: int, end_ms: int, latency: bool,
+                start_ms: int, end_ms: int, kind: str,
                 raw: tuple[str, I64]) -> tuple[I64, I64, F64]:
     """Rollup cells ``(row = sid*8+stat, bucket_ms, value)`` for buckets in [start, end].
 
@@ -100,7 +100,7 @@ def rollup_rows(conn: sqlite3.Connection, table: str, gid: int, period_ms: int, 
                 present = np.zeros(matrix.shape, dtype=np.bool_)
                 matrix[inverse, col] = v
                 present[inverse, col] = True
-                rows, starts, out, have = rollup_points(u_sids, u_ts, matrix, present, bucket_ms, latency)
+                rows, starts, out, have = rollup_points(u_sids, u_ts, matrix, present, bucket_ms, kind)
                 r, c = np.nonzero(have)
                 parts.append((rows[r], starts[c], out[r, c]))
         period += period_ms

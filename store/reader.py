@@ -33,7 +33,7 @@ from store.points import (
     raw_points,
     rollup_rows,
 )
-from store.rollup import STAT_COUNT, STAT_MAX, STAT_MIN, STAT_P50, STAT_P99, STAT_SUM, is_latency
+from store.rollup import STAT_COUNT, STAT_MAX, STAT_MIN, STAT_P50, STAT_P99, STAT_SUM, rollup_kind
 from store.schema import check_not_newer, connect
 from store.types import Point, PointArrays, SeriesData
 
@@ -286,10 +286,10 @@ class StoreReader:
                 ts_list, values = (t / 1000.0).tolist(), v.tolist()
                 return SeriesData("raw", ts_list, values, list(values), list(values))
             table, period_ms, bucket_ms = _RESOLUTIONS[resolution]
-            latency = is_latency(metric)
+            kind = rollup_kind(metric)
             cells = rollup_rows(self._conn, table, gid, period_ms, bucket_ms, start_ms, end_ms,
-                                latency, (host, sids))
-            return _rollup_series(resolution, sid, cells, latency)
+                                kind, (host, sids))
+            return _rollup_series(resolution, sid, cells, kind)
 
     def _error_series(self, sid: int, start_ms: int, end_ms: int) -> SeriesData:
         before = self._conn.execute(
@@ -512,7 +512,7 @@ def _batches(items: list[Any], size: int = 500) -> list[list[Any]]:
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
-def _rollup_series(resolution: str, sid: int, cells: tuple[I64, I64, F64], latency: bool) -> SeriesData:
+def _rollup_series(resolution: str, sid: int, cells: tuple[I64, I64, F64], kind: str) -> SeriesData:
     rows_, ts_ms, values = cells
     starts = np.unique(ts_ms)
     columns: dict[int, F64] = {}
@@ -521,6 +521,10 @@ def _rollup_series(resolution: str, sid: int, cells: tuple[I64, I64, F64], laten
         mask = rows_ == sid * 8 + stat
         column[np.searchsorted(starts, ts_ms[mask])] = values[mask]
         columns[stat] = column
+    latency = kind == "latency"
+    if kind == "counter":
+        last = columns[STAT_MAX].tolist()
+        return SeriesData(resolution, (starts / 1000.0).tolist(), last, list(last), list(last))
     return SeriesData(
         resolution, (starts / 1000.0).tolist(), columns[STAT_MIN].tolist(),
         (columns[STAT_SUM] / columns[STAT_COUNT]).tolist(), columns[STAT_MAX].tolist(),

@@ -59,6 +59,9 @@ class PointArrays:
 class SeriesData:
     """A series over a window: raw points (min = avg = max) or 1 min / 1 h rollups.
 
+    Rollups of counters hold the counter's last value in each bucket (min =
+    avg = max = that value): a cumulative count's extremes say nothing more.
+
     ``ts`` are unix seconds: the sample time for raw points, the bucket start
     for rollups. ``p50``/``p99`` are present for latency metrics only.
     """

@@ -71,3 +71,17 @@ def test_rollups_are_stored_and_match_the_raw_points(fresh_db: Path) -> None:
     tail = reader.series("n1", *GAUGE, start=tail_start, end=ts[-1], resolution="1m")
     want = _expected(ts, power, 60, tail_start, float(ts[-1]) + 1)
     assert tail.ts == want["ts"] and tail.max == want["max"]
+
+
+def test_counter_rollups_keep_the_last_value_of_each_bucket(fresh_db: Path) -> None:
+    key = ("tx_bytes", "mlx5_0", "1")
+    count = int(3 * 3600 / 10)
+    with StoreWriter(fresh_db) as writer:
+        for k in range(count):
+            writer.put_samples(HostSample("n1", T0 + 10 * k, {key: float(k * k)}))
+        assert writer.settle(60)
+    assert sqlite3.connect(fresh_db).execute("SELECT count(*) FROM rollup_1m").fetchone()[0] >= 1
+    got = StoreReader(fresh_db).series("n1", *key, start=T0, end=T0 + 2 * 3600 - 1, resolution="1m")
+    last = [float((6 * m + 5) ** 2) for m in range(120)]  # k = 6m + 5 ends minute m
+    assert got.ts == [T0 + 60 * m for m in range(120)]
+    assert got.max == last and got.min == last and got.avg == last
