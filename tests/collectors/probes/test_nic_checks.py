@@ -1,0 +1,68 @@
+"""The link test's per-NIC verdicts: state, rate, error deltas, optics and LLDP against the plan."""
+
+from __future__ import annotations
+
+from collectors.inventory import CablingRow
+from collectors.probes.nic_checks import NodeChecks, expected_rate, judge, netdevs_of, sections
+
+
+def node(**overrides: object) -> NodeChecks:
+    checks = NodeChecks("gpu001")
+    checks.ports = {"mlx5_0": {"state": "ACTIVE", "rate_gbps": 400.0, "counters": {"symbol_error": 5}}}
+    checks.netdevs = {"mlx5_0": "enp12s0np0"}
+    checks.lldp = {"enp12s0np0": ("leaf01", "swp1")}
+    checks.optics = {"enp12s0np0": (0.9, 8.9)}
+    checks.after = {"mlx5_0": {"symbol_error": 5}}
+    for key, value in overrides.items():
+        setattr(checks, key, value)
+    return checks
+
+
+PLAN = {("gpu001", "mlx5_0"): CablingRow("gpu001", "mlx5_0", "leaf01", "swp1")}
+
+
+def test_a_healthy_nic_has_no_problem() -> None:
+    [check] = judge(node(), PLAN, 400.0)
+    assert check.problems == () and not check.cable_suspect
+    assert (check.lldp_switch, check.planned_switch, check.rx_margin_db) == ("leaf01", "leaf01", 8.9)
+
+
+def test_each_cable_symptom_flags_the_cable() -> None:
+    symptoms = {
+        "miswired": node(lldp={"enp12s0np0": ("leaf02", "swp7")}),
+        "slow": node(ports={"mlx5_0": {"state": "ACTIVE", "rate_gbps": 200.0, "counters": {"symbol_error": 5}}}),
+        "errors": node(after={"mlx5_0": {"symbol_error": 905}}),
+        "dim": node(optics={"enp12s0np0": (-7.5, 0.5)}),
+        "dark": node(optics={"enp12s0np0": (float("-inf"), float("-inf"))}),
+    }
+    words = {
+        "miswired": "LLDP sees leaf02 swp7, the cabling plan says leaf01 swp1",
+        "slow": "trained at 200 Gb/s, expected 400 Gb/s",
+        "errors": "symbol_error +900 during the test",
+        "dim": "rx power -7.50 dBm, only 0.50 dB above the module's low threshold",
+        "dark": "no light received",
+    }
+    for name, checks in symptoms.items():
+        [check] = judge(checks, PLAN, 400.0)
+        assert check.cable_suspect, name
+        assert check.problems == (words[name],), name
+
+
+def test_a_down_port_is_a_nic_problem_not_a_cable_verdict() -> None:
+    [check] = judge(node(ports={"mlx5_0": {"state": "DOWN", "rate_gbps": 400.0, "counters": {}}}), PLAN, 400.0)
+    assert check.problems == ("port state DOWN",) and not check.cable_suspect
+
+
+def test_expected_rate_is_what_most_nics_trained_at() -> None:
+    fleet = [node(), node(), node(ports={"mlx5_0": {"state": "ACTIVE", "rate_gbps": 200.0, "counters": {}}})]
+    assert expected_rate(fleet) == 400.0
+    assert expected_rate([]) is None
+
+
+def test_sections_and_netdevs_are_split_from_one_output() -> None:
+    text = ("=== fleet-linktest sysfs\nA:1\n=== fleet-linktest net\n"
+            "/sys/class/infiniband/mlx5_0/device/net:\nenp12s0np0\n\n"
+            "/sys/class/infiniband/mlx5_1/device/net:\nenp31s0np0\n")
+    parts = sections(text)
+    assert parts["sysfs"] == "A:1\n"
+    assert netdevs_of(parts["net"]) == {"mlx5_0": "enp12s0np0", "mlx5_1": "enp31s0np0"}
