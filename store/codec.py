@@ -14,7 +14,10 @@ back exactly the float64 bits that went in. Timestamps are integer
 milliseconds (the store's time resolution), delta-of-delta coded.
 
 A *frame* is the light encoding written on every commit for data that is not
-yet sealed into blocks: series ids and float64 values, deflated at level 1.
+yet sealed into blocks (and kept a while after, for replay): series ids and
+float64 values as plain arrays. Not deflated: noisy float64 values hardly
+shrink, and frames are read back in bulk (replay, the newest hour of a
+series), where decompression would be most of the cost.
 """
 
 from __future__ import annotations
@@ -179,28 +182,27 @@ def decode_block(blob: bytes) -> tuple[I64, I64, F64, BOOL]:
 
 
 def encode_frame(sids: I64, values: F64, ts_ms: I64 | None = None) -> bytes:
-    """A light encoding of one host's values (and optionally one timestamp per value)."""
+    """One host's values (and optionally one timestamp per value), sorted by sid."""
     order = np.argsort(sids, kind="stable")
     parts = [
         _FRAME_HEADER.pack(1 if ts_ms is not None else 0, len(sids)),
-        np.diff(sids[order].astype(np.int64), prepend=np.int64(0)).astype(np.int32).tobytes(),
+        sids[order].astype(np.int32).tobytes(),
         values[order].astype(np.float64).tobytes(),
     ]
     if ts_ms is not None:
-        parts.append(np.diff(ts_ms[order].astype(np.int64), prepend=np.int64(0)).tobytes())
-    return zlib.compress(b"".join(parts), 1)
+        parts.append(ts_ms[order].astype(np.int64).tobytes())
+    return b"".join(parts)
 
 
 def decode_frame(blob: bytes) -> tuple[I64, F64, I64 | None]:
     """The inverse of :func:`encode_frame`: ``(sids, values, ts_ms or None)``, sorted by sid."""
-    raw = zlib.decompress(blob)
-    with_ts, n = _FRAME_HEADER.unpack_from(raw)
+    with_ts, n = _FRAME_HEADER.unpack_from(blob)
     at = _FRAME_HEADER.size
-    sids = np.cumsum(np.frombuffer(raw, dtype=np.int32, count=n, offset=at), dtype=np.int64)
+    sids = np.frombuffer(blob, dtype=np.int32, count=n, offset=at).astype(np.int64)
     at += 4 * n
-    values = np.frombuffer(raw, dtype=np.float64, count=n, offset=at).copy()
+    values = np.frombuffer(blob, dtype=np.float64, count=n, offset=at).copy()
     at += 8 * n
     ts_ms = None
     if with_ts:
-        ts_ms = np.cumsum(np.frombuffer(raw, dtype=np.int64, count=n, offset=at), dtype=np.int64)
+        ts_ms = np.frombuffer(blob, dtype=np.int64, count=n, offset=at).copy()
     return sids, values, ts_ms
