@@ -1,0 +1,107 @@
+"""`fleet export`: the latest values for Prometheus/Grafana, in the OpenMetrics text format.
+
+Serves what is in the history database; with ``--collect`` it also runs the
+collector in the same process, so one command is a complete exporter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import sys
+import threading
+from pathlib import Path
+
+import click
+
+from collectors.engine import Collector
+from collectors.inventory import Inventory
+from collectors.openmetrics import serve_metrics
+from console.cli.common import db_option, db_path_or_default, fail, inventory_option, open_inventory
+from store.reader import StoreReader
+from store.writer import StoreWriter
+
+READY_PREFIX = "fleet export: serving "
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """``HOST:PORT``, ``[V6]:PORT``, ``:PORT`` (all addresses) or ``PORT`` -> (host, port)."""
+    host, sep, port_text = text.rpartition(":")
+    if not sep:
+        host, port_text = "", text
+    host = host.removeprefix("[").removesuffix("]") or "0.0.0.0"
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise click.BadParameter(f"{text!r}: expected HOST:PORT (port a number)") from None
+    if not 0 <= port <= 65535:
+        raise click.BadParameter(f"{text!r}: port {port} is outside 0-65535")
+    return host, port
+
+
+@click.command()
+@click.option("--listen", "listen", required=True, metavar="ADDR",
+              help="HOST:PORT to serve /metrics on (127.0.0.1:9464, [::1]:9464, :9464; port 0 picks one).")
+@inventory_option
+@db_option
+@click.option("--collect", is_flag=True, help="Also run the collector (needs the inventory) in this process.")
+@click.option("--max-age", "max_age_s", type=click.FloatRange(1), default=600.0, show_default=True,
+              help="Seconds after which a stopped series is no longer served (error counters always are).")
+def export(listen: str, inventory_path: Path | None, db_path: Path | None, collect: bool,
+           max_age_s: float) -> None:
+    """Serve the latest value of every series on /metrics for Prometheus to scrape.
+
+    \b
+    Examples:
+      fleet export --listen 127.0.0.1:9464
+      fleet export --listen :9464 --collect --inventory fleet.toml --db fleet.db
+
+    Names and labels: docs/metrics.md (`fleet_nic_tx_bytes_total{node,device,port,job,tenant}`,
+    `fleet_host_up{node,state}` ...). Prints one line on stderr when it listens.
+    """
+    host, port = parse_listen(listen)
+    path = db_path_or_default(db_path)
+    inventory = open_inventory(inventory_path) if collect else None
+    writer = StoreWriter(path).start() if collect else None
+    try:
+        try:
+            reader = StoreReader(path)
+        except FileNotFoundError:
+            fail(f"no history at {path} (run `fleet collect`, or add --collect)")
+        try:
+            server = serve_metrics(reader, host, port, max_age_s=max_age_s)
+        except OSError as error:
+            fail(f"cannot listen on {listen}: {error.strerror or error}")
+        bound_host, bound_port = server.address
+        shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+        click.echo(f"{READY_PREFIX}http://{shown}:{bound_port}/metrics", err=True)
+        try:
+            if inventory is not None and writer is not None:
+                asyncio.run(_collect_until_signalled(inventory, writer))
+            else:
+                _wait_for_signal()
+        finally:
+            server.close()
+            reader.close()
+    finally:
+        if writer is not None:
+            writer.flush(timeout=30)
+            writer.close()
+    sys.exit(0)
+
+
+def _wait_for_signal() -> None:
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    stop.wait()
+
+
+async def _collect_until_signalled(inventory: Inventory, writer: StoreWriter) -> None:
+    collector = Collector(inventory, writer)
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, lambda: asyncio.ensure_future(collector.close()))
+    with contextlib.suppress(asyncio.CancelledError):
+        await collector.run()
