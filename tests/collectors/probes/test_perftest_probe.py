@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from conftest import Fleet, fabric_text, start_fleet
 
-from collectors.commands import command
+from collectors.commands import Command, command
+from collectors.probes import perftest_probe
 from collectors.probes.perftest_probe import GidCache, PerftestSpec, run_perftest
 from collectors.probes.ports import PortAllocator
+from collectors.sshpool import RunResult
+from fabric.states import HostState
 from store.reader import StoreReader
 from store.writer import StoreWriter
 
@@ -159,3 +163,55 @@ async def test_infiniband_needs_no_gid_index(tmp_path: Path) -> None:
     finally:
         await fleet.pool.close()
         await fleet.server.close()
+
+
+class _BufferedNode:
+    """A pool whose perftest server prints nothing until it exits, as a real one over a pipe does.
+
+    The client is refused until ``ready_after`` tries (the server still setting up), then runs.
+    """
+
+    def __init__(self, ready_after: int) -> None:
+        self.ready_after = ready_after
+        self.client_tries = 0
+        self.server_stopped = False
+
+    async def run(self, host: str, cmd: Command, timeout_s: float) -> RunResult:
+        if cmd.tools == ("cat", "show_gids"):
+            return RunResult(host, HostState.OK, stdout="InfiniBand\n", exit_status=0)
+        self.client_tries += 1
+        if self.client_tries <= self.ready_after:
+            return RunResult(host, HostState.COMMAND_FAILED, stderr=" Couldn't connect to gpu002:18600\n",
+                             exit_status=1, reason="exit status 1")
+        return RunResult(host, HostState.OK, stdout=_LAT_CAPTURE.read_text(encoding="utf-8"), exit_status=0)
+
+    async def stream(self, host: str, cmd: Command, on_line: Callable[[str], None], *, first_line_timeout_s: float,
+                     line_timeout_s: float, stop: asyncio.Event | None = None) -> RunResult:
+        assert stop is not None
+        await stop.wait()
+        self.server_stopped = True
+        return RunResult(host, HostState.OK, exit_status=0)
+
+
+_LAT_CAPTURE = Path(__file__).parents[2] / "fixtures/perftest/k8s-sriov-ib_write_lat-client-rdmacm-cpufreq.txt"
+"""A real ib_write_lat client capture (tests/fixtures/SOURCES.md)."""
+
+
+async def test_a_silent_server_is_tried_until_it_listens(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(perftest_probe, "LISTEN_WAIT_S", 0.05)
+    monkeypatch.setattr(perftest_probe, "CONNECT_RETRY_DELAY_S", 0.01)
+    monkeypatch.setattr(perftest_probe, "SERVER_GRACE_S", 0.05)  # this fake server ends only when stopped
+    node = _BufferedNode(ready_after=2)
+    record = await run_perftest(node, PerftestSpec("gpu001", "gpu002"))  # type: ignore[arg-type]
+    assert record.ok, record.result
+    assert node.client_tries == 3 and node.server_stopped
+    assert record.result["t_typical_usec"] > 0
+
+
+async def test_a_server_that_never_listens_fails_after_the_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(perftest_probe, "LISTEN_WAIT_S", 0.05)
+    monkeypatch.setattr(perftest_probe, "CONNECT_RETRY_DELAY_S", 0.01)
+    node = _BufferedNode(ready_after=100)
+    record = await run_perftest(node, PerftestSpec("gpu001", "gpu002"))  # type: ignore[arg-type]
+    assert not record.ok and "Couldn't connect" in record.result["error"]
+    assert node.client_tries == perftest_probe.CONNECT_RETRIES and node.server_stopped
