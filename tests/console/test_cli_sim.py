@@ -17,7 +17,9 @@ def test_list_scenarios() -> None:
     result = CliRunner().invoke(sim, ["--list-scenarios"])
     assert result.exit_code == 0
     names = [line.split()[0] for line in result.output.splitlines()]
-    assert names == ["acceptance", "ecmp", "healthy", "incident"]
+    assert names == sorted(names)
+    assert {"acceptance", "ecmp", "healthy", "incident"} <= set(names)
+    assert all("(invalid" not in line for line in result.output.splitlines())
 
 
 def test_launcher_waits_for_ready_and_stops(tmp_path: Path) -> None:
