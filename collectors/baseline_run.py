@@ -1,0 +1,375 @@
+"""The standard suite behind ``fleet baseline take`` and ``fleet accept``: measure every part once.
+
+Steps, each reported through ``on_progress``:
+
+1. ``snapshot``: one collector round (:meth:`collectors.engine.Collector.run_once`)
+   into the history: counters, optics, and each node's kernel, firmware and
+   GPU driver (read back from the store for the baseline's software table);
+2. ``counters``: the RDMA ports' packet and error counters, read again at the
+   end (step 6), so link loss is the errors and drops *during the suite* over
+   the packets moved during it;
+3. ``linktest``: local NIC checks (state, rate, optics, LLDP vs the cabling
+   plan) and RDMA latency over node pairs on every rail;
+4. ``bandwidth``: one perftest bandwidth probe per NIC, node i against node
+   i + n/2 on the same rail (so the flows cross the spines), a NIC never in
+   two probes at once;
+5. ``allreduce``: ``all_reduce_perf`` on every node (NVLink), then across every
+   reachable node;
+6. ``counters`` again, and the :class:`fabric.baseline.Baseline` is built.
+
+Every probe is also a ``ProbeRecord`` sharing the run id, handed to
+``on_record`` for the store. Failures of a node or a probe are results in the
+baseline (missing numbers, ``unreachable``, ``notes``), never exceptions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.metadata
+import statistics
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from collectors.commands import Command, Glob, command
+from collectors.engine import Collector
+from collectors.inventory import Inventory
+from collectors.node_poller import CollectSettings
+from collectors.parsers.sysfs import parse_sysfs
+from collectors.probes.allreduce import AllreduceSpec, run_allreduce
+from collectors.probes.linktest import LinktestReport, LinktestSpec, run_linktest
+from collectors.probes.perftest_probe import GidCache, PerftestSpec, run_perftest
+from collectors.probes.ports import PortAllocator
+from collectors.sshpool import SshPool
+from fabric.acceptance import parse_rails
+from fabric.baseline import Baseline, CableCheck, FleetShape, part_id
+from fabric.naming import RAILS_PER_NODE, nic_name
+from fabric.records import ProbeRecord
+from store.reader import StoreReader
+from store.writer import StoreWriter
+
+PACKET_COUNTERS = ("port_xmit_packets", "port_rcv_packets")
+LOSS_COUNTERS = (
+    "symbol_error", "port_rcv_errors", "port_rcv_remote_physical_errors", "port_xmit_discards",
+    "local_link_integrity_errors", "excessive_buffer_overrun_errors",
+)  # fmt: skip
+"""IBA PortCounters that count a lost or dropped packet (or a symbol that cost one)."""
+LOSS_HW_COUNTERS = ("out_of_sequence", "packet_seq_err", "out_of_buffer")
+"""mlx5 hw_counters that count a packet lost upstream or dropped for lack of receive WQEs."""
+
+_PORTS = "/sys/class/infiniband/*/ports/*"
+
+NO_LIGHT_DBM = -40.0
+"""What a NIC receiving no light is stored as: CMIS's smallest non-zero reading (0.0001 mW), below any
+receiver's sensitivity, so thresholds and diffs treat it as the worst optic (JSON has no -inf)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SuiteSettings:
+    """How the suite measures; the ``[suite]`` table of a criteria file sets the same names."""
+
+    nodes: tuple[str, ...] | None = None
+    """None: every node of the inventory."""
+    rails: tuple[int, ...] = tuple(range(RAILS_PER_NODE))
+    linktest_mode: str = "mesh"
+    sample_rounds: int = 4
+    lat_iterations: int | None = None
+    """perftest ``-n`` of the link test; None: perftest's 1000."""
+    bw_test: str = "ib_write_bw"
+    bw_iterations: int | None = None
+    allreduce_max_bytes: str = "1G"
+    gpus_per_node: int = 8
+    fleet_allreduce: bool = True
+    max_parallel: int = 256
+    probe_timeout_s: float = 60.0
+    snapshot_timeout_s: float = 30.0
+    """A node that does not answer the snapshot within this long is ``hung`` for it."""
+
+    @classmethod
+    def from_table(cls, table: Mapping[str, Any], *, nodes: tuple[str, ...] | None = None) -> SuiteSettings:
+        """From a criteria file's ``[suite]`` table (already type-checked by ``fabric.acceptance``)."""
+        values: dict[str, Any] = {k: v for k, v in table.items() if k != "rails"}
+        if "rails" in table:
+            values["rails"] = parse_rails(str(table["rails"]))
+        if "probe_timeout_s" in values:
+            values["probe_timeout_s"] = float(values["probe_timeout_s"])
+        return cls(nodes=nodes, **values)
+
+
+@dataclass(frozen=True, slots=True)
+class SuiteProgress:
+    """``step`` (snapshot, counters, linktest, bandwidth, allreduce, done), its done/total, a line of words."""
+
+    step: str
+    done: int
+    total: int
+    detail: str = ""
+
+
+ProgressCallback = Callable[[SuiteProgress], None]
+
+
+@dataclass(frozen=True, slots=True)
+class SuiteRun:
+    baseline: Baseline
+    linktest: LinktestReport | None
+    run_id: str
+    records: tuple[ProbeRecord, ...] = field(repr=False, default=())
+
+
+def tool_version() -> str:
+    try:
+        return f"fleet {importlib.metadata.version('fleet')}"
+    except importlib.metadata.PackageNotFoundError:
+        return "fleet (not installed)"
+
+
+async def run_suite(
+    inventory: Inventory,
+    settings: SuiteSettings,
+    *,
+    writer: StoreWriter,
+    db_path: Path,
+    label: str = "",
+    on_progress: ProgressCallback | None = None,
+    pool: SshPool | None = None,
+    clock: Callable[[], float] = time.time,
+) -> SuiteRun:
+    """Run the whole suite (see the module doc); ``writer``/``db_path`` are the history it writes to."""
+    progress = on_progress or (lambda _p: None)
+    run_id = f"suite-{uuid.uuid4().hex[:12]}"
+    ts = clock()
+    label = label or time.strftime("%Y-%m-%d %H:%M", time.localtime(ts))
+    known = {h.name for h in inventory.nodes}
+    nodes = tuple(n for n in (settings.nodes or tuple(h.name for h in inventory.nodes)) if n in known)
+    records: list[ProbeRecord] = []
+
+    def keep(record: ProbeRecord) -> None:
+        records.append(record)
+        writer.put_probe(record)
+
+    progress(SuiteProgress("snapshot", 0, 1, "one collector round: counters, optics, software versions"))
+    software, snapshot_power = await _snapshot(inventory, settings, writer, db_path, nodes, ts)
+    progress(SuiteProgress("snapshot", 1, 1, f"{len(software)} of {len(nodes)} nodes answered"))
+    own_pool = pool is None
+    pool = pool or SshPool(inventory.hosts, known_hosts=inventory.known_hosts)
+    try:
+        progress(SuiteProgress("counters", 0, 1, "packet and error counters before"))
+        before = await _counters(pool, nodes, settings.snapshot_timeout_s)
+        report = await _linktest(pool, inventory, settings, nodes, run_id, keep, progress)
+        reachable = tuple(n for n in nodes if n not in report.unreachable and n in before)
+        bandwidth = await _bandwidth(pool, settings, reachable, run_id, keep, progress)
+        allreduce = await _allreduce(pool, settings, reachable, run_id, keep, progress)
+        progress(SuiteProgress("counters", 0, 1, "packet and error counters after"))
+        after = await _counters(pool, reachable, settings.snapshot_timeout_s)
+    finally:
+        if own_pool:
+            await pool.close()
+    report_ts = clock()
+    writer.put_probe(report.summary_record(report_ts))
+    baseline = _build(
+        label=label, ts=ts, inventory=inventory, settings=settings, nodes=nodes, software=software,
+        snapshot_power=snapshot_power, report=report, bandwidth=bandwidth, allreduce=allreduce,
+        before=before, after=after,
+    )  # fmt: skip
+    progress(SuiteProgress("done", 1, 1, f"{len(baseline.parts)} parts measured"))
+    return SuiteRun(baseline, report, run_id, tuple(records))
+
+
+async def _snapshot(
+    inventory: Inventory, settings: SuiteSettings, writer: StoreWriter, db_path: Path, nodes: Sequence[str],
+    since: float,
+) -> tuple[dict[str, dict[str, str]], dict[tuple[str, str], float]]:
+    """One collector round into the history; each node's software and each NIC's weakest lane (dBm)."""
+    collect = CollectSettings(hung_after_s=settings.snapshot_timeout_s, slow_after_s=settings.snapshot_timeout_s)
+    await Collector(inventory, writer, settings=collect).run_once()
+    writer.flush(timeout=60)
+    wanted = set(nodes)
+    with StoreReader(db_path) as reader:
+        software = {h.name: dict(h.info) for h in reader.hosts() if h.name in wanted and h.info}
+        power: dict[tuple[str, str], float] = {}
+        for point in reader.latest(hosts=list(nodes), metrics=["optics_rx_power_dbm"]):
+            if point.ts >= since - 1.0:
+                key = (point.host, point.device)
+                power[key] = min(power.get(key, point.value), point.value)
+    return software, power
+
+
+def counters_command() -> Command:
+    files = [Glob(f"{_PORTS}/counters/{name}") for name in (*PACKET_COUNTERS, *LOSS_COUNTERS)]
+    files += [Glob(f"{_PORTS}/hw_counters/{name}") for name in LOSS_HW_COUNTERS]
+    return command("grep", "-H", ".", *files)
+
+
+async def _counters(pool: SshPool, nodes: Sequence[str], timeout_s: float) -> dict[str, dict[str, tuple[int, int]]]:
+    """node -> NIC -> (packets, loss events), summed over the counters above; nodes that fail are left out."""
+
+    async def one(node: str) -> tuple[str, dict[str, tuple[int, int]] | None]:
+        result = await pool.run(node, counters_command(), timeout_s)
+        if result.exit_status is None or not result.stdout:
+            return node, None
+        nics: dict[str, tuple[int, int]] = {}
+        for port in parse_sysfs(result.stdout).ports:
+            packets = sum(port.counters.get(name, 0) for name in PACKET_COUNTERS)
+            loss = sum(port.counters.get(name, 0) for name in LOSS_COUNTERS)
+            loss += sum(port.hw_counters.get(name, 0) for name in LOSS_HW_COUNTERS)
+            nics[port.device] = (packets, loss)
+        return node, nics
+
+    found = await asyncio.gather(*(one(n) for n in nodes))
+    return {node: nics for node, nics in found if nics is not None}
+
+
+async def _linktest(
+    pool: SshPool, inventory: Inventory, settings: SuiteSettings, nodes: tuple[str, ...], run_id: str,
+    keep: Callable[[ProbeRecord], None], progress: ProgressCallback,
+) -> LinktestReport:
+    spec = LinktestSpec(nodes, rails=settings.rails, mode=settings.linktest_mode,
+                        sample_rounds=settings.sample_rounds, iterations=settings.lat_iterations,
+                        max_parallel=settings.max_parallel, probe_timeout_s=settings.probe_timeout_s)
+
+    def told(done: int, total: int, eta_s: float | None) -> None:
+        eta = f", about {eta_s:.0f} s left" if eta_s is not None else ""
+        progress(SuiteProgress("linktest", done, total, f"latency probes{eta}"))
+
+    progress(SuiteProgress("linktest", 0, 0, "local NIC checks"))
+    return await run_linktest(pool, spec, cabling=inventory.cabling, on_progress=told, on_record=keep,
+                              run_id=run_id)
+
+
+def bandwidth_pairs(nodes: Sequence[str]) -> list[tuple[str, str]]:
+    """Node i against node i + n/2 (the far half of the fleet); an odd one out against the first node."""
+    half = len(nodes) // 2
+    pairs = [(nodes[i], nodes[i + half]) for i in range(half)]
+    if len(nodes) % 2 and len(nodes) > 1:
+        pairs.append((nodes[-1], nodes[0]))
+    return pairs
+
+
+async def _bandwidth(
+    pool: SshPool, settings: SuiteSettings, nodes: tuple[str, ...], run_id: str,
+    keep: Callable[[ProbeRecord], None], progress: ProgressCallback,
+) -> list[ProbeRecord]:
+    tests = [(a, b, rail) for a, b in bandwidth_pairs(nodes) for rail in settings.rails]
+    ports, gids = PortAllocator(), GidCache()
+    locks: dict[tuple[str, int], asyncio.Lock] = defaultdict(asyncio.Lock)
+    slots = asyncio.Semaphore(max(1, settings.max_parallel))
+    done: list[ProbeRecord] = []
+    progress(SuiteProgress("bandwidth", 0, len(tests), f"{settings.bw_test} per NIC"))
+
+    async def one(src: str, dst: str, rail: int) -> None:
+        first, second = sorted([(src, rail), (dst, rail)])
+        async with locks[first], locks[second], slots:
+            spec = PerftestSpec(src, dst, test=settings.bw_test, src_nic=nic_name(rail),
+                                iterations=settings.bw_iterations, timeout_s=settings.probe_timeout_s, run_id=run_id)
+            record = await run_perftest(pool, spec, ports=ports, gids=gids)
+        keep(record)
+        done.append(record)
+        progress(SuiteProgress("bandwidth", len(done), len(tests), f"{src} {nic_name(rail)} -> {dst}"))
+
+    await asyncio.gather(*(one(*t) for t in tests))
+    return done
+
+
+async def _allreduce(
+    pool: SshPool, settings: SuiteSettings, nodes: tuple[str, ...], run_id: str,
+    keep: Callable[[ProbeRecord], None], progress: ProgressCallback,
+) -> dict[str, ProbeRecord]:
+    """node -> its single-node record, and ``"fleet"`` -> the one across every node."""
+    fleet = settings.fleet_allreduce and len(nodes) > 1
+    total = len(nodes) + (1 if fleet else 0)
+    slots = asyncio.Semaphore(max(1, min(settings.max_parallel, 64)))
+    found: dict[str, ProbeRecord] = {}
+    progress(SuiteProgress("allreduce", 0, total, "all_reduce_perf on every node"))
+
+    async def one(key: str, members: tuple[str, ...]) -> None:
+        async with slots:
+            spec = AllreduceSpec(members, gpus_per_node=settings.gpus_per_node, max_bytes=settings.allreduce_max_bytes,
+                                 timeout_s=max(settings.probe_timeout_s, 60.0), run_id=run_id)
+            record = await run_allreduce(pool, spec)
+        keep(record)
+        found[key] = record
+        progress(SuiteProgress("allreduce", len(found), total, key))
+
+    await asyncio.gather(*(one(n, (n,)) for n in nodes))
+    if fleet:
+        await one("fleet", nodes)
+    return found
+
+
+def _build(
+    *, label: str, ts: float, inventory: Inventory, settings: SuiteSettings, nodes: tuple[str, ...],
+    software: dict[str, dict[str, str]], snapshot_power: dict[tuple[str, str], float], report: LinktestReport,
+    bandwidth: Sequence[ProbeRecord], allreduce: Mapping[str, ProbeRecord],
+    before: Mapping[str, Mapping[str, tuple[int, int]]], after: Mapping[str, Mapping[str, tuple[int, int]]],
+) -> Baseline:
+    parts: dict[str, dict[str, float]] = defaultdict(dict)
+    notes: list[str] = []
+    lat_by_nic: dict[tuple[str, int], list[float]] = defaultdict(list)
+    for o in report.outcomes:
+        if o.p99_usec is None:
+            continue
+        pair = parts[part_id("pair", o.rail, o.src, o.dst)]
+        pair["p99_usec"] = max(pair.get("p99_usec", 0.0), o.p99_usec)
+        if o.p999_usec is not None:
+            pair["p999_usec"] = max(pair.get("p999_usec", 0.0), o.p999_usec)
+        lat_by_nic[(o.src, o.rail)].append(o.p99_usec)
+        lat_by_nic[(o.dst, o.rail)].append(o.p99_usec)
+    for (node, rail), values in lat_by_nic.items():
+        parts[part_id("nic", node, nic_name(rail))]["lat_p99_usec"] = statistics.median(values)
+    for record in bandwidth:
+        if not record.ok:
+            notes.append(f"bandwidth {record.src} {record.src_nic} -> {record.dst}: {record.result.get('error', '')}")
+            continue
+        gbps = float(record.result["bw_avg_gbps"])
+        for node in (record.src, record.dst):
+            nic = parts[part_id("nic", node, record.src_nic)]
+            nic["bw_avg_gbps"] = min(nic.get("bw_avg_gbps", gbps), gbps)
+    for key, record in allreduce.items():
+        part = part_id("fleet", "allreduce") if key == "fleet" else part_id("node", key)
+        if not record.ok:
+            notes.append(f"all-reduce {key}: {record.result.get('error', '')}")
+        for name, metric in (("peak_busbw_gbytes_s", "allreduce_busbw_gbytes_s"), ("efficiency", "allreduce_efficiency")):
+            value = record.result.get(name)
+            if record.ok and value is not None:
+                parts[part][metric] = float(value)
+    cabling: dict[str, CableCheck] = {}
+    nics: set[str] = set()
+    for check in report.nic_checks:
+        nics.add(f"{check.node}:{check.nic}")
+        nic = parts[part_id("nic", check.node, check.nic)]
+        if check.rate_gbps is not None:
+            nic["rate_gbps"] = check.rate_gbps
+        if check.rx_power_dbm is not None:
+            nic["rx_power_dbm"] = max(check.rx_power_dbm, NO_LIGHT_DBM)
+        planned = f"{check.planned_switch} {check.planned_port}".strip()
+        cabling[f"{check.node}:{check.nic}"] = CableCheck(f"{check.lldp_switch} {check.lldp_port}".strip(), planned)
+    for (node, device), dbm in snapshot_power.items():
+        parts[part_id("nic", node, device)].setdefault("rx_power_dbm", max(dbm, NO_LIGHT_DBM))
+        nics.add(f"{node}:{device}")
+    for node, devices in after.items():
+        for device, (packets, loss) in devices.items():
+            old = before.get(node, {}).get(device)
+            if old is not None and packets >= old[0] and loss >= old[1]:
+                nic = parts[part_id("nic", node, device)]
+                nic["packets"] = float(packets - old[0])
+                nic["errors"] = float(loss - old[1])
+                nics.add(f"{node}:{device}")
+    rails = set(settings.rails)
+    wanted_nics = sorted(n for n in nics if int(n.rsplit("_", 1)[1]) in rails) if nics else []
+    shape = FleetShape(nodes, tuple(wanted_nics), tuple(h.name for h in inventory.switches), settings.rails)
+    return Baseline(
+        label=label, ts=ts, tool_version=tool_version(), shape=shape, software=software,
+        parts={p: m for p, m in parts.items() if m}, cabling=cabling, unreachable=dict(report.unreachable),
+        matrices=tuple(report.matrix(rail) for rail in settings.rails), notes=tuple(notes),
+    )  # fmt: skip
+
+
+__all__ = [
+    "LOSS_COUNTERS", "LOSS_HW_COUNTERS", "NO_LIGHT_DBM", "PACKET_COUNTERS", "ProgressCallback", "SuiteProgress", "SuiteRun",
+    "SuiteSettings", "bandwidth_pairs", "counters_command", "run_suite", "tool_version",
+]  # fmt: skip

@@ -1,0 +1,415 @@
+"""Acceptance criteria: what a customer and a provider signed, as checks with thresholds, and their verdicts.
+
+Why a file: the walkthrough with the customer must run exactly what was
+agreed (e.g. all-reduce bus-bandwidth efficiency >= 94 % on every node, link
+loss < 0.01 %, p99 latency under a bound on every rail, every cable where the
+plan says), and the report must show each check's threshold next to the
+measured numbers. The format (TOML, documented in
+``docs/acceptance-criteria.example.toml``)::
+
+    title = "..."            customer = "..."
+    [suite]                  how to measure (link-test mode, rails, probe sizes ...)
+    [[check]]                id, kind, the threshold key of the kind, scope, description
+      nodes = "gpu[001-032]" (Slurm hostlist; default every node)
+      rails = "0-3"          (default every rail)
+
+Evaluation reads a :class:`fabric.baseline.Baseline` (the suite's numbers)
+and the diagnosis' findings; every result carries the measured numbers and
+the threshold as evidence. Pure: no I/O (the caller reads the file).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import tomllib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import hostlist
+
+from fabric.baseline import Baseline, part_nodes, part_rail, split_part
+from fabric.events import Finding
+
+
+class CriteriaError(ValueError):
+    """A problem in a criteria file, worded for the user: ``FILE: check N (id): problem``."""
+
+
+@dataclass(frozen=True, slots=True)
+class KindSpec:
+    """A check kind: its threshold key in the file, the unit, and whether the measure must stay above it."""
+
+    threshold_key: str | None
+    unit: str
+    at_least: bool
+    what: str
+
+
+CHECK_KINDS: Mapping[str, KindSpec] = {
+    "allreduce_efficiency_min": KindSpec("min", "", True, "all-reduce bus bandwidth / theoretical (0-1)"),
+    "link_loss_max": KindSpec("max_pct", "%", False, "errored or dropped packets / packets over the test"),
+    "latency_p99_max_usec": KindSpec("max", "usec", False, "link-test p99 latency of every pair"),
+    "bandwidth_min_gbps": KindSpec("min", "Gb/s", True, "perftest bandwidth of every NIC"),
+    "cabling_matches_plan": KindSpec(None, "", True, "LLDP neighbour = the cabling plan's switch and port"),
+    "optics_rx_power_min_dbm": KindSpec("min", "dBm", True, "weakest lane's receive power of every NIC"),
+    "no_findings_of_kind": KindSpec(None, "", True, "the diagnosis finds none of these kinds"),
+}
+
+SUITE_KEYS: Mapping[str, type | tuple[type, ...]] = {
+    "linktest_mode": str, "sample_rounds": int, "rails": str, "lat_iterations": int, "bw_test": str,
+    "bw_iterations": int, "allreduce_max_bytes": str, "gpus_per_node": int, "fleet_allreduce": bool,
+    "max_parallel": int, "probe_timeout_s": (int, float),
+}  # fmt: skip
+"""``[suite]`` keys and their types; their meaning is in ``collectors.baseline_run.SuiteSettings``."""
+
+_CHECK_KEYS = frozenset({"id", "kind", "description", "nodes", "rails", "fleet", "kinds"})
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """Which parts a check covers: ``nodes`` None = every node, ``rails`` None = every rail."""
+
+    nodes: frozenset[str] | None = None
+    rails: frozenset[int] | None = None
+    nodes_text: str = "all nodes"
+    rails_text: str = "all rails"
+
+    def covers(self, part: str) -> bool:
+        nodes = part_nodes(part)
+        if self.nodes is not None and nodes and not all(n in self.nodes for n in nodes):
+            return False
+        rail = part_rail(part)
+        return self.rails is None or rail is None or rail in self.rails
+
+    def covers_node(self, node: str) -> bool:
+        return self.nodes is None or node in self.nodes
+
+    def words(self) -> str:
+        return f"{self.nodes_text}, {self.rails_text}"
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    id: str
+    kind: str
+    threshold: float | None
+    """In the kind's unit (``link_loss_max``: percent)."""
+    scope: Scope
+    description: str = ""
+    fleet: bool = False
+    """``allreduce_efficiency_min`` only: judge the all-reduce across every node instead of each node."""
+    kinds: tuple[str, ...] = ()
+    """``no_findings_of_kind`` only: the finding kinds that must not appear."""
+
+    @property
+    def spec(self) -> KindSpec:
+        return CHECK_KINDS[self.kind]
+
+    def threshold_words(self) -> str:
+        """``>= 0.94``, ``<= 0.01 %``, ``LLDP = plan``, ``no optics_low``."""
+        if self.kind == "no_findings_of_kind":
+            return "none of: " + ", ".join(self.kinds)
+        if self.threshold is None:
+            return "every cable as planned"
+        sign = ">=" if self.spec.at_least else "<="
+        return f"{sign} {self.threshold:g} {self.spec.unit}".rstrip()
+
+
+@dataclass(frozen=True, slots=True)
+class Criteria:
+    title: str
+    customer: str
+    suite: Mapping[str, Any]
+    checks: tuple[Check, ...]
+    source: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"title": self.title, "customer": self.customer, "suite": dict(self.suite), "source": self.source,
+                "checks": [{"id": c.id, "kind": c.kind, "threshold": c.threshold, "scope": c.scope.words(),
+                            "fleet": c.fleet, "kinds": list(c.kinds), "description": c.description,
+                            "threshold_words": c.threshold_words()} for c in self.checks]}
+
+
+def parse_criteria(text: str, source: str = "criteria.toml") -> Criteria:
+    """The criteria of a TOML text; every mistake is a :class:`CriteriaError` naming the check and key."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise CriteriaError(f"{source}: {error}") from None
+    unknown = set(data) - {"title", "customer", "suite", "check"}
+    if unknown:
+        raise CriteriaError(f"{source}: unknown key(s) {', '.join(sorted(unknown))}")
+    suite = data.get("suite", {})
+    for key, value in suite.items():
+        expected = SUITE_KEYS.get(key)
+        if expected is None:
+            raise CriteriaError(f"{source}: [suite]: unknown key {key!r} (known: {', '.join(SUITE_KEYS)})")
+        if not isinstance(value, expected) or (isinstance(value, bool) and expected is not bool):
+            raise CriteriaError(f"{source}: [suite]: {key} has the wrong type ({type(value).__name__})")
+    raw_checks = data.get("check", [])
+    if not isinstance(raw_checks, list) or not raw_checks:
+        raise CriteriaError(f"{source}: no [[check]] entries")
+    checks = [_check(raw, i + 1, source) for i, raw in enumerate(raw_checks)]
+    ids = [c.id for c in checks]
+    duplicates = sorted({i for i in ids if ids.count(i) > 1})
+    if duplicates:
+        raise CriteriaError(f"{source}: duplicate check id(s) {', '.join(duplicates)}")
+    return Criteria(str(data.get("title", "Acceptance")), str(data.get("customer", "")), dict(suite),
+                    tuple(checks), source)
+
+
+def _check(raw: Mapping[str, Any], number: int, source: str) -> Check:
+    where = f"{source}: check {number}"
+    kind = str(raw.get("kind"))
+    if kind not in CHECK_KINDS:
+        raise CriteriaError(f"{where}: kind {raw.get('kind')!r} is not one of {', '.join(CHECK_KINDS)}")
+    spec = CHECK_KINDS[kind]
+    check_id = str(raw.get("id", f"{kind}-{number}"))
+    where = f"{where} ({check_id})"
+    allowed = _CHECK_KEYS | ({spec.threshold_key} if spec.threshold_key else set())
+    unknown = set(raw) - allowed
+    if unknown:
+        raise CriteriaError(f"{where}: unknown key(s) {', '.join(sorted(unknown))} for {kind}")
+    threshold: float | None = None
+    if spec.threshold_key is not None:
+        value = raw.get(spec.threshold_key)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            raise CriteriaError(f"{where}: {spec.threshold_key} must be a number ({spec.unit or 'a fraction'})")
+        threshold = float(value)
+    kinds = raw.get("kinds", [])
+    if kind == "no_findings_of_kind" and (not isinstance(kinds, list) or not kinds
+                                          or not all(isinstance(k, str) for k in kinds)):
+        raise CriteriaError(f"{where}: kinds must be a non-empty list of finding kinds")
+    fleet = raw.get("fleet", False)
+    if fleet and kind != "allreduce_efficiency_min":
+        raise CriteriaError(f"{where}: fleet = true applies to allreduce_efficiency_min only")
+    return Check(check_id, kind, threshold, _scope(raw, where), str(raw.get("description", "")), bool(fleet),
+                 tuple(kinds))
+
+
+def _scope(raw: Mapping[str, Any], where: str) -> Scope:
+    nodes_text = raw.get("nodes", "all")
+    rails_text = raw.get("rails", "all")
+    nodes: frozenset[str] | None = None
+    rails: frozenset[int] | None = None
+    if nodes_text != "all":
+        try:
+            nodes = frozenset(hostlist.expand_hostlist(str(nodes_text)))
+        except hostlist.BadHostlist as error:
+            raise CriteriaError(f"{where}: nodes {nodes_text!r} is not a host list: {error}") from None
+    if rails_text != "all":
+        rails = frozenset(parse_rails(str(rails_text), where))
+    return Scope(nodes, rails, "all nodes" if nodes is None else f"nodes {nodes_text}",
+                 "all rails" if rails is None else f"rails {rails_text}")
+
+
+def parse_rails(text: str, where: str = "rails") -> tuple[int, ...]:
+    """``"0-7"`` / ``"0,3"`` -> the rail numbers."""
+    try:
+        return tuple(int(r) for r in hostlist.expand_hostlist(f"[{text}]"))
+    except (hostlist.BadHostlist, ValueError):
+        raise CriteriaError(f"{where}: rails {text!r} is not a list such as 0-7 or 0,3") from None
+
+
+# --------------------------------------------------------------------------- evaluation
+
+
+@dataclass(frozen=True, slots=True)
+class PartResult:
+    """One part's verdict: its measured number (None: not measured) and why it fails, in words."""
+
+    part: str
+    measured: float | None
+    passed: bool
+    note: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"part": self.part, "measured": self.measured, "passed": self.passed, "note": self.note}
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    """A check's verdict with its evidence: every failing part, the worst value, the threshold."""
+
+    check: Check
+    passed: bool
+    parts_checked: int
+    failures: tuple[PartResult, ...]
+    worst: PartResult | None
+    """The part closest to (or furthest past) the threshold."""
+    summary: str
+    measured: Mapping[str, float] = field(default_factory=dict)
+    """Distribution of the measured values (min, median, max, count) in the kind's unit."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.check.id, "kind": self.check.kind, "passed": self.passed,
+                "threshold": self.check.threshold, "threshold_words": self.check.threshold_words(),
+                "unit": self.check.spec.unit, "scope": self.check.scope.words(),
+                "description": self.check.description, "parts_checked": self.parts_checked,
+                "summary": self.summary, "measured": dict(self.measured),
+                "worst": self.worst.to_json() if self.worst else None,
+                "failures": [f.to_json() for f in self.failures]}
+
+
+def evaluate(criteria: Criteria, baseline: Baseline, findings: Sequence[Finding] = ()) -> list[CheckResult]:
+    """Every check's verdict, in the file's order."""
+    return [evaluate_check(check, baseline, findings) for check in criteria.checks]
+
+
+def evaluate_check(check: Check, baseline: Baseline, findings: Sequence[Finding] = ()) -> CheckResult:
+    """One check's verdict (the walkthrough screen calls this one at a time)."""
+    if check.kind == "no_findings_of_kind":
+        return _findings_check(check, baseline, findings)
+    if check.kind == "cabling_matches_plan":
+        return _cabling_check(check, baseline)
+    measure = _MEASURES[check.kind]
+    kind, read = measure
+    parts = _parts_in_scope(check, baseline, kind)
+    results = [_judge(check, part, read(baseline, part)) for part in parts]
+    return _verdict(check, results)
+
+
+def loss_pct(baseline: Baseline, part: str) -> float | None:
+    """Errored and dropped packets over the suite as a percentage of the packets the NIC moved."""
+    errors = baseline.metric(part, "errors")
+    packets = baseline.metric(part, "packets")
+    if errors is None or packets is None:
+        return None
+    if packets <= 0:
+        return 0.0 if errors == 0 else math.inf
+    return 100.0 * errors / packets
+
+
+def _metric(name: str) -> Callable[[Baseline, str], float | None]:
+    return lambda baseline, part: baseline.metric(part, name)
+
+
+_MEASURES: Mapping[str, tuple[str, Callable[[Baseline, str], float | None]]] = {
+    "allreduce_efficiency_min": ("node", _metric("allreduce_efficiency")),
+    "link_loss_max": ("nic", loss_pct),
+    "latency_p99_max_usec": ("pair", _metric("p99_usec")),
+    "bandwidth_min_gbps": ("nic", _metric("bw_avg_gbps")),
+    "optics_rx_power_min_dbm": ("nic", _metric("rx_power_dbm")),
+}
+
+
+def _parts_in_scope(check: Check, baseline: Baseline, kind: str) -> list[str]:
+    """The parts the check judges: measured ones, plus in-scope nodes/NICs the suite could not measure."""
+    if check.fleet:
+        return ["fleet/allreduce"]
+    parts = {p for p in baseline.parts if split_part(p)[0] == kind and check.scope.covers(p)}
+    if kind == "node":
+        parts |= {f"node/{n}" for n in baseline.shape.nodes if check.scope.covers_node(n)}
+    elif kind == "nic":
+        parts |= {f"nic/{nic.replace(':', '/')}" for nic in baseline.shape.nics}
+        parts = {p for p in parts if check.scope.covers(p)}
+    return sorted(parts)
+
+
+def _judge(check: Check, part: str, value: float | None) -> PartResult:
+    assert check.threshold is not None
+    if value is None:
+        return PartResult(part, None, False, "not measured")
+    ok = value >= check.threshold if check.spec.at_least else value <= check.threshold
+    if ok:
+        return PartResult(part, value, True)
+    sign = "<" if check.spec.at_least else ">"
+    return PartResult(part, value, False, f"{_num(value)} {sign} {_num(check.threshold)} {check.spec.unit}".rstrip())
+
+
+def _verdict(check: Check, results: Sequence[PartResult]) -> CheckResult:
+    failures = tuple(r for r in results if not r.passed)
+    measured = [r.measured for r in results if r.measured is not None and math.isfinite(r.measured)]
+    stats: dict[str, float] = {}
+    if measured:
+        stats = {"min": min(measured), "median": statistics.median(measured), "max": max(measured),
+                 "count": float(len(measured))}
+    judged = [r for r in results if r.measured is not None]
+    worst = None
+    if judged:
+        pick = min if check.spec.at_least else max
+        worst = pick(judged, key=lambda r: r.measured if r.measured is not None else 0.0)
+    unit = check.spec.unit
+    if not results:
+        summary = "nothing in scope was measured"
+    elif failures:
+        summary = f"{len(failures)} of {len(results)} failed; " + "; ".join(
+            f"{_short(f.part)} {f.note}" for f in failures[:5]) + (" ..." if len(failures) > 5 else "")
+    else:
+        assert worst is not None and worst.measured is not None
+        summary = f"all {len(results)} pass; worst {_short(worst.part)} {_num(worst.measured)} {unit}".rstrip()
+    return CheckResult(check, bool(results) and not failures, len(results), failures, worst, summary, stats)
+
+
+def _cabling_check(check: Check, baseline: Baseline) -> CheckResult:
+    results = []
+    for nic, cable in sorted(baseline.cabling.items()):
+        node, _, device = nic.partition(":")
+        part = f"nic/{node}/{device}"
+        if not check.scope.covers(part):
+            continue
+        if cable.matches is None:
+            results.append(PartResult(part, None, False, f"not comparable (seen {cable.seen or '-'}, "
+                                                         f"planned {cable.planned or '-'})"))
+        elif cable.matches:
+            results.append(PartResult(part, 1.0, True))
+        else:
+            results.append(PartResult(part, 0.0, False, f"LLDP sees {cable.seen}, the plan says {cable.planned}"))
+    failures = tuple(r for r in results if not r.passed)
+    if not results:
+        summary = "no cable in scope could be compared with a plan"
+    elif failures:
+        summary = f"{len(failures)} of {len(results)} cables differ; " + "; ".join(
+            f"{_short(f.part)}: {f.note}" for f in failures[:5])
+    else:
+        summary = f"all {len(results)} cables as planned"
+    return CheckResult(check, bool(results) and not failures, len(results), failures,
+                       failures[0] if failures else None, summary,
+                       {"matching": float(len(results) - len(failures)), "count": float(len(results))})
+
+
+def _findings_check(check: Check, baseline: Baseline, findings: Sequence[Finding]) -> CheckResult:
+    wanted = set(check.kinds)
+    hits = [f for f in findings if f.kind in wanted and (not f.node or check.scope.covers_node(f.node))]
+    failures = tuple(PartResult(_finding_part(f), None, False, f"{f.kind} ({f.severity.value}): {_evidence(f)}")
+                     for f in hits)
+    summary = (f"{len(hits)} finding(s): " + "; ".join(f"{_short(p.part)} {p.note}" for p in failures[:5])
+               if hits else f"no finding of {', '.join(check.kinds)} among {len(findings)} finding(s)")
+    return CheckResult(check, not hits, len(baseline.shape.nodes), failures, failures[0] if failures else None,
+                       summary, {"findings": float(len(hits))})
+
+
+def _finding_part(finding: Finding) -> str:
+    if finding.node and finding.nic:
+        return f"nic/{finding.node}/{finding.nic}"
+    if finding.node:
+        return f"node/{finding.node}"
+    return f"switch/{finding.switch}{'/' + finding.port if finding.port else ''}" if finding.switch else "fleet"
+
+
+def _evidence(finding: Finding) -> str:
+    return ", ".join(f"{k}={_num(v) if isinstance(v, float) else v}" for k, v in sorted(finding.evidence.items())[:4])
+
+
+def _short(part: str) -> str:
+    """``nic/gpu003/mlx5_2`` -> ``gpu003 mlx5_2``; ``pair/2/a/b`` -> ``rail 2 a-b``."""
+    kind, names = split_part(part)
+    if kind == "pair" and len(names) == 3:
+        return f"rail {names[0]} {names[1]}-{names[2]}"
+    if kind == "fleet":
+        return "fleet"
+    return " ".join(names)
+
+
+def _num(value: float) -> str:
+    if math.isinf(value):
+        return "inf"
+    return f"{value:.4g}"
+
+
+__all__ = [
+    "CHECK_KINDS", "SUITE_KEYS", "Check", "CheckResult", "Criteria", "CriteriaError", "KindSpec", "PartResult",
+    "Scope", "evaluate", "evaluate_check", "loss_pct", "parse_criteria", "parse_rails",
+]  # fmt: skip
