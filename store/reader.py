@@ -67,6 +67,9 @@ class StoreReader:
         self._max_sid = 0
         self._continuous: dict[str, I64] = {}
         self._latest: dict[str, _HostLatest] = {}
+        self._error_sids = np.zeros(0, dtype=np.int64)
+        self._errors: Points | None = None
+        self._errors_rows = 0
         self._refresh()
 
     def close(self) -> None:
@@ -97,6 +100,8 @@ class StoreReader:
             self._max_sid = sid
             added = True
         if added:
+            self._error_sids = np.array(
+                [s for s in range(len(self._kind)) if self._kind[s] == "error"], dtype=np.int64)
             self._continuous = {
                 host: np.array(sorted(s for s in sids if self._kind[s] != "error"), dtype=np.int64)
                 for host, sids in self._host_sids.items()}
@@ -198,14 +203,13 @@ class StoreReader:
                     if len(sids) == 0:
                         continue
                 parts.append(self._host_as_of(host, sids, start, end, complete=wanted is None))
-            errors = [s for m in (metrics if metrics is not None else self._metric_sids)
-                      for s in self._metric_sids.get(m, []) if self._kind[s] == "error"]
-            if errors:
-                error_sids = np.array(errors, dtype=np.int64)
-                if hosts is not None:
-                    host_set = set(hosts)
-                    error_sids = np.array([s for s in errors if self._keys[s][0] in host_set],  # type: ignore[index]
-                                          dtype=np.int64)
+            error_sids = self._error_sids
+            if hosts is not None:
+                error_sids = np.array(sorted(s for h in hosts for s in self._host_sids.get(h, [])
+                                             if self._kind[s] == "error"), dtype=np.int64)
+            if wanted is not None:
+                error_sids = error_sids[np.isin(error_sids, wanted)]
+            if len(error_sids):
                 parts.append(self._errors_as_of(error_sids, end))
             return self._arrays(concat(parts))
 
@@ -240,15 +244,56 @@ class StoreReader:
         return last_per_series(concat(parts))
 
     def _errors_as_of(self, sids: I64, end: int) -> Points:
+        """Error counters ``sids`` as of ``end``: their last change at or before it.
+
+        The reader keeps the newest state of every error counter and brings it
+        up to date with the changes since it last looked (index on time); for a
+        past ``end`` it redoes only the counters that changed after ``end``.
+        """
+        state = self._error_state()
+        later = [r[0] for r in self._conn.execute(
+            "SELECT DISTINCT series_id FROM changes WHERE ts_ms > ?", (end,))]
+        s, t, v = state
+        if later:
+            redo = np.array(sorted(later), dtype=np.int64)
+            keep = ~np.isin(s, redo)
+            s, t, v = s[keep], t[keep], v[keep]
+            redone = self._changes_query(
+                f"WHERE series_id IN ({_marks(len(later))}) AND ts_ms <= ?", (*later, end))
+            s, t, v = concat([(s, t, v), redone])
+        keep = np.isin(s, sids)
+        return s[keep], t[keep], v[keep]
+
+    def _changes_query(self, where: str, args: tuple[Any, ...]) -> Points:
         found = self._conn.execute(
-            "SELECT series_id, max(ts_ms), value FROM changes WHERE ts_ms <= ? GROUP BY series_id",
-            (end,)).fetchall()
+            f"SELECT series_id, max(ts_ms), value FROM changes {where} GROUP BY series_id", args).fetchall()
         if not found:
             return EMPTY
-        arr = np.array([(r[0], r[1]) for r in found], dtype=np.int64)
-        vals = np.array([np.nan if r[2] is None else r[2] for r in found], dtype=np.float64)
-        keep = np.isin(arr[:, 0], sids)
-        return arr[keep, 0], arr[keep, 1], vals[keep]
+        return (np.array([r[0] for r in found], dtype=np.int64), np.array([r[1] for r in found], dtype=np.int64),
+                np.array([np.nan if r[2] is None else r[2] for r in found], dtype=np.float64))
+
+    def _error_state(self) -> Points:
+        """The newest change of every error counter, kept current incrementally.
+
+        Exact: when rows arrived that are not newer than the newest change seen
+        (a late sample), the state is rebuilt from scratch instead.
+        """
+        rows = int(self._conn.execute("SELECT count(*) FROM changes").fetchone()[0])
+        if self._errors is not None and rows == self._errors_rows:
+            return self._errors
+        state = self._errors
+        if state is not None and rows > self._errors_rows:
+            since = int(state[1].max()) if len(state[1]) else -(2**62)
+            after = int(self._conn.execute(
+                "SELECT count(*) FROM changes WHERE ts_ms > ?", (since,)).fetchone()[0])
+            if after == rows - self._errors_rows:
+                newer = self._changes_query("WHERE ts_ms > ?", (since,))
+                self._errors = last_per_series(concat([state, newer]))
+                self._errors_rows = rows
+                return self._errors
+        self._errors = self._changes_query("", ())
+        self._errors_rows = rows
+        return self._errors
 
     def series(self, host: str, metric: str, device: str = "", port: str = "",
                start: float | None = None, end: float | None = None,

@@ -129,6 +129,12 @@ def _m003_replay(db: sqlite_utils.Database) -> None:
     )
 
 
+@MIGRATIONS(name="m004_changes_by_time")
+def _m004_changes_by_time(db: sqlite_utils.Database) -> None:
+    """Error-counter changes by time, so readers can apply only the changes since they last looked."""
+    db.execute("CREATE INDEX changes_ts ON changes(ts_ms)")
+
+
 SCHEMA_VERSION = len(MIGRATIONS._migrations)
 """The schema version this code writes: the number of migrations it knows."""
 

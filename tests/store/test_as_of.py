@@ -73,3 +73,22 @@ def test_as_of_arrays_match_the_points(fresh_db: Path) -> None:
     arrays = reader.as_of_arrays(T0 + 100, metrics=["tx_bytes"])
     assert arrays.points() == reader.as_of(T0 + 100, metrics=["tx_bytes"])
     assert sorted(arrays.values.tolist()) == [10_000_000.0, 10_000_001.0]
+
+
+def test_a_reader_follows_new_and_late_error_changes(fresh_db: Path) -> None:
+    key = ("link_downed", "mlx5_0", "1")
+    writer = StoreWriter(fresh_db).start()
+    writer.put_samples(HostSample("n1", T0, {key: 0.0}))
+    writer.put_samples(HostSample("n2", T0, {key: 0.0}))
+    assert writer.flush(10)
+    reader = StoreReader(fresh_db)
+    assert {p.host: p.value for p in reader.as_of(T0 + 100)} == {"n1": 0.0, "n2": 0.0}
+    writer.put_samples(HostSample("n1", T0 + 50, {key: 2.0}))  # newer than anything seen
+    assert writer.flush(10)
+    assert {p.host: p.value for p in reader.as_of(T0 + 100)} == {"n1": 2.0, "n2": 0.0}
+    assert {p.host: p.value for p in reader.as_of(T0 + 40)} == {"n1": 0.0, "n2": 0.0}
+    writer.put_samples(HostSample("n2", T0 + 30, {key: 1.0}))  # late: older than n1's change
+    assert writer.flush(10)
+    writer.close()
+    assert {p.host: (p.ts, p.value) for p in reader.as_of(T0 + 100)} == {
+        "n1": (T0 + 50, 2.0), "n2": (T0 + 30, 1.0)}
