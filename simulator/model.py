@@ -389,7 +389,8 @@ class FleetModel:
             for i, f in enumerate(faults)
             if i in active
             and f.kind == "ecmp_collision"
-            and self.switch_config(f.target, t) == self.switch_config(f.target, f.at)
+            and _same_hash(self.switch_config(f.target, t), self.switch_config(f.target, f.at),
+                           ignore_fields=f.param("survives_hash_fields") > 0)
         )
         return (active, escalated, configs, collision, self.restarting(t))
 
@@ -887,3 +888,10 @@ class FleetModel:
 def _speed_name(rate_gbps: int) -> str:
     """IB speed of a 4X link at ``rate_gbps`` (sysfs prints it for RoCE ports too)."""
     return {800: "XDR", 400: "NDR", 200: "HDR", 100: "EDR", 56: "FDR", 40: "QDR"}.get(rate_gbps, "SDR")
+
+
+def _same_hash(a: SwitchConfig, b: SwitchConfig, *, ignore_fields: bool) -> bool:
+    """Whether two configs hash alike; ``ignore_fields``: an ASIC that ignores the hash-field list."""
+    if ignore_fields:
+        return (a.hash_seed, a.adaptive_routing) == (b.hash_seed, b.adaptive_routing)
+    return a == b

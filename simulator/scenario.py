@@ -34,7 +34,7 @@ FAULT_KINDS: dict[str, dict[str, tuple[type, Any]]] = {
     "miswire": {},
     "pfc_storm": {},
     "ecn_disabled": {},
-    "ecmp_collision": {},
+    "ecmp_collision": {"survives_hash_fields": (float, 0.0)},  # 1: the leaf's hash ignores hash-field changes
     "spine_loss": {"rate": (float, 0.001)},
     "qp_exhaustion": {"qps": (int, 2048)},
     "gpu_xid": {"xid": (int, "required")},

@@ -1,0 +1,287 @@
+"""The guarded ECMP change: snapshot, apply to one canary leaf, verify, keep or roll back, audit it all.
+
+Why each step:
+
+- refused in read-only mode, and refused when the switch's configuration is
+  no longer the one the plan was made from (someone changed it meanwhile);
+- snapshot first (the hash configuration and, on NVUE, ``nv config
+  history``), so the audit says what a rollback returns to;
+- before/after numbers come from the leaf's own counters, polled fresh
+  through its driver, plus a latency probe whose path crosses the leaf;
+- kept only when the imbalance fell below the threshold (or by ``margin``)
+  and the probe did not get worse; otherwise rolled back at once and the
+  configuration read back;
+- a switch that stops answering mid-change leaves an audit row that says
+  what state it may be in: nothing is assumed, and the next plan reads the
+  configuration back from the switch.
+
+Every step is one :class:`fabric.records.ActionRecord` handed to
+``put_action`` (the store's append-only ``actions`` table).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from collectors.commands import CommandError, command
+from collectors.ecmp_config import ConfigSnapshot, read_hash_config
+from collectors.ecmp_measure import (
+    MeasureFailed,
+    Measurement,
+    ProbePair,
+    measure_leaf,
+    probe_across,
+    probe_numbers,
+    probe_worse,
+)
+from collectors.inventory import InventoryHost
+from collectors.sshpool import SshPool
+from fabric.ecmp import EcmpThresholds, LeafBalance, improved
+from fabric.ecmp_plan import Remedy
+from fabric.records import ActionRecord, ProbeRecord
+
+
+@dataclass(frozen=True, slots=True)
+class ApplySettings:
+    """Seconds unless named otherwise; ``margin`` and ``probe_tolerance`` are fractions."""
+
+    window_s: float = 10.0
+    """Counter window before and after the change."""
+    interval_s: float = 1.0
+    margin: float = 0.25
+    """Keep a change that lowers max/mean by this fraction even if it stays above the threshold."""
+    probe_tolerance: float = 0.25
+    """The probe's p99 may rise by this fraction (plus 0.5 us of noise) before it counts as worse."""
+    thresholds: EcmpThresholds = field(default_factory=EcmpThresholds)
+    command_timeout_s: float = 30.0
+    restart_wait_s: float = 90.0
+    """How long a switchd restart may take before the change is judged failed."""
+    probe_timeout_s: float = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class ApplyOutcome:
+    """How an apply ended. ``state``: kept | rolled-back | refused | failed | unknown | rollback-failed."""
+
+    leaf: str
+    remedy: str
+    state: str
+    verdict: str
+    before: LeafBalance | None = None
+    after: LeafBalance | None = None
+    probe_before: dict[str, object] = field(default_factory=dict)
+    probe_after: dict[str, object] = field(default_factory=dict)
+    audit: tuple[ActionRecord, ...] = ()
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "leaf": self.leaf, "remedy": self.remedy, "state": self.state, "verdict": self.verdict,
+            "before": None if self.before is None else self.before.as_json(),
+            "after": None if self.after is None else self.after.as_json(),
+            "probe_before": self.probe_before, "probe_after": self.probe_after,
+            "audit_rows": len(self.audit),
+        }
+
+
+StepCallback = Callable[[str, str], None]
+"""Told each step as it happens: (step, words) for a progress view."""
+
+
+def unknown_state(leaf: str, remedy: Remedy, failed_index: int, reason: str) -> str:
+    """Exactly what a switch that stopped answering at command ``failed_index`` may be running."""
+    lines = remedy.command_lines
+    read_back = f"run `fleet ecmp plan --leaf {leaf}` to read it back"
+    sent = lines[failed_index]
+    if remedy.commands[failed_index][:3] == ("nv", "config", "apply"):
+        staged = "set staged" if failed_index > 0 else "nothing staged"
+        return (f"{staged}, apply sent, no answer ({reason}): the switch may or may not run the new config; "
+                f"{read_back}")
+    if remedy.commands[failed_index][:2] == ("nv", "set"):
+        return (f"`{sent}` sent, no answer ({reason}): the change may be staged but was not applied; the running "
+                f"config is unchanged unless someone applies it (`nv config diff` on the switch shows staged "
+                f"changes, `nv config detach` drops them); {read_back}")
+    return f"`{sent}` sent, no answer ({reason}): the switch may or may not run the new config; {read_back}"
+
+
+class _Audit:
+    def __init__(self, put_action: Callable[[ActionRecord], Any], actor: str, leaf: str,
+                 on_step: StepCallback | None) -> None:
+        self._put = put_action
+        self._actor = actor
+        self._leaf = leaf
+        self._on_step = on_step
+        self.rows: list[ActionRecord] = []
+
+    def row(self, step: str, *, action: str = "ecmp.apply", commands: Sequence[str] = (), output: str = "",
+            before: dict[str, Any] | None = None, after: dict[str, Any] | None = None, verdict: str = "") -> None:
+        record = ActionRecord(time.time(), self._actor, self._leaf, action, step, tuple(commands), output,
+                              before or {}, after or {}, verdict)
+        self.rows.append(record)
+        self._put(record)
+        if self._on_step is not None:
+            self._on_step(step, verdict or ", ".join(commands) or step)
+
+
+def _numbers(balance: LeafBalance | None, probe: ProbeRecord | None) -> dict[str, Any]:
+    numbers: dict[str, Any] = {}
+    if balance is not None:
+        numbers["balance"] = balance.as_json()
+    if probe is not None:
+        numbers["probe"] = probe_numbers(probe)
+    return numbers
+
+
+class EcmpApply:
+    """One guarded apply of ``remedy`` on the canary leaf ``host``.
+
+    ``spines``: names of the spine switches (the ECMP members' neighbours);
+    ``probe``: the node pair to probe across the leaf (None: no probe, and
+    the audit says so); ``jobs``: jobs across the leaf, for the numbers.
+    """
+
+    def __init__(self, pool: SshPool, host: InventoryHost, remedy: Remedy, *, spines: Collection[str],
+                 actor: str, put_action: Callable[[ActionRecord], Any], settings: ApplySettings | None = None,
+                 probe: ProbePair | None = None, jobs: Sequence[str] = (), on_step: StepCallback | None = None
+                 ) -> None:
+        self.pool = pool
+        self.host = host
+        self.remedy = remedy
+        self.spines = spines
+        self.settings = settings or ApplySettings()
+        self.probe_pair = probe
+        self.jobs = tuple(jobs)
+        self.audit = _Audit(put_action, actor, host.name, on_step)
+
+    def _outcome(self, state: str, verdict: str, before: LeafBalance | None = None,
+                 after: LeafBalance | None = None, probe_before: ProbeRecord | None = None,
+                 probe_after: ProbeRecord | None = None) -> ApplyOutcome:
+        return ApplyOutcome(self.host.name, self.remedy.id, state, verdict, before, after,
+                            probe_numbers(probe_before), probe_numbers(probe_after), tuple(self.audit.rows))
+
+    async def _measure(self, wait_forwarding_s: float = 0.0) -> Measurement:
+        s = self.settings
+        return await measure_leaf(self.pool, self.host, self.spines, s.thresholds, window_s=s.window_s,
+                                  interval_s=s.interval_s, jobs=self.jobs, wait_forwarding_s=wait_forwarding_s,
+                                  timeout_s=s.command_timeout_s)
+
+    async def _probe(self) -> ProbeRecord | None:
+        if self.probe_pair is None:
+            return None
+        return await probe_across(self.pool, self.probe_pair, self.settings.probe_timeout_s)
+
+    async def run(self, *, read_only: bool) -> ApplyOutcome:
+        """The whole sequence; never raises for a switch's fault (the outcome and the audit say what happened)."""
+        remedy, leaf = self.remedy, self.host.name
+        if read_only:
+            return self._outcome("refused", "refused: read-only mode never changes a machine")
+        if remedy.advice_only:
+            return self._outcome("refused", f"refused: {remedy.id} is advice for the hosts; nothing to apply")
+        snapshot = await read_hash_config(self.pool, leaf, self.host.os, self.settings.command_timeout_s)
+        self.audit.row("snapshot", commands=snapshot.commands, output=snapshot.text,
+                       before={"config": snapshot.config.as_json(), "remedy": remedy.id},
+                       verdict="" if snapshot.reachable else f"refused: no snapshot ({snapshot.reason})")
+        if not snapshot.reachable:
+            return self._outcome("refused", f"refused: cannot read {leaf}'s configuration ({snapshot.reason})")
+        if remedy.before is not None and not snapshot.config.same_settings(remedy.before):
+            verdict = ("refused: the switch's configuration changed since the plan was made; "
+                       f"run `fleet ecmp plan --leaf {leaf}` again")
+            self.audit.row("verdict", before={"config": snapshot.config.as_json()},
+                           after={"planned_from": remedy.before.as_json()}, verdict=verdict)
+            return self._outcome("refused", verdict)
+        try:
+            before = (await self._measure()).balance
+        except MeasureFailed as error:
+            self.audit.row("verdict", verdict=f"refused: no counters before the change ({error})")
+            return self._outcome("refused", f"refused: no counters before the change ({error})")
+        probe_before = await self._probe()
+        self.audit.row("measure", before=_numbers(before, probe_before),
+                       verdict="" if self.probe_pair else "no probe pair across the leaf: verified on counters only")
+        applied = await self._run_commands(remedy.commands, "apply", snapshot)
+        if applied is not None:
+            return self._outcome(applied[0], applied[1], before, None, probe_before)
+        try:
+            wait = self.settings.restart_wait_s if remedy.restarts_switchd else 0.0
+            after = (await self._measure(wait_forwarding_s=wait)).balance
+        except MeasureFailed as error:
+            return await self._rollback(snapshot, f"no counters after the change ({error})", before, None,
+                                        probe_before, None)
+        probe_after = await self._probe()
+        keep, why = improved(before, after, self.settings.thresholds, self.settings.margin)
+        worse, probe_words = probe_worse(probe_before, probe_after, self.settings.probe_tolerance)
+        words = f"{why}; {probe_words}"
+        self.audit.row("verify", before=_numbers(before, probe_before), after=_numbers(after, probe_after),
+                       verdict=("improved: " if keep and not worse else "not good enough: ") + words)
+        if keep and not worse:
+            verdict = f"kept {remedy.id} on {leaf}: {words}"
+            self.audit.row("verdict", before=_numbers(before, probe_before), after=_numbers(after, probe_after),
+                           verdict=verdict)
+            return self._outcome("kept", verdict, before, after, probe_before, probe_after)
+        reason = probe_words if keep else why
+        return await self._rollback(snapshot, reason, before, after, probe_before, probe_after)
+
+    async def _run_commands(self, argvs: Sequence[tuple[str, ...]], step: str,
+                            snapshot: ConfigSnapshot) -> tuple[str, str] | None:
+        """Run the commands in order; None when all succeeded, else (state, verdict), already audited."""
+        action = "ecmp.rollback" if step == "rollback" else "ecmp.apply"
+        lines: list[str] = []
+        outputs: list[str] = []
+        for index, argv in enumerate(argvs):
+            try:
+                cmd = command(*argv)
+            except CommandError as error:
+                verdict = f"failed: {error}; nothing sent"
+                self.audit.row(step, action=action, commands=lines, output="".join(outputs), verdict=verdict)
+                return "failed", verdict
+            lines.append(cmd.text)
+            result = await self.pool.run(self.host.name, cmd, self.settings.command_timeout_s)
+            outputs.append(f"$ {cmd.text}\n{result.stdout}{result.stderr}")
+            if result.exit_status is None:
+                verdict = "unknown: " + unknown_state(self.host.name, self._as_remedy(argvs), index, result.reason)
+                self.audit.row(step, action=action, commands=lines, output="".join(outputs),
+                               before={"config": snapshot.config.as_json()}, verdict=verdict)
+                return "unknown", verdict
+            if result.exit_status != 0:
+                detach = ""
+                if self.host.os == "cumulus" and index > 0:
+                    dropped = await self.pool.run(self.host.name, command("nv", "config", "detach"),
+                                                  self.settings.command_timeout_s)
+                    lines.append("nv config detach")
+                    detach = ("; staged changes detached" if dropped.ok
+                              else f"; `nv config detach` failed ({dropped.reason}): changes may stay staged")
+                verdict = f"failed: the switch refused `{cmd.text}` ({result.reason}){detach}; running config unchanged"
+                self.audit.row(step, action=action, commands=lines, output="".join(outputs), verdict=verdict)
+                return "failed", verdict
+        self.audit.row(step, action=action, commands=lines, output="".join(outputs),
+                       before={"config": snapshot.config.as_json()},
+                       after={"config": self.remedy.after.as_json()} if step == "apply" and self.remedy.after
+                       else {"config": snapshot.config.as_json()},
+                       verdict=f"{step} sent and acknowledged")
+        return None
+
+    def _as_remedy(self, argvs: Sequence[tuple[str, ...]]) -> Remedy:
+        if tuple(argvs) == self.remedy.commands:
+            return self.remedy
+        return Remedy(self.remedy.id, self.remedy.title, self.remedy.disruption, False, tuple(argvs), "",
+                      self.remedy.restarts_switchd, self.remedy.resets_ports, "", ())
+
+    async def _rollback(self, snapshot: ConfigSnapshot, reason: str, before: LeafBalance | None,
+                        after: LeafBalance | None, probe_before: ProbeRecord | None,
+                        probe_after: ProbeRecord | None) -> ApplyOutcome:
+        failed = await self._run_commands(self.remedy.rollback, "rollback", snapshot)
+        if failed is not None:
+            state = "unknown" if failed[0] == "unknown" else "rollback-failed"
+            return self._outcome(state, f"rollback after '{reason}' did not finish: {failed[1]}", before, after,
+                                 probe_before, probe_after)
+        back = await read_hash_config(self.pool, self.host.name, self.host.os, self.settings.command_timeout_s)
+        restored = back.reachable and back.config.same_settings(snapshot.config)
+        check = ("configuration read back matches the snapshot" if restored
+                 else f"configuration read back differs from the snapshot: {back.config.as_json()}")
+        state = "rolled-back" if restored else "rollback-failed"
+        verdict = f"rolled back {self.remedy.id} on {self.host.name}: {reason}; {check}"
+        self.audit.row("verdict", action="ecmp.rollback", commands=back.commands, output=back.text,
+                       before=_numbers(before, probe_before) | {"config": snapshot.config.as_json()},
+                       after=_numbers(after, probe_after) | {"config": back.config.as_json()}, verdict=verdict)
+        return self._outcome(state, verdict, before, after, probe_before, probe_after)

@@ -1,0 +1,171 @@
+"""Fresh uplink throughput of one leaf, polled from the switch itself, and a probe across it.
+
+The guarded apply must judge a change by what the switch counts now, not by
+the store (which may lag) nor by anything a simulator knows: this polls the
+leaf's own counters through its OS driver every ``interval_s`` for
+``window_s`` seconds and turns them into a :class:`fabric.ecmp.LeafBalance`.
+The probe is a perftest latency run between a node on the leaf and a node on
+another leaf of the same rail, so its path crosses the leaf's uplinks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+
+from collectors.commands import command
+from collectors.inventory import InventoryHost
+from collectors.parsers.show_gids import parse_show_gids
+from collectors.probes.perftest_probe import PerftestSpec, run_perftest
+from collectors.sshpool import SshPool
+from collectors.switches import driver_for
+from fabric.ecmp import EcmpThresholds, LeafBalance, UplinkSeries, assess_leaf
+from fabric.rates import RateTracker
+from fabric.records import PortRecord, ProbeRecord
+
+
+class MeasureFailed(Exception):
+    """The leaf could not be polled; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Measurement:
+    balance: LeafBalance
+    ports: tuple[PortRecord, ...]
+    """The leaf's ports with their LLDP neighbours, as the switch reported them."""
+    down_uplinks: tuple[str, ...]
+    problems: tuple[str, ...] = ()
+
+
+async def measure_leaf(pool: SshPool, host: InventoryHost, spines: Collection[str], thresholds: EcmpThresholds, *,
+                       window_s: float, interval_s: float, jobs: Sequence[str] = (),
+                       wait_forwarding_s: float = 0.0, timeout_s: float = 15.0) -> Measurement:
+    """Poll ``host`` until ``window_s`` seconds of uplink rates are in, and assess its balance.
+
+    ``wait_forwarding_s`` > 0: first wait (at most that long) until every
+    uplink is up and the group carries traffic again, e.g. after switchd
+    restarted; samples taken before that are not counted.
+    """
+    driver = driver_for(host.name, host.os)
+    rates = RateTracker(max_gap_s=max(10.0, 3 * interval_s))
+    series: dict[str, list[tuple[float, float]]] = {}
+    speeds: dict[str, float] = {}
+    uplinks: dict[str, str] = {}
+    ports: tuple[PortRecord, ...] = ()
+    problems: tuple[str, ...] = ()
+    down: tuple[str, ...] = ()
+    deadline_forwarding = time.monotonic() + wait_forwarding_s
+    waiting = wait_forwarding_s > 0
+    first_ts: float | None = None
+    polls = 0
+    while True:
+        started = time.monotonic()
+        result = await pool.run(host.name, driver.poll_command(), timeout_s)
+        if not result.ok:
+            raise MeasureFailed(f"{host.name}: {result.reason}")
+        polled = driver.read_poll(result.stdout, time.time())
+        polls += 1
+        if polls == 1 and host.os == "cumulus":
+            continue  # NVUE lists its ports first; counters come from the next poll on
+        ports, problems = polled.ports, polled.problems
+        uplinks = {p.device: p.peer_host for p in ports if p.peer_host in spines}
+        speeds.update({p: s for p, s in polled.speeds_gbps.items() if p in uplinks})
+        values = dict(polled.sample.values)
+        values.update(rates.update(polled.sample).sample.values)
+        down = tuple(sorted(p for p in uplinks if values.get(("sw_oper_up", p, ""), 1.0) < 1.0))
+        tx = {p: values[("sw_tx_gbps", p, "")] for p in uplinks if ("sw_tx_gbps", p, "") in values}
+        if waiting:
+            forwarding = not down and len(tx) == len(uplinks) and sum(tx.values()) / max(1, len(tx)) >= \
+                thresholds.min_mean_gbps
+            if forwarding:
+                waiting = False
+                rates.forget(host.name)
+                rates.update(polled.sample)  # rates from here on cover only the restarted switch
+                tx = {}
+            elif time.monotonic() > deadline_forwarding:
+                raise MeasureFailed(f"{host.name}: uplinks {', '.join(down) or 'idle'} not forwarding "
+                                    f"{wait_forwarding_s:g} s after the change")
+        if tx and not waiting:
+            for port, gbps in tx.items():
+                series.setdefault(port, []).append((polled.sample.ts, gbps))
+            first_ts = polled.sample.ts if first_ts is None else first_ts
+            if polled.sample.ts - first_ts >= window_s - interval_s / 2:
+                break
+        await asyncio.sleep(max(0.0, interval_s - (time.monotonic() - started)))
+    members = [UplinkSeries(port, uplinks[port], speeds.get(port, 0.0),
+                            tuple(t for t, _ in series.get(port, ())), tuple(g for _, g in series.get(port, ())))
+               for port in sorted(uplinks)]
+    return Measurement(assess_leaf(host.name, members, thresholds, jobs), ports, down, problems)
+
+
+@dataclass(frozen=True, slots=True)
+class ProbePair:
+    """Two node NICs on the same rail behind different leaves: a path over the leaf's uplinks."""
+
+    src: str
+    src_nic: str
+    dst: str
+    dst_nic: str
+
+
+def nodes_on(ports: Sequence[PortRecord], nodes: Collection[str]) -> dict[str, str]:
+    """Node -> its netdev on this switch, from the switch's LLDP neighbours."""
+    return {p.peer_host: p.peer_port for p in ports if p.peer_host in nodes}
+
+
+async def _device_of(pool: SshPool, node: str, netdev: str, timeout_s: float) -> str | None:
+    result = await pool.run(node, command("show_gids"), timeout_s)
+    if not result.ok:
+        return None
+    return next((g.device for g in parse_show_gids(result.stdout).gids if g.netdev == netdev), None)
+
+
+async def find_probe_pair(pool: SshPool, leaf: str, ports_by_switch: Mapping[str, Sequence[PortRecord]],
+                          nodes: Collection[str], timeout_s: float = 15.0) -> tuple[ProbePair | None, str]:
+    """A node on ``leaf`` and one on another leaf, same netdev (rail); (None, why) when there is none."""
+    mine = nodes_on(ports_by_switch.get(leaf, ()), nodes)
+    for src, netdev in sorted(mine.items()):
+        for other in sorted(s for s in ports_by_switch if s != leaf):
+            theirs = {n: d for n, d in nodes_on(ports_by_switch[other], nodes).items() if d == netdev}
+            if not theirs:
+                continue
+            dst = min(theirs)
+            src_nic, dst_nic = await asyncio.gather(_device_of(pool, src, netdev, timeout_s),
+                                                    _device_of(pool, dst, netdev, timeout_s))
+            if src_nic is None or dst_nic is None:
+                return None, f"no RDMA device with netdev {netdev} on {src if src_nic is None else dst}"
+            return ProbePair(src, src_nic, dst, dst_nic), ""
+    return None, f"no node pair across {leaf} on one rail is known (collect the fleet first)"
+
+
+async def probe_across(pool: SshPool, pair: ProbePair, timeout_s: float = 30.0) -> ProbeRecord:
+    """One ``ib_send_lat`` from ``pair.src`` to ``pair.dst`` (perftest_probe cleans up its server)."""
+    spec = PerftestSpec(src=pair.src, dst=pair.dst, test="ib_send_lat", src_nic=pair.src_nic,
+                        dst_nic=pair.dst_nic, timeout_s=timeout_s, run_id="ecmp-verify")
+    return await run_perftest(pool, spec)
+
+
+def probe_numbers(record: ProbeRecord | None) -> dict[str, object]:
+    """What the audit keeps of a probe: ok, typical and p99 latency in microseconds, or the error."""
+    if record is None:
+        return {}
+    if not record.ok:
+        return {"ok": False, "src": record.src, "dst": record.dst, "error": record.result.get("error", "")}
+    return {"ok": True, "src": record.src, "dst": record.dst,
+            **{k: record.result[k] for k in ("t_typical_usec", "p99_usec") if k in record.result}}
+
+
+def probe_worse(before: ProbeRecord | None, after: ProbeRecord | None, tolerance: float) -> tuple[bool, str]:
+    """Whether the probe after the change is worse than before: failed, or p99 up by more than ``tolerance``."""
+    if before is None or after is None:
+        return False, "no probe"
+    if not after.ok:
+        return before.ok, f"probe after the change failed: {after.result.get('error', '')}"
+    if not before.ok:
+        return False, "probe before the change failed; after it works"
+    key = "p99_usec" if before.result.get("p99_usec") and after.result.get("p99_usec") else "t_typical_usec"
+    old, new = float(before.result.get(key) or 0.0), float(after.result.get(key) or 0.0)
+    worse = new > old * (1 + tolerance) + 0.5
+    return worse, f"probe {key} {old:.2f} -> {new:.2f} us" + (" (worse)" if worse else "")

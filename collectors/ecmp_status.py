@@ -1,0 +1,133 @@
+"""Leaf balances from the store, a short switch collection when the store has none, and leaf plans.
+
+The pieces ``fleet ecmp status|plan|apply`` and the console's topology screen
+call: no printing, no Textual. A plan always reads the switch's running
+configuration over SSH (never a cached one), so after a change whose outcome
+is unknown the next plan shows what the switch really runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+
+from collectors.ecmp_config import ConfigSnapshot, read_hash_config
+from collectors.engine import Collector
+from collectors.inventory import Inventory, InventoryHost
+from collectors.node_poller import CollectSettings
+from collectors.sshpool import SshPool
+from fabric.ecmp import EcmpThresholds, LeafBalance, UplinkSeries, assess_leaf, jobs_across
+from fabric.ecmp_plan import Remedy, plan_remedies
+from fabric.records import PortRecord
+from store.reader import StoreReader
+from store.writer import StoreWriter
+
+
+def switch_data_age_s(reader: StoreReader, leaves: Sequence[str], now: float) -> float | None:
+    """Seconds since the newest uplink throughput sample of any leaf; None when the store has none."""
+    points = reader.latest(hosts=list(leaves), metrics=["sw_tx_gbps"])
+    return now - max(p.ts for p in points) if points else None
+
+
+def ports_by_switch(reader: StoreReader, switches: Sequence[str]) -> dict[str, list[PortRecord]]:
+    """Each switch's ports with their LLDP neighbours, as last stored."""
+    return {s: reader.ports(s) for s in switches}
+
+
+def _speeds(reader: StoreReader, leaf: str, ports: Collection[str]) -> dict[str, float]:
+    """Port speed in Gb/s from the stored gauges: util_pct = max(rx, tx) / speed."""
+    latest = {(p.metric, p.device): p.value
+              for p in reader.latest(hosts=[leaf], metrics=["sw_util_pct", "sw_rx_gbps", "sw_tx_gbps"])}
+    speeds: dict[str, float] = {}
+    for port in ports:
+        util = latest.get(("sw_util_pct", port), 0.0)
+        busiest = max(latest.get(("sw_rx_gbps", port), 0.0), latest.get(("sw_tx_gbps", port), 0.0))
+        if util > 0.5:
+            speeds[port] = float(round(busiest * 100.0 / util))
+    if speeds:  # an idle member has the speed of its group (ECMP members are alike)
+        typical = max(speeds.values())
+        speeds = {port: speeds.get(port, typical) for port in ports}
+    return speeds
+
+
+def leaf_balances(reader: StoreReader, inventory: Inventory, thresholds: EcmpThresholds, *, start: float,
+                  end: float, leaves: Sequence[str] | None = None) -> list[LeafBalance]:
+    """Every leaf's (or ``leaves``') uplink balance over [start, end] from the stored switch series."""
+    spines = {h.name for h in inventory.by_role("spine")}
+    nodes = {h.name for h in inventory.nodes}
+    jobs = reader.jobs()
+    chosen = leaves if leaves is not None else [h.name for h in inventory.by_role("leaf")]
+    balances: list[LeafBalance] = []
+    for leaf in chosen:
+        ports = reader.ports(leaf)
+        uplinks = {p.device: p.peer_host for p in ports if p.peer_host in spines}
+        speeds = _speeds(reader, leaf, uplinks)
+        members = []
+        for port, spine in sorted(uplinks.items()):
+            data = reader.series(leaf, "sw_tx_gbps", port, "", start=start, end=end, resolution="raw")
+            members.append(UplinkSeries(port, spine, speeds.get(port, 0.0), tuple(data.ts), tuple(data.avg)))
+        on_leaf = {p.peer_host for p in ports if p.peer_host in nodes}
+        balances.append(assess_leaf(leaf, members, thresholds, jobs_across(on_leaf, jobs)))
+    return balances
+
+
+async def collect_switches(inventory: Inventory, writer: StoreWriter, duration_s: float,
+                           interval_s: float) -> None:
+    """Collect the switches and the Slurm head (ports, counters, jobs) for ``duration_s`` seconds."""
+    hosts = tuple(h for h in inventory.hosts if h.role in ("leaf", "spine", "head"))
+    sub = dataclasses.replace(inventory, hosts=hosts)
+    settings = CollectSettings(interval_s=interval_s, hung_after_s=max(6.0, 3 * interval_s))
+    collector = Collector(sub, writer, settings=settings)
+    task = asyncio.ensure_future(collector.run())
+    try:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(task), timeout=duration_s)
+    finally:
+        await collector.close()
+        await task
+
+
+@dataclass(frozen=True, slots=True)
+class LeafPlan:
+    """A leaf's balance, the configuration it runs now (read from it) and the remedies, least disruptive first."""
+
+    leaf: str
+    balance: LeafBalance | None
+    snapshot: ConfigSnapshot
+    remedies: tuple[Remedy, ...]
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "leaf": self.leaf,
+            "balance": None if self.balance is None else self.balance.as_json(),
+            "config": self.snapshot.config.as_json(),
+            "config_read_with": list(self.snapshot.commands),
+            "reachable": self.snapshot.reachable,
+            "reason": self.snapshot.reason,
+            "remedies": [r.as_json() for r in self.remedies],
+        }
+
+
+async def plan_leaf(pool: SshPool, host: InventoryHost, balance: LeafBalance | None,
+                    timeout_s: float = 15.0) -> LeafPlan:
+    """Read ``host``'s running hash configuration and plan its remedies."""
+    snapshot = await read_hash_config(pool, host.name, host.os, timeout_s)
+    jobs = balance.jobs if balance is not None else ()
+    remedies = plan_remedies(host.name, snapshot.config, jobs) if snapshot.reachable else ()
+    return LeafPlan(host.name, balance, snapshot, remedies)
+
+
+def spine_names(inventory: Inventory) -> frozenset[str]:
+    return frozenset(h.name for h in inventory.by_role("spine"))
+
+
+def node_names(inventory: Inventory) -> frozenset[str]:
+    return frozenset(h.name for h in inventory.nodes)
+
+
+def leaf_ports(ports: Mapping[str, Sequence[PortRecord]], leaves: Collection[str]) -> dict[str, list[PortRecord]]:
+    """Only the leaves' port lists (a probe pair needs nodes on two leaves)."""
+    return {s: list(p) for s, p in ports.items() if s in leaves}

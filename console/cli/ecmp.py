@@ -1,0 +1,300 @@
+"""`fleet ecmp status|plan|apply` and `fleet audit`: find an imbalanced leaf, plan, apply with guards.
+
+status/plan read the store; when it holds no switch data newer than the
+window they collect the switches (and the Slurm head) for one window first
+and say so on stderr. apply changes a switch: refused in read-only mode
+(``--read-only`` or ``FLEET_READ_ONLY=1`` / ``read_only = true`` in the config
+file), shows the exact commands and asks on the terminal unless ``--yes``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import os
+import socket
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from collectors.ecmp_apply import ApplySettings, EcmpApply
+from collectors.ecmp_measure import find_probe_pair
+from collectors.ecmp_status import (
+    collect_switches,
+    leaf_balances,
+    leaf_ports,
+    node_names,
+    plan_leaf,
+    ports_by_switch,
+    spine_names,
+    switch_data_age_s,
+)
+from collectors.inventory import Inventory
+from collectors.sshpool import SshPool
+from console.cli.common import (
+    db_option,
+    db_path_or_default,
+    fail,
+    inventory_option,
+    json_option,
+    open_inventory,
+    print_json,
+)
+from console.config import ConfigError, load_config
+from fabric.ecmp import EcmpThresholds, LeafBalance
+from fabric.ecmp_plan import Remedy, default_remedy
+from store.reader import StoreReader
+from store.writer import StoreWriter
+
+_DEFAULTS = EcmpThresholds()
+
+
+def _window_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    for option in reversed([
+        click.option("--window", "window_s", type=float, default=60.0, show_default=True,
+                     help="Seconds of uplink throughput to judge."),
+        click.option("--interval", "interval_s", type=float, default=1.0, show_default=True,
+                     help="Seconds between switch polls when fleet collects or verifies itself."),
+        click.option("--sustain", "sustain_s", type=float, default=None,
+                     help="Seconds the imbalance must hold to be flagged (default 60, at most the window)."),
+        click.option("--ratio", type=float, default=_DEFAULTS.imbalance_ratio, show_default=True,
+                     help="max/mean of the uplinks at or above which a leaf is imbalanced."),
+        click.option("--hot-util", "hot_util_pct", type=float, default=_DEFAULTS.hot_util_pct,
+                     show_default=True, help="Percent of line rate the hottest uplink must reach."),
+    ]):
+        fn = option(fn)
+    return fn
+
+
+def _thresholds(window_s: float, sustain_s: float | None, ratio: float, hot_util_pct: float) -> EcmpThresholds:
+    sustain = sustain_s if sustain_s is not None else min(_DEFAULTS.sustain_s, window_s)
+    return EcmpThresholds(imbalance_ratio=ratio, hot_util_pct=hot_util_pct, sustain_s=sustain)
+
+
+def _actor() -> str:
+    return f"{getpass.getuser()}@{socket.gethostname()}"
+
+
+def _leaves(inventory: Inventory, leaf: str | None) -> list[str]:
+    names = [h.name for h in inventory.by_role("leaf")]
+    if leaf is not None and leaf not in names:
+        fail(f"{leaf} is not a leaf of the inventory (leaves: {', '.join(names[:8])}{' ...' if len(names) > 8 else ''})")
+    return [leaf] if leaf else names
+
+
+def _fresh_store(inventory: Inventory, writer: StoreWriter, reader: StoreReader, window_s: float,
+                 interval_s: float) -> None:
+    """Collect one window from the switches when the store has no uplink data that recent."""
+    leaves = [h.name for h in inventory.by_role("leaf")]
+    age = switch_data_age_s(reader, leaves, time.time())
+    if age is not None and age <= max(2 * interval_s, 5.0):
+        return
+    seen = "no switch data in the store" if age is None else f"the newest switch data is {age:.0f} s old"
+    click.echo(f"fleet: {seen}: collecting {window_s:g} s from the switches first", err=True)
+    asyncio.run(collect_switches(inventory, writer, window_s + max(3 * interval_s, 3.0), interval_s))
+    if not writer.flush(timeout=30):
+        fail("the store did not take the collected samples within 30 s")
+
+
+def _newest(inventory: Inventory, reader: StoreReader) -> float:
+    """The time of the newest uplink sample: windows end there, so a short collection is judged whole."""
+    now = time.time()
+    age = switch_data_age_s(reader, [h.name for h in inventory.by_role("leaf")], now)
+    return now - (age or 0.0)
+
+
+def _balances(inventory: Inventory, db_path: Path | None, window_s: float, interval_s: float,
+              thresholds: EcmpThresholds, leaves: list[str]) -> tuple[list[LeafBalance], Path]:
+    path = db_path_or_default(db_path)
+    writer = StoreWriter(path).start()
+    try:
+        reader = StoreReader(path)
+        _fresh_store(inventory, writer, reader, window_s, interval_s)
+        end = _newest(inventory, reader)
+        return leaf_balances(reader, inventory, thresholds, start=end - window_s, end=end, leaves=leaves), path
+    finally:
+        writer.close()
+
+
+@click.group()
+def ecmp() -> None:
+    """ECMP uplink balance per leaf: status, remedies, guarded apply."""
+
+
+@ecmp.command()
+@inventory_option
+@db_option
+@_window_options
+@json_option
+def status(inventory_path: Path | None, db_path: Path | None, window_s: float, interval_s: float,
+           sustain_s: float | None, ratio: float, hot_util_pct: float, as_json: bool) -> None:
+    """Every leaf's uplink utilizations, max/mean imbalance and whether it is flagged."""
+    inventory = open_inventory(inventory_path)
+    thresholds = _thresholds(window_s, sustain_s, ratio, hot_util_pct)
+    balances, _ = _balances(inventory, db_path, window_s, interval_s, thresholds, _leaves(inventory, None))
+    if as_json:
+        print_json({"thresholds": _thresholds_json(thresholds), "leaves": [b.as_json() for b in balances],
+                    "flagged": [b.leaf for b in balances if b.flagged]})
+        return
+    for b in balances:
+        bars = " ".join(f"{u.spine}:{u.util_pct:3.0f}%" for u in b.uplinks)
+        mark = "FLAGGED" if b.flagged else "ok"
+        click.echo(f"{b.leaf:8} {mark:7} max/mean {b.imbalance:4.2f} spread {b.spread_gbps:6.1f} Gb/s  {bars}")
+
+
+def _thresholds_json(t: EcmpThresholds) -> dict[str, float]:
+    return {"imbalance_ratio": t.imbalance_ratio, "hot_util_pct": t.hot_util_pct, "sustain_s": t.sustain_s,
+            "min_mean_gbps": t.min_mean_gbps}
+
+
+async def _plans(inventory: Inventory, balances: list[LeafBalance]) -> list[dict[str, object]]:
+    pool = SshPool(inventory.hosts, known_hosts=inventory.known_hosts)
+    try:
+        plans = await asyncio.gather(*(plan_leaf(pool, inventory.host(b.leaf), b) for b in balances))
+    finally:
+        await pool.close()
+    return [p.as_json() for p in plans]
+
+
+@ecmp.command()
+@inventory_option
+@db_option
+@click.option("--leaf", default=None, help="Plan this leaf (default: every flagged leaf).")
+@_window_options
+@json_option
+def plan(inventory_path: Path | None, db_path: Path | None, leaf: str | None, window_s: float, interval_s: float,
+         sustain_s: float | None, ratio: float, hot_util_pct: float, as_json: bool) -> None:
+    """Remedies for a leaf, least disruptive first, from the configuration the switch runs now."""
+    inventory = open_inventory(inventory_path)
+    thresholds = _thresholds(window_s, sustain_s, ratio, hot_util_pct)
+    balances, _ = _balances(inventory, db_path, window_s, interval_s, thresholds, _leaves(inventory, leaf))
+    chosen = balances if leaf else [b for b in balances if b.flagged]
+    plans = asyncio.run(_plans(inventory, chosen)) if chosen else []
+    if as_json:
+        print_json({"plans": plans})
+        return
+    if not plans:
+        click.echo("no leaf is flagged; give --leaf NAME to plan one anyway")
+    for p in plans:
+        click.echo(f"{p['leaf']}: config {p['config']}")
+        for r in p["remedies"]:  # type: ignore[attr-defined]
+            click.echo(f"  [{r['id']}] {r['title']}")
+            for line in r["commands"]:
+                click.echo(f"      {line}")
+
+
+def _read_only(flag: bool) -> bool:
+    try:
+        return load_config({"read_only": True if flag else None}, os.environ, time.time()).read_only
+    except ConfigError as error:
+        fail(str(error))
+
+
+def _show_remedy(leaf: str, remedy: Remedy) -> None:
+    click.echo(f"About to change {leaf}: [{remedy.id}] {remedy.title}", err=True)
+    for line in remedy.command_lines:
+        click.echo(f"  $ {line}", err=True)
+    click.echo("Config diff:\n" + "".join(f"  {line}\n" for line in remedy.config_diff.splitlines()), err=True,
+               nl=False)
+    if remedy.restarts_switchd or remedy.resets_ports:
+        click.echo("WARNING: this restarts switchd and resets every port of the switch.", err=True)
+    click.echo("Rollback: " + "; ".join(remedy.rollback_lines), err=True)
+
+
+async def _apply(inventory: Inventory, writer: StoreWriter, reader: StoreReader, leaf: str,
+                 remedy_id: str | None, yes: bool, settings: ApplySettings) -> dict[str, object]:
+    host = inventory.host(leaf)
+    pool = SshPool(inventory.hosts, known_hosts=inventory.known_hosts)
+    try:
+        end = _newest(inventory, reader)
+        balance = leaf_balances(reader, inventory, settings.thresholds, start=end - settings.window_s,
+                                end=end, leaves=[leaf])[0]
+        leaf_plan = await plan_leaf(pool, host, balance)
+        if not leaf_plan.snapshot.reachable:
+            fail(f"cannot read {leaf}'s configuration: {leaf_plan.snapshot.reason}")
+        remedies = {r.id: r for r in leaf_plan.remedies}
+        remedy = remedies.get(remedy_id) if remedy_id else default_remedy(leaf_plan.remedies)
+        if remedy is None:
+            fail(f"no remedy {remedy_id!r} for {leaf} (available: {', '.join(remedies) or 'none'})" if remedy_id
+                 else f"no switch remedy left for {leaf}")
+        _show_remedy(leaf, remedy)
+        if not yes and not click.confirm(f"Apply to {leaf}?", default=False, err=True):
+            fail("not applied: not confirmed")
+        leaves = [h.name for h in inventory.by_role("leaf")]
+        pair, why = await find_probe_pair(pool, leaf, leaf_ports(ports_by_switch(reader, leaves), leaves),
+                                          node_names(inventory))
+        if pair is None:
+            click.echo(f"fleet: {why}: verifying on counters only", err=True)
+        applier = EcmpApply(pool, host, remedy, spines=spine_names(inventory), actor=_actor(),
+                            put_action=writer.put_action, settings=settings, probe=pair, jobs=balance.jobs,
+                            on_step=lambda step, words: click.echo(f"[{step}] {words}", err=True))
+        outcome = await applier.run(read_only=False)
+    finally:
+        await pool.close()
+    return outcome.as_json()
+
+
+@ecmp.command()
+@inventory_option
+@db_option
+@click.option("--leaf", required=True, help="The canary leaf to change.")
+@click.option("--remedy", "remedy_id", default=None, help="Remedy id from `fleet ecmp plan` (default: the least "
+              "disruptive switch change).")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.option("--read-only", "read_only_flag", is_flag=True, help="Refuse to change anything (as FLEET_READ_ONLY=1).")
+@click.option("--margin", type=float, default=0.25, show_default=True,
+              help="Keep a change that lowers max/mean by this fraction even if above the threshold.")
+@_window_options
+@json_option
+def apply(inventory_path: Path | None, db_path: Path | None, leaf: str, remedy_id: str | None, yes: bool,
+          read_only_flag: bool, margin: float, window_s: float, interval_s: float, sustain_s: float | None,
+          ratio: float, hot_util_pct: float, as_json: bool) -> None:
+    """Apply a remedy to one leaf, verify it on fresh counters and a probe, roll back if it did not help."""
+    if _read_only(read_only_flag):
+        fail("refused: read-only mode (--read-only / FLEET_READ_ONLY / read_only in the config) never changes "
+             "a machine")
+    inventory = open_inventory(inventory_path)
+    _leaves(inventory, leaf)
+    thresholds = _thresholds(window_s, sustain_s, ratio, hot_util_pct)
+    settings = ApplySettings(window_s=window_s, interval_s=interval_s, margin=margin, thresholds=thresholds)
+    path = db_path_or_default(db_path)
+    writer = StoreWriter(path).start()
+    try:
+        reader = StoreReader(path)
+        _fresh_store(inventory, writer, reader, window_s, interval_s)
+        document = asyncio.run(_apply(inventory, writer, reader, leaf, remedy_id, yes, settings))
+    finally:
+        writer.flush(timeout=30)
+        writer.close()
+    if as_json:
+        print_json(document)
+    else:
+        click.echo(f"{document['state']}: {document['verdict']}")
+    if document["state"] != "kept":
+        sys.exit(1)
+
+
+@click.command()
+@inventory_option
+@db_option
+@json_option
+def audit(inventory_path: Path | None, db_path: Path | None, as_json: bool) -> None:
+    """Every recorded change to a machine (the append-only audit table), oldest first."""
+    del inventory_path  # accepted like every command; the audit needs only the store
+    path = db_path_or_default(db_path)
+    StoreWriter(path).start().close()  # creates the schema of a new store
+    rows = StoreReader(path).audit()
+    if as_json:
+        print_json({"actions": [
+            {"ts": r.ts, "actor": r.actor, "target": r.target, "action": r.action, "step": r.step,
+             "commands": list(r.commands), "output": r.output, "before": r.before, "after": r.after,
+             "verdict": r.verdict}
+            for r in rows]})
+        return
+    for r in rows:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(r.ts))
+        click.echo(f"{when} {r.actor} {r.target} {r.action} {r.step}: {r.verdict or '; '.join(r.commands)}")
