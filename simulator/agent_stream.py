@@ -59,8 +59,15 @@ async def run_python(machine: Machine, argv: list[str], io: StreamIO) -> int:
     model = machine.model
     seq = 0
     while not io.stdin_eof.is_set() and not io.closed.is_set():
-        seq += 1
         t = model.now()
+        behaviour = model.behaviour(machine.host, t)
+        if behaviour.hung:  # a node that hangs mid-stream stops printing, it does not hang up
+            await io.closed.wait()
+            break
+        if behaviour.delay_s:
+            await asyncio.sleep(behaviour.delay_s)
+            t = model.now()
+        seq += 1
         view = model.node_view(machine.host, t)
         io.stdout(json.dumps(agent_line(view, model.unix(t), seq, interval, optics=(seq - 1) % optics_every == 0)) + "\n")
         with contextlib.suppress(TimeoutError):

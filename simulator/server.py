@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -37,6 +38,8 @@ class Listener:
     key: asyncssh.SSHKey | None = None
     server: asyncssh.SSHAcceptor | None = None
     timers: list[asyncio.TimerHandle] = field(default_factory=list)
+    connections: weakref.WeakSet[asyncssh.SSHServerConnection] = field(default_factory=weakref.WeakSet)
+    """Connections that ran a command here: aborted when the machine becomes unreachable."""
 
 
 class FleetServer:
@@ -88,9 +91,16 @@ class FleetServer:
             if fault.kind != "node_unreachable" or fault.target not in self.listeners:
                 continue
             listener = self.listeners[fault.target]
-            listener.timers.append(loop.call_later(max(0.0, fault.at - now), self._close_listener, listener))
+            listener.timers.append(loop.call_later(max(0.0, fault.at - now), self._unreachable, listener))
             if fault.until is not None:
                 listener.timers.append(loop.call_later(max(0.0, fault.until - now), self._reopen, listener))
+
+    def _unreachable(self, listener: Listener) -> None:
+        """The machine drops off the network: no new connections, and the open ones die."""
+        self._close_listener(listener)
+        for connection in list(listener.connections):
+            connection.abort()
+        listener.connections.clear()
 
     def _close_listener(self, listener: Listener) -> None:
         if listener.server is not None:
@@ -128,6 +138,9 @@ class FleetServer:
     async def _handle(self, host: str, process: asyncssh.SSHServerProcess[str]) -> None:
         io = StreamIO(_writer(process.stdout), _writer(process.stderr))
         watcher = asyncio.ensure_future(_watch_channel(process, io))
+        connection = process.get_extra_info("connection")
+        if connection is not None:
+            self.listeners[host].connections.add(connection)
         try:
             behaviour = self.model.behaviour(host, self.model.now())
             if behaviour.hung:

@@ -245,3 +245,43 @@ async def test_unreachable_for_a_while_then_back(tmp_path: Path, monkeypatch: py
     finally:
         stop.set()
         assert await asyncio.wait_for(task, 10) == 0
+
+
+async def test_a_node_that_becomes_unreachable_drops_its_streams(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    faults = '[[faults]]\nkind = "node_unreachable"\ntarget = "gpu003"\nat = 1.0\n'
+    state, stop, ready = tmp_path / "state", asyncio.Event(), asyncio.Event()
+    task = asyncio.create_task(serve(small_scenario(faults), state, ready=lambda _line: ready.set(), stop=stop))
+    try:
+        await asyncio.wait_for(ready.wait(), 10)
+        conn = await connect(state, "gpu003")
+        process = await conn.create_process("python3 -u -c 'agent' --interval 0.1")
+        assert '"seq": 1' in await asyncio.wait_for(process.stdout.readline(), 5)
+        # at 1 s the stream dies with the connection, as when a node drops off the network
+        await asyncio.wait_for(conn.wait_closed(), 5)
+        with pytest.raises(ConnectionRefusedError):
+            await connect(state, "gpu003")
+    finally:
+        stop.set()
+        assert await asyncio.wait_for(task, 10) == 0
+
+
+async def test_a_node_that_hangs_mid_stream_stops_printing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    faults = '[[faults]]\nkind = "node_hang"\ntarget = "gpu003"\nat = 0.5\n'
+    state, stop, ready = tmp_path / "state", asyncio.Event(), asyncio.Event()
+    task = asyncio.create_task(serve(small_scenario(faults), state, ready=lambda _line: ready.set(), stop=stop))
+    try:
+        await asyncio.wait_for(ready.wait(), 10)
+        async with await connect(state, "gpu003") as conn:
+            process = await conn.create_process("python3 -u -c 'agent' --interval 0.1")
+            lines = 0
+            with pytest.raises(TimeoutError):
+                while True:
+                    await asyncio.wait_for(process.stdout.readline(), 1.0)
+                    lines += 1
+            assert 1 <= lines <= 8  # it printed until the hang, then nothing, and kept the channel open
+            assert not process.channel.is_closing()
+    finally:
+        stop.set()
+        assert await asyncio.wait_for(task, 10) == 0
