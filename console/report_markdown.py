@@ -1,0 +1,88 @@
+"""The Markdown twin of a report (for tickets and wikis): the same tables, no charts, the same SHA-256."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from fabric.report_model import Report
+
+
+def _cell(value: Any) -> str:
+    """A table cell: pipes and newlines escaped so node-supplied text cannot break the table."""
+    if isinstance(value, float):
+        value = f"{value:.4g}"
+    text = "-" if value is None or value == "" else str(value)
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
+    if not rows:
+        return ["None.", ""]
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return [*lines, ""]
+
+
+def _shape(shape: Mapping[str, Any]) -> list[str]:
+    rows: list[list[Any]] = [["nodes", shape["nodes"]], ["RDMA NICs", shape["nics"]],
+                             ["switches", shape["switches"]], ["rails", ", ".join(str(r) for r in shape["rails"])]]
+    rows += [[k, "; ".join(f"{v} ({c} nodes)" for v, c in vals.items())] for k, vals in shape["software"].items()]
+    rows += [[f"unreachable {n}", r] for n, r in shape.get("unreachable", {}).items()]
+    return _table(["", ""], rows)
+
+
+def _footer(report: Report) -> list[str]:
+    data = report.data
+    return ["---", f"Generated {data.get('generated', '')} by {data.get('tool_version', '')}. "
+            f"SHA-256 of the report's canonical data (embedded in the HTML report): `{report.sha256}`", ""]
+
+
+def _acceptance(report: Report) -> list[str]:
+    d = report.data
+    checks = d["checks"]
+    passed = sum(1 for c in checks if c["passed"])
+    out = [f"# {d['title']}", "", f"Customer: {d.get('customer') or '-'}; measured from {d['measured_from']}.", "",
+           f"**{'ACCEPTED' if d['passed'] else 'NOT ACCEPTED'}**: {passed} of {len(checks)} checks pass.", "",
+           "## Cluster", "", *_shape(d["shape"]), "## Criteria and results", ""]
+    out += _table(["check", "what was agreed", "threshold", "scope", "evidence", "result"],
+                  [[c["id"], c["description"], c["threshold_words"], c["scope"], c["summary"],
+                    "PASS" if c["passed"] else "FAIL"] for c in checks])
+    for c in checks:
+        if c["failures"]:
+            out += [f"### {c['id']}: failing parts", ""]
+            out += _table(["part", f"measured {c['unit']}".strip(), "why"],
+                          [[f["part"], f["measured"], f["note"]] for f in c["failures"]])
+    out += ["## Findings", ""]
+    out += _table(["severity", "kind", "part", "next step"],
+                  [[f["severity"], f["kind"], " ".join(x for x in (f["node"], f["nic"], f["switch"]) if x),
+                    f["next_step"]] for f in d["findings"]])
+    return out + _footer(report)
+
+
+def _diff(report: Report) -> list[str]:
+    d = report.data
+    out = [f"# {d['title']}", "",
+           f"before: {d['before']['label']} ({d['before']['taken']}); after: {d['after']['label']} "
+           f"({d['after']['taken']})", "", "## Regressions (worst first)", ""]
+    change_rows = [[c["severity"], c["part"], c["metric"], c["before"], c["after"],
+                    "-" if c["delta_pct"] is None else f"{c['delta_pct']:+.1f} %"] for c in d["regressions"]]
+    out += _table(["severity", "part", "metric", "before", "after", "change"], change_rows)
+    out += ["## Improvements", ""]
+    out += _table(["part", "metric", "before", "after"],
+                  [[c["part"], c["metric"], c["before"], c["after"]] for c in d["improvements"]])
+    out += ["## Parts new, gone, or no longer measured", ""]
+    out += _table(["", "parts"], [["new", ", ".join(d["new_parts"])], ["gone", ", ".join(d["gone_parts"])],
+                                  ["no longer measured", ", ".join(d["lost_metrics"])]])
+    out += ["## Software and cabling changes", ""]
+    out += _table(["severity", "what", "before", "after"],
+                  [[c["severity"], c["subject"], c["before"], c["after"]] for c in d["software"] + d["cabling"]])
+    return out + _footer(report)
+
+
+def render_markdown(report: Report) -> str:
+    lines = _acceptance(report) if report.kind == "acceptance" else _diff(report)
+    return "\n".join(lines)
+
+
+__all__ = ["render_markdown"]

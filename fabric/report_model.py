@@ -1,0 +1,151 @@
+"""The data of a report people keep: an acceptance walkthrough or a baseline diff, and its SHA-256.
+
+Why a separate model: the HTML and the Markdown files (``console/report_*.py``)
+draw the same numbers, and the digest must cover exactly those numbers. The
+report's data is one JSON document; :func:`canonical_json` writes it one way
+only (sorted keys, no spaces, ASCII, ``<``/``>``/``&`` escaped so it can sit
+inside an HTML ``<script>`` as is), and ``sha256`` is the SHA-256 of that text.
+The HTML embeds the text, so anyone can recompute the digest and see whether
+the figures were edited afterwards.
+
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from fabric.acceptance import CheckResult, Criteria
+from fabric.baseline import Baseline, BaselineDiff
+from fabric.events import Finding
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    kind: str
+    """``acceptance`` or ``baseline-diff``."""
+    data: Mapping[str, Any]
+    canonical: str
+    sha256: str
+
+    @property
+    def title(self) -> str:
+        return str(self.data.get("title", ""))
+
+
+def canonical_json(data: Any) -> str:
+    """One text per document: sorted keys, no whitespace, ASCII, safe inside an HTML script element."""
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def finite(data: Any) -> Any:
+    """``data`` with every infinite or NaN float written as a string (``"inf"``): JSON has no such numbers."""
+    if isinstance(data, float) and not math.isfinite(data):
+        return str(data)
+    if isinstance(data, Mapping):
+        return {str(k): finite(v) for k, v in data.items()}
+    if isinstance(data, list | tuple):
+        return [finite(v) for v in data]
+    return data
+
+
+def make_report(kind: str, data: Mapping[str, Any]) -> Report:
+    canonical = canonical_json(finite(data))
+    return Report(kind, json.loads(canonical), canonical, hashlib.sha256(canonical.encode("ascii")).hexdigest())
+
+
+def utc_words(ts: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(ts))
+
+
+def shape_json(baseline: Baseline) -> dict[str, Any]:
+    """Counts, names and the software versions as "value: how many nodes" per key."""
+    versions: dict[str, Counter[str]] = {}
+    for info in baseline.software.values():
+        for key, value in info.items():
+            group = "nic_firmware" if key.startswith("fw_") else key
+            versions.setdefault(group, Counter())[value] += 1
+    return {
+        "nodes": len(baseline.shape.nodes), "nics": len(baseline.shape.nics),
+        "switches": len(baseline.shape.switches), "rails": list(baseline.shape.rails),
+        "node_names": list(baseline.shape.nodes), "switch_names": list(baseline.shape.switches),
+        "software": {k: dict(sorted(v.items())) for k, v in sorted(versions.items())},
+        "unreachable": dict(baseline.unreachable),
+    }  # fmt: skip
+
+
+def charts_json(baseline: Baseline) -> dict[str, Any]:
+    """The distributions and the pingmesh matrices the report draws."""
+    return {
+        "latency_p99_usec": baseline.values("pair", "p99_usec"),
+        "bandwidth_gbps": baseline.values("nic", "bw_avg_gbps"),
+        "rx_power_dbm": baseline.values("nic", "rx_power_dbm"),
+        "allreduce_efficiency": baseline.values("node", "allreduce_efficiency"),
+        "matrices": [dict(m) for m in baseline.matrices],
+    }
+
+
+def finding_json(finding: Finding) -> dict[str, Any]:
+    return {"kind": finding.kind, "severity": finding.severity.value, "node": finding.node, "nic": finding.nic,
+            "switch": finding.switch, "port": finding.port,
+            "evidence": {k: v if isinstance(v, int | float | str | bool) or v is None else str(v)
+                         for k, v in finding.evidence.items()},
+            "next_step": finding.next_step}
+
+
+def acceptance_report(
+    criteria: Criteria,
+    baseline: Baseline,
+    results: Sequence[CheckResult],
+    findings: Sequence[Finding],
+    generated_ts: float,
+) -> Report:
+    """The walkthrough's report: shape, criteria, each verdict with numbers and threshold, charts, findings."""
+    return make_report("acceptance", {
+        "kind": "acceptance",
+        "title": criteria.title,
+        "customer": criteria.customer,
+        "criteria_source": criteria.source,
+        "generated": utc_words(generated_ts),
+        "measured_from": utc_words(baseline.ts),
+        "tool_version": baseline.tool_version,
+        "passed": bool(results) and all(r.passed for r in results),
+        "shape": shape_json(baseline),
+        "suite": dict(criteria.suite),
+        "checks": [r.to_json() for r in results],
+        "findings": [finding_json(f) for f in findings],
+        "charts": charts_json(baseline),
+        "notes": list(baseline.notes),
+    })  # fmt: skip
+
+
+def diff_report(result: BaselineDiff, generated_ts: float) -> Report:
+    """The baseline diff's report: both baselines, regressions first, new/gone parts, software, cables."""
+    before, after = result.before, result.after
+    changes = result.to_json()
+    del changes["before"], changes["after"]
+    return make_report("baseline-diff", {
+        "kind": "baseline-diff",
+        "title": f"Baseline diff: {before.label} -> {after.label}",
+        "generated": utc_words(generated_ts),
+        "tool_version": after.tool_version,
+        "before": {"label": before.label, "taken": utc_words(before.ts), "tool_version": before.tool_version,
+                   "shape": shape_json(before), "charts": charts_json(before)},
+        "after": {"label": after.label, "taken": utc_words(after.ts), "tool_version": after.tool_version,
+                  "shape": shape_json(after), "charts": charts_json(after)},
+        **changes,
+    })  # fmt: skip
+
+
+__all__ = [
+    "Report", "acceptance_report", "canonical_json", "charts_json", "diff_report", "finding_json", "finite", "make_report",
+    "shape_json", "utc_words",
+]  # fmt: skip
