@@ -6,11 +6,13 @@
   merged into an existing chunk. Sealed frames are kept for ``replay_s`` more
   seconds: one frame per host answers a whole-fleet ``as_of`` quickly, where
   chunks need one decode per metric and host.
-- **Roll up**: once every block of an hour (a day) is sealed, 1 min (1 h)
-  rollups are computed from the raw chunks, one row per group and hour (day).
-- **Expire**: sealed frames past the replay window, and raw chunks, 1 min and 1 h rollups older than their retention are
-  deleted, a few hundred rows at a time; raw chunks are never deleted before
-  their rollups exist.
+- **Roll up**: once every block of an hour (a day) is sealed, its 1 min (1 h)
+  rollups are computed from the raw chunks and merged into the group's row
+  for that day (30 days), so a day of 1 min rollups is one row to read.
+- **Expire**: sealed frames past the replay window, raw chunks older than
+  their retention, and rollup rows whose whole span is, are deleted a few
+  hundred rows at a time; raw chunks are never deleted before their rollups
+  exist.
 
 The store's clock is the newest sample time ingested (``Catalog.now_ms``), so
 the same rules hold for a live fleet, a replayed capture and the benchmark.
@@ -28,11 +30,13 @@ import numpy as np
 
 from store.catalog import Catalog
 from store.codec import I64, decode_block, decode_frame, encode_block
-from store.rollup import encode_rollup, rollup_kind
+from store.rollup import rollup_cells, rollup_kind
 from store.types import Retention
 
 HOUR_MS = 3_600_000
 DAY_MS = 86_400_000
+ROLLUP_ROWS = {"rollup_1m": DAY_MS, "rollup_1h": 30 * DAY_MS}
+"""Time span of one stored rollup row per table (bucket starts from t0_ms)."""
 SEAL_GRACE_MS = 60_000
 """How long after a block ends its frames wait for late samples before sealing."""
 _DELETE_ROWS = 500
@@ -194,9 +198,17 @@ class Maintenance:
             return True
         sids, ts_ms, values = _points_of_blocks([b[0] for b in blobs])
         u_sids, u_ts, matrix, present = build_block(sids, ts_ms, values)
-        data = encode_rollup(u_sids, u_ts, matrix, present, bucket_ms, rollup_kind(metric))
-        if data is not None:
-            self.conn.execute(f"INSERT OR REPLACE INTO {table} VALUES (?, ?, ?)", (gid, t0, data))
+        cells = rollup_cells(u_sids, u_ts, matrix, present, bucket_ms, rollup_kind(metric))
+        if len(cells[0]) == 0:
+            return True
+        row_t0 = (t0 // ROLLUP_ROWS[table]) * ROLLUP_ROWS[table]
+        old = self.conn.execute(f"SELECT data FROM {table} WHERE group_id = ? AND t0_ms = ?",
+                                (gid, row_t0)).fetchone()
+        if old is not None:
+            cells = tuple(np.concatenate(pair) for pair in zip(_points_of_blocks([old[0]]), cells,
+                                                               strict=True))  # type: ignore[assignment]
+        self.conn.execute(f"INSERT OR REPLACE INTO {table} VALUES (?, ?, ?)",
+                          (gid, row_t0, encode_block(*build_block(*cells))))
         return True
 
     # --- expire -------------------------------------------------------------
@@ -212,8 +224,8 @@ class Maintenance:
             return True
         for table, bound in (
             ("chunks", raw_bound),
-            ("rollup_1m", now - int(self.retention.rollup_1m_s * 1000)),
-            ("rollup_1h", now - int(self.retention.rollup_1h_s * 1000)),
+            ("rollup_1m", now - int(self.retention.rollup_1m_s * 1000) - ROLLUP_ROWS["rollup_1m"]),
+            ("rollup_1h", now - int(self.retention.rollup_1h_s * 1000) - ROLLUP_ROWS["rollup_1h"]),
         ):
             cursor = self.conn.execute(
                 f"DELETE FROM {table} WHERE rowid IN "

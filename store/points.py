@@ -10,9 +10,10 @@ import sqlite3
 from collections.abc import Iterable
 
 import numpy as np
+import numpy.typing as npt
 
 from store.codec import F64, I64, decode_block, decode_frame
-from store.rollup import rollup_points
+from store.rollup import rollup_cells
 
 Points = tuple[I64, I64, F64]
 """(sids, ts_ms, values) of individual points, in no particular order."""
@@ -43,9 +44,17 @@ def frame_points(ts_ms: int, blob: bytes) -> Points:
     return sids, np.full(len(sids), ts_ms, dtype=np.int64), values
 
 
+def frame_subset(ts_ms: int, blob: bytes, wanted: I64) -> Points:
+    """The points of a frame whose sids are in ``wanted`` (sorted): a binary search, not a scan."""
+    sids, values, _ = decode_frame(blob)
+    at = np.minimum(np.searchsorted(sids, wanted), len(sids) - 1) if len(sids) else wanted[:0]
+    hit = sids[at] == wanted if len(sids) else np.zeros(0, dtype=np.bool_)
+    return wanted[hit], np.full(int(hit.sum()), ts_ms, dtype=np.int64), values[at[hit]]
+
+
 def raw_points(conn: sqlite3.Connection, host: str, gids: list[int], sids: I64,
                start_ms: int, end_ms: int) -> Points:
-    """Raw points of ``sids`` (of ``host``, in groups ``gids``) with start <= ts <= end."""
+    """Raw points of ``sids`` (sorted; of ``host``, in groups ``gids``) with start <= ts <= end."""
     parts: list[Points] = []
     for gid in gids:
         for (blob,) in conn.execute(
@@ -55,7 +64,7 @@ def raw_points(conn: sqlite3.Connection, host: str, gids: list[int], sids: I64,
     for ts_ms, blob in conn.execute(
         "SELECT ts_ms, data FROM frames WHERE host = ? AND ts_ms >= ? AND ts_ms <= ? AND sealed = 0",
         (host, start_ms, end_ms)):
-        parts.append(frame_points(ts_ms, blob))
+        parts.append(frame_subset(ts_ms, blob, sids))
     s, t, v = concat(parts)
     keep = np.isin(s, sids) & (t >= start_ms) & (t <= end_ms)
     return s[keep], t[keep], v[keep]
@@ -73,37 +82,40 @@ def last_per_series(points: Points) -> Points:
     return s[last], t[last], v[last]
 
 
-def rollup_rows(conn: sqlite3.Connection, table: str, gid: int, period_ms: int, bucket_ms: int,
+def rollup_rows(conn: sqlite3.Connection, table: str, gid: int, row_ms: int, bucket_ms: int,
                 start_ms: int, end_ms: int, kind: str,
                 raw: tuple[str, I64]) -> tuple[I64, I64, F64]:
     """Rollup cells ``(row = sid*8+stat, bucket_ms, value)`` for buckets in [start, end].
 
-    Periods without a stored rollup row (not yet rolled up) are computed from raw points.
+    Buckets before the writer's rollup cursor come from the stored rows (one per
+    ``row_ms``); the newer ones, not rolled up yet, are computed from raw points.
     """
-    first_period = (start_ms // period_ms) * period_ms
-    stored = {t0: blob for t0, blob in conn.execute(
-        f"SELECT t0_ms, data FROM {table} WHERE group_id = ? AND t0_ms >= ? AND t0_ms <= ?",
-        (gid, first_period, end_ms))}
+    found = conn.execute("SELECT value FROM store_state WHERE key = ?", (f"{table}_t0",)).fetchone()
+    rolled_ms = int(found[0]) if found is not None else 0
+    first = (start_ms // bucket_ms) * bucket_ms
     parts: list[Points] = []
-    host, sids = raw
-    period = first_period
-    while period <= end_ms:
-        blob = stored.get(period)
-        if blob is not None:
-            parts.append(block_points(blob))
-        else:
-            s, t, v = raw_points(conn, host, [gid], sids, period, period + period_ms - 1)
-            if len(s):
-                u_sids, inverse = np.unique(s, return_inverse=True)
-                u_ts, col = np.unique(t, return_inverse=True)
-                matrix = np.full((len(u_sids), len(u_ts)), np.nan)
-                present = np.zeros(matrix.shape, dtype=np.bool_)
-                matrix[inverse, col] = v
-                present[inverse, col] = True
-                rows, starts, out, have = rollup_points(u_sids, u_ts, matrix, present, bucket_ms, kind)
-                r, c = np.nonzero(have)
-                parts.append((rows[r], starts[c], out[r, c]))
-        period += period_ms
-    s, t, v = concat(parts)
-    keep = (t >= (start_ms // bucket_ms) * bucket_ms) & (t <= end_ms)
-    return s[keep], t[keep], v[keep]
+    if first < rolled_ms:
+        for (blob,) in conn.execute(
+            f"SELECT data FROM {table} WHERE group_id = ? AND t0_ms >= ? AND t0_ms <= ? ORDER BY t0_ms",
+            (gid, (first // row_ms) * row_ms, min(end_ms, rolled_ms))):
+            s, t, v = block_points(blob)
+            keep = (t < rolled_ms) & (t >= first) & (t <= end_ms)
+            parts.append((s[keep], t[keep], v[keep]))
+    raw_from = max(first, rolled_ms)
+    if raw_from <= end_ms:
+        host, sids = raw
+        s, t, v = raw_points(conn, host, [gid], sids, raw_from, end_ms)
+        if len(s):
+            u_sids, u_ts, matrix, present = _matrix(s, t, v)
+            parts.append(rollup_cells(u_sids, u_ts, matrix, present, bucket_ms, kind))
+    return concat(parts)
+
+
+def _matrix(s: I64, t: I64, v: F64) -> tuple[I64, I64, F64, npt.NDArray[np.bool_]]:
+    u_sids, inverse = np.unique(s, return_inverse=True)
+    u_ts, col = np.unique(t, return_inverse=True)
+    matrix = np.full((len(u_sids), len(u_ts)), np.nan)
+    present = np.zeros(matrix.shape, dtype=np.bool_)
+    matrix[inverse, col] = v
+    present[inverse, col] = True
+    return u_sids, u_ts, matrix, present

@@ -23,6 +23,7 @@ from fabric.records import ActionRecord, HostRecord, HostStatus, JobRecord, Port
 from store import rows
 from store.codec import F64, I64, decode_frame
 from store.ingest import ts_to_ms
+from store.maintenance import ROLLUP_ROWS
 from store.points import (
     EMPTY,
     Points,
@@ -42,7 +43,7 @@ AS_OF_WINDOW_MS = 600_000
 RAW_MAX_SPAN_S = 6 * 3600.0
 """series(resolution="auto") uses raw points up to this span, 1 min rollups up to 10 days, then 1 h."""
 ROLLUP_1M_MAX_SPAN_S = 10 * 86400.0
-_RESOLUTIONS = {"1m": ("rollup_1m", 3_600_000, 60_000), "1h": ("rollup_1h", 86_400_000, 3_600_000)}
+_RESOLUTIONS = {"1m": ("rollup_1m", 60_000), "1h": ("rollup_1h", 3_600_000)}
 
 _new_point = tuple.__new__
 
@@ -330,9 +331,9 @@ class StoreReader:
                 t, v = t[order], v[order]
                 ts_list, values = (t / 1000.0).tolist(), v.tolist()
                 return SeriesData("raw", ts_list, values, list(values), list(values))
-            table, period_ms, bucket_ms = _RESOLUTIONS[resolution]
+            table, bucket_ms = _RESOLUTIONS[resolution]
             kind = rollup_kind(metric)
-            cells = rollup_rows(self._conn, table, gid, period_ms, bucket_ms, start_ms, end_ms,
+            cells = rollup_rows(self._conn, table, gid, ROLLUP_ROWS[table], bucket_ms, start_ms, end_ms,
                                 kind, (host, sids))
             return _rollup_series(resolution, sid, cells, kind)
 

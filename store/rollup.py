@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from fabric.samples import METRICS
-from store.codec import BOOL, F64, I64, decimal_scales, encode_block
+from store.codec import BOOL, F64, I64, decimal_scales
 
 STATS = ("min", "sum", "max", "count", "p50", "p99")
 STAT_MIN, STAT_SUM, STAT_MAX, STAT_COUNT, STAT_P50, STAT_P99 = range(6)
@@ -98,12 +98,12 @@ def _sums(values: F64, edges: I64) -> F64:
     return fallback
 
 
-def encode_rollup(
+def rollup_cells(
     sids: I64, ts_ms: I64, values: F64, present: BOOL, bucket_ms: int, kind: str
-) -> bytes | None:
-    """The rollup block of a decoded raw block, or None when it holds no points."""
+) -> tuple[I64, I64, F64]:
+    """The rollup of a decoded raw block as cells ``(row = sid*8+stat, bucket_start_ms, value)``."""
     if not present.any():
-        return None
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float64)
     rows, starts, out, have = rollup_points(sids, ts_ms, values, present, bucket_ms, kind)
-    keep = have.any(axis=1)
-    return encode_block(rows[keep], starts, out[keep], have[keep])
+    r, c = np.nonzero(have)
+    return rows[r], starts[c], out[r, c]
