@@ -871,10 +871,12 @@ class FleetModel:
             delay_s=effects.slow_s.get(host, 0.0),
         )
 
-    def probe(self, src: NicKey, dst: NicKey, t: float, qpn: int, size_bytes: int = 2) -> ProbeEstimate:
+    def probe(
+        self, src: NicKey, dst: NicKey, t: float, qpn: int, size_bytes: int = 2, flow_label: int | None = None
+    ) -> ProbeEstimate:
         """What a perftest pair between two NICs measures at ``t``."""
         state, solution = self.solution(t)
-        return self.fabric.probe(state, solution, src, dst, qpn, size_bytes=size_bytes)
+        return self.fabric.probe(state, solution, src, dst, qpn, size_bytes=size_bytes, flow_label=flow_label)
 
     def job_factor(self, job_id: int, t: float) -> float:
         """Pace of a job's collectives at ``t`` (1: as fast as it offers)."""

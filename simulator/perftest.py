@@ -74,6 +74,7 @@ class PerftestArgs:
     report_gbits: bool = False
     rdma_cm: bool = False
     qps: int = 1
+    flow_label: int | None = None  # RoCE: sets the UDP source port, so the ECMP path
     server_host: str | None = None
 
     @property
@@ -95,11 +96,11 @@ _VALUE_FLAGS = {
     "-d": "device", "--ib-dev": "device", "-i": "ib_port", "--ib-port": "ib_port", "-x": "gid_index",
     "--gid-index": "gid_index", "-p": "port", "--port": "port", "-s": "size_bytes", "--size": "size_bytes",
     "-n": "iterations", "--iters": "iterations", "-D": "duration_s", "--duration": "duration_s",
-    "-q": "qps", "--qp": "qps",
+    "-q": "qps", "--qp": "qps", "--flow_label": "flow_label",
 }  # fmt: skip
 _SWITCH_FLAGS = {"-a": "all_sizes", "--all": "all_sizes", "--report_gbits": "report_gbits", "-R": "rdma_cm"}
 _IGNORED_FLAGS = {"-F", "--CPU-freq", "-b", "--bidirectional", "-c"}
-_IGNORED_VALUE_FLAGS = {"-m", "--mtu", "-t", "--tx-depth", "-r", "--rx-depth", "-Q", "--cq-mod", "--flow_label", "-S", "--sl", "-c", "--connection"}
+_IGNORED_VALUE_FLAGS = {"-m", "--mtu", "-t", "--tx-depth", "-r", "--rx-depth", "-Q", "--cq-mod", "-S", "--sl", "-c", "--connection"}
 
 
 def parse_perftest(argv: list[str]) -> PerftestArgs:
@@ -254,7 +255,7 @@ async def _run_pair(
     server_ep = _endpoint(model, server_nic, server_args, qpn_server, t)
     client_params = _params(model, client_args, client_nic, (client_ep,), (server_ep,))
     server_params = _params(model, server_args, server_nic, (server_ep,), (client_ep,))
-    estimate = model.probe(src, dst, t, qpn_client)
+    estimate = model.probe(src, dst, t, qpn_client, flow_label=client_args.flow_label)
     test = client_args.test
     if not estimate.reachable:
         await asyncio.sleep(0.05)
@@ -324,7 +325,7 @@ def _params(
 def _lat_row(
     model: FleetModel, src: tuple[str, int], dst: tuple[str, int], size: int, args: PerftestArgs, t: float, qpn: int
 ) -> LatRow:
-    estimate = model.probe(src, dst, t, qpn, size_bytes=size)
+    estimate = model.probe(src, dst, t, qpn, size_bytes=size, flow_label=args.flow_label)
     typical = estimate.latency_usec - (0.06 if args.test.startswith("ib_write") else 0.0)
     stdev = estimate.jitter_usec
     noise = unit_random(model.seed, "lat", src, dst, size, t)

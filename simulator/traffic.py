@@ -144,7 +144,11 @@ def roce_sport(lqpn: int, rqpn: int) -> int:
     v = (lqpn * rqpn) & 0xFFFFFFFFFFFFFFFF
     v ^= v >> 20
     v ^= v >> 40
-    flow_label = v & 0xFFFFF
+    return flow_label_sport(v & 0xFFFFF)
+
+
+def flow_label_sport(flow_label: int) -> int:
+    """UDP source port of a RoCEv2 packet with a non-zero GRH flow label (rdma_flow_label_to_udp_sport)."""
     low = (flow_label & 0x3FFF) ^ ((flow_label & 0xFC000) >> 14)
     return (low | 0xC000) & 0xFFFF
 
@@ -576,15 +580,28 @@ class Fabric:
     # ------------------------------------------------------------------ probes
 
     def probe(
-        self, state: NetState, sol: Solution, src: NicKey, dst: NicKey, qpn: int, *, size_bytes: int = 2
+        self,
+        state: NetState,
+        sol: Solution,
+        src: NicKey,
+        dst: NicKey,
+        qpn: int,
+        *,
+        size_bytes: int = 2,
+        flow_label: int | None = None,
     ) -> ProbeEstimate:
-        """Latency (for ``size_bytes`` messages) and bandwidth from NIC ``src`` to NIC ``dst``."""
+        """Latency (for ``size_bytes`` messages) and bandwidth from NIC ``src`` to NIC ``dst``.
+
+        ``flow_label`` (perftest ``--flow_label``) sets the UDP source port, and so the ECMP path,
+        instead of the QP numbers.
+        """
         effects = state.effects
         configs = {s: self.default_config(s) for s in self.topology.switches}
         configs.update(dict(state.configs))
         nic_port, _ = self.cabling(effects)
         up = {end: cap > 0 for end, cap in sol.capacity.items()}
-        flow = Flow(0, src[1], 0, src[0], dst[0], qpn, qpn + 1, roce_sport(qpn, qpn + 1), 0.0)
+        sport = roce_sport(qpn, qpn + 1) if flow_label is None else flow_label_sport(flow_label)
+        flow = Flow(0, src[1], 0, src[0], dst[0], qpn, qpn + 1, sport, 0.0)
         path, _ = self._probe_route(flow, src, dst, state, configs, nic_port, up)
         reverse_path, _ = self._probe_route(flow, dst, src, state, configs, nic_port, up)
         switches = tuple(end[0] for end in path[1:])

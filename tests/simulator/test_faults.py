@@ -239,3 +239,13 @@ def test_ssh_behaviour_faults_change_no_view(kind: str, params: dict[str, float]
     assert faulty.behaviour("gpu002", 5.0) == base.behaviour("gpu002", T)
     for node in ("gpu002", "gpu003", *BYSTANDERS):
         assert faulty.node_view(node, T) == base.node_view(node, T)
+
+
+def test_flow_labels_probe_every_spine_and_find_the_lossy_one() -> None:
+    _, faulty = pair(fault("spine_loss", "spine01", rate=0.01))
+    seen: dict[str, set[bool]] = {}
+    for label in range(1, 33):
+        estimate = faulty.probe(("gpu004", 2), ("gpu008", 2), T, 0x500, flow_label=label)
+        spine = estimate.switches[1]
+        seen.setdefault(spine, set()).add(estimate.loss > 0)
+    assert seen == {"spine01": {True}, "spine02": {False}}
