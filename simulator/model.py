@@ -18,6 +18,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import hostlist
 
@@ -296,6 +297,16 @@ class HostBehaviour:
     delay_s: float = 0.0
 
 
+class StateKey(NamedTuple):
+    """What makes two instants' network states equal: the cache key of traffic solutions."""
+
+    active: frozenset[int]  # indices of active faults
+    escalated: frozenset[int]  # pfc_storm faults past their escalation
+    configs: tuple[tuple[str, SwitchConfig], ...]  # switches whose applied config differs from default
+    collision: frozenset[str]  # leaves whose ECMP collision is in effect
+    restarting: frozenset[str]  # switches restarting switchd
+
+
 @dataclass(frozen=True, slots=True)
 class AppliedConfig:
     t: float
@@ -321,7 +332,7 @@ class FleetModel:
         self.history: dict[str, list[tuple[int, str, str]]] = {}
         """Applied configuration revisions per switch: (revision, date, message)."""
         self._fault_times = fault_rules.boundaries(scenario.faults)
-        self._solutions: dict[tuple[object, ...], tuple[NetState, Solution]] = {}
+        self._solutions: dict[StateKey, tuple[NetState, Solution]] = {}
 
     # ------------------------------------------------------------------ time
 
@@ -371,7 +382,7 @@ class FleetModel:
     def effects(self, t: float) -> FaultEffects:
         return fault_rules.effects(self.scenario.faults, self.topology, t)
 
-    def _state_key(self, t: float) -> tuple[object, ...]:
+    def _state_key(self, t: float) -> StateKey:
         faults = self.scenario.faults
         active = frozenset(i for i, f in enumerate(faults) if f.active(t))
         escalated = frozenset(
@@ -392,19 +403,15 @@ class FleetModel:
             and _same_hash(self.switch_config(f.target, t), self.switch_config(f.target, f.at),
                            ignore_fields=f.param("survives_hash_fields") > 0)
         )
-        return (active, escalated, configs, collision, self.restarting(t))
+        return StateKey(active, escalated, configs, collision, self.restarting(t))
 
     def solution(self, t: float) -> tuple[NetState, Solution]:
         """The traffic model's steady state at ``t`` (cached per distinct network state)."""
         key = self._state_key(t)
         cached = self._solutions.get(key)
         if cached is None:
-            _, _, configs, collision, restarting = key
             state = NetState(
-                effects=self.effects(t),
-                configs=configs,  # type: ignore[arg-type]
-                collision=collision,  # type: ignore[arg-type]
-                restarting=restarting,  # type: ignore[arg-type]
+                effects=self.effects(t), configs=key.configs, collision=key.collision, restarting=key.restarting
             )
             cached = (state, self.fabric.solve(state))
             if len(self._solutions) > 64:
@@ -759,7 +766,6 @@ class FleetModel:
 
     def _port_peer(self, switch: str, index: int, effects: FaultEffects) -> tuple[str, str, str] | None:
         """(host, port, description) at the other end of a switch port's cable, after miswires."""
-        port = self.topology.port_name(switch, index)
         if switch in self.topology.spines:
             uplink = self.topology.spine_port_leaf(switch, index)
             return uplink.leaf, uplink.leaf_port, f"downlink to {uplink.leaf}"
@@ -773,7 +779,6 @@ class FleetModel:
         for nic, owner in effects.swapped.items():
             if owner == (designed, rail):
                 return nic[0], nic_name(nic[1]), f"{nic[0]}:{nic_name(nic[1])}"
-        _ = port
         return designed, nic_name(rail), f"{designed}:{nic_name(rail)}"
 
     def _port_view(
@@ -799,7 +804,11 @@ class FleetModel:
                 up = solution.capacity.get(end, 0.0) > 0 and switch not in self.restarting(t)
                 speed = effects.rate_gbps.get(cable, self.scenario.fabric.link_gbps)
         rates = solution.rates.get(end, {})
-        pause3 = lambda key: tuple(int(totals.get(key, 0.0)) if p == 3 else 0 for p in range(8))  # noqa: E731
+
+        def pause3(key: str) -> tuple[int, ...]:
+            """Per priority 0..7: RoCE's PFC priority 3 carries every pause."""
+            return tuple(int(totals.get(key, 0.0)) if p == 3 else 0 for p in range(8))
+
         tx_gbps = solution.actual.get(end, 0.0) if up else 0.0
         rx_bps = rates.get("rx_bytes", 0.0) * 8 if up else 0.0
         return SwitchPortView(
