@@ -8,6 +8,7 @@ import pytest
 from sim_helpers import START, small_model
 
 from simulator.model import FleetModel
+from simulator.scenario import builtin_scenarios, load_scenario
 from simulator.traffic import PKT_BYTES
 
 
@@ -109,3 +110,26 @@ def test_topology_names_and_cabling() -> None:
     leaf = model.switch_view("leaf01", 1.0)
     assert [p.name for p in leaf.ports] == ["swp1", "swp2", "swp3", "swp4", "swp5", "swp6"]
     assert leaf.ports[4].description == "uplink to spine01"
+
+
+@pytest.mark.parametrize("name", sorted(builtin_scenarios()))
+def test_every_builtin_scenario_keeps_counters_monotonic(name: str) -> None:
+    """Across each fault's start (and the storm's escalation), no counter of any machine goes back."""
+    model = FleetModel(load_scenario(name), start_unix=START)
+    times = sorted({0.0, 1.0, 600.0, *(t for f in model.scenario.faults for t in (f.at, f.at + 0.5, f.at + 9.0))})
+    previous: dict[str, dict[str, int]] = {}
+    for t in times:
+        current: dict[str, dict[str, int]] = {}
+        for node in model.topology.nodes:
+            for nic in model.node_view(node, t).nics:
+                current[f"{node}:{nic.name}"] = {**nic.counters, **nic.hw_counters, **nic.ethtool}
+        for switch in model.topology.switches:
+            for port in model.switch_view(switch, t).ports:
+                current[f"{switch}:{port.name}"] = {
+                    "rx_bytes": port.rx_bytes, "tx_bytes": port.tx_bytes, "ecn": port.ecn_marked,
+                    "rx_pause": sum(port.rx_pfc_pause), "tx_pause": sum(port.tx_pfc_pause),
+                }  # fmt: skip
+        for key, values in previous.items():
+            for counter, value in values.items():
+                assert current[key][counter] >= value, (name, t, key, counter)
+        previous = current
