@@ -53,9 +53,13 @@ def _speeds(reader: StoreReader, leaf: str, ports: Collection[str]) -> dict[str,
     return speeds
 
 
-def leaf_balances(reader: StoreReader, inventory: Inventory, thresholds: EcmpThresholds, *, start: float,
-                  end: float, leaves: Sequence[str] | None = None) -> list[LeafBalance]:
-    """Every leaf's (or ``leaves``') uplink balance over [start, end] from the stored switch series."""
+def leaf_balances(reader: StoreReader, inventory: Inventory, thresholds: EcmpThresholds, *, window_s: float,
+                  end: float | None = None, leaves: Sequence[str] | None = None) -> list[LeafBalance]:
+    """Every leaf's (or ``leaves``') uplink balance over the last ``window_s`` of its stored switch series.
+
+    The window ends at the leaf's newest sample (at most ``end``): leaves are
+    polled independently, so one slow poll must not cut another leaf's window.
+    """
     spines = {h.name for h in inventory.by_role("spine")}
     nodes = {h.name for h in inventory.nodes}
     jobs = reader.jobs()
@@ -65,9 +69,12 @@ def leaf_balances(reader: StoreReader, inventory: Inventory, thresholds: EcmpThr
         ports = reader.ports(leaf)
         uplinks = {p.device: p.peer_host for p in ports if p.peer_host in spines}
         speeds = _speeds(reader, leaf, uplinks)
+        newest = [p.ts for p in reader.latest(hosts=[leaf], metrics=["sw_tx_gbps"]) if p.device in uplinks]
+        leaf_end = min(max(newest, default=end or 0.0), end if end is not None else float("inf"))
+        start = leaf_end - window_s
         members = []
         for port, spine in sorted(uplinks.items()):
-            data = reader.series(leaf, "sw_tx_gbps", port, "", start=start, end=end, resolution="raw")
+            data = reader.series(leaf, "sw_tx_gbps", port, "", start=start, end=leaf_end, resolution="raw")
             members.append(UplinkSeries(port, spine, speeds.get(port, 0.0), tuple(data.ts), tuple(data.avg)))
         on_leaf = {p.peer_host for p in ports if p.peer_host in nodes}
         balances.append(assess_leaf(leaf, members, thresholds, jobs_across(on_leaf, jobs)))

@@ -51,6 +51,8 @@ from store.reader import StoreReader
 from store.writer import StoreWriter
 
 _DEFAULTS = EcmpThresholds()
+RECENT_S = 30.0
+"""Switch data newer than this (or than the window) is used as it is; older: collect a window first."""
 
 
 def _window_options(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -91,7 +93,7 @@ def _fresh_store(inventory: Inventory, writer: StoreWriter, reader: StoreReader,
     """Collect one window from the switches when the store has no uplink data that recent."""
     leaves = [h.name for h in inventory.by_role("leaf")]
     age = switch_data_age_s(reader, leaves, time.time())
-    if age is not None and age <= max(2 * interval_s, 5.0):
+    if age is not None and age <= max(window_s, RECENT_S):
         return
     seen = "no switch data in the store" if age is None else f"the newest switch data is {age:.0f} s old"
     click.echo(f"fleet: {seen}: collecting {window_s:g} s from the switches first", err=True)
@@ -100,22 +102,14 @@ def _fresh_store(inventory: Inventory, writer: StoreWriter, reader: StoreReader,
         fail("the store did not take the collected samples within 30 s")
 
 
-def _newest(inventory: Inventory, reader: StoreReader) -> float:
-    """The time of the newest uplink sample: windows end there, so a short collection is judged whole."""
-    now = time.time()
-    age = switch_data_age_s(reader, [h.name for h in inventory.by_role("leaf")], now)
-    return now - (age or 0.0)
-
-
 def _balances(inventory: Inventory, db_path: Path | None, window_s: float, interval_s: float,
               thresholds: EcmpThresholds, leaves: list[str]) -> tuple[list[LeafBalance], Path]:
     path = db_path_or_default(db_path)
     writer = StoreWriter(path).start()
     try:
-        reader = StoreReader(path)
-        _fresh_store(inventory, writer, reader, window_s, interval_s)
-        end = _newest(inventory, reader)
-        return leaf_balances(reader, inventory, thresholds, start=end - window_s, end=end, leaves=leaves), path
+        _fresh_store(inventory, writer, StoreReader(path), window_s, interval_s)
+        reader = StoreReader(path)  # a new read connection sees what was just collected
+        return leaf_balances(reader, inventory, thresholds, window_s=window_s, leaves=leaves), path
     finally:
         writer.close()
 
@@ -210,9 +204,8 @@ async def _apply(inventory: Inventory, writer: StoreWriter, reader: StoreReader,
     host = inventory.host(leaf)
     pool = SshPool(inventory.hosts, known_hosts=inventory.known_hosts)
     try:
-        end = _newest(inventory, reader)
-        balance = leaf_balances(reader, inventory, settings.thresholds, start=end - settings.window_s,
-                                end=end, leaves=[leaf])[0]
+        balance = leaf_balances(reader, inventory, settings.thresholds, window_s=settings.window_s,
+                                leaves=[leaf])[0]
         leaf_plan = await plan_leaf(pool, host, balance)
         if not leaf_plan.snapshot.reachable:
             fail(f"cannot read {leaf}'s configuration: {leaf_plan.snapshot.reason}")
@@ -264,8 +257,8 @@ def apply(inventory_path: Path | None, db_path: Path | None, leaf: str, remedy_i
     path = db_path_or_default(db_path)
     writer = StoreWriter(path).start()
     try:
-        reader = StoreReader(path)
-        _fresh_store(inventory, writer, reader, window_s, interval_s)
+        _fresh_store(inventory, writer, StoreReader(path), window_s, interval_s)
+        reader = StoreReader(path)  # a new read connection sees what was just collected
         document = asyncio.run(_apply(inventory, writer, reader, leaf, remedy_id, yes, settings))
     finally:
         writer.flush(timeout=30)

@@ -1,0 +1,89 @@
+"""`fleet ecmp status|apply` and `fleet audit` against the simulator's `ecmp` scenario, over real SSH.
+
+The simulator's leaf01 sends every cross-rack flow to one spine uplink; fleet
+must find it from switch counters alone, fix it on the canary, prove it, and
+roll back a remedy the switch's hash ignores.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+from helpers.simfleet import running_fleet
+
+from console.cli import main
+from simulator.scenario import SCENARIO_DIR, load_scenario, parse_scenario
+
+SHORT = ["--window", "6", "--interval", "0.5", "--sustain", "3"]
+APPLY = ["--window", "3", "--interval", "0.5", "--sustain", "2"]
+
+
+async def fleet(*args: str, env: dict[str, str] | None = None) -> Result:
+    runner = CliRunner()
+    return await asyncio.to_thread(runner.invoke, main, list(args), env=env, catch_exceptions=False)
+
+
+def test_apply_is_refused_in_read_only_mode_before_touching_anything(tmp_path: Path) -> None:
+    runner = CliRunner()
+    for args, env in ((["--read-only"], {}), ([], {"FLEET_READ_ONLY": "1"})):
+        result = runner.invoke(main, ["ecmp", "apply", "--leaf", "leaf01", "--yes", "--inventory",
+                                      str(tmp_path / "none.toml"), "--db", str(tmp_path / "f.db"), *args],
+                               env={"XDG_CONFIG_HOME": str(tmp_path), **env})
+        assert result.exit_code == 1
+        assert "refused: read-only mode" in result.output
+
+
+@pytest.mark.timeout(60)
+async def test_status_flags_only_the_colliding_leaf_and_apply_fixes_it_with_an_audit_trail(tmp_path: Path) -> None:
+    db = str(tmp_path / "fleet.db")
+    async with running_fleet(load_scenario("ecmp"), tmp_path / "sim") as inventory:
+        common = ["--inventory", str(inventory), "--db", db]
+        status = await fleet("ecmp", "status", *common, *SHORT, "--json")
+        assert status.exit_code == 0, status.output
+        document = json.loads(status.stdout)
+        assert document["flagged"] == ["leaf01"], json.dumps(document["leaves"][0])
+        leaf01 = document["leaves"][0]
+        assert leaf01["imbalance"] > 3 and leaf01["jobs"] == ["5101", "5102"]
+        applied = await fleet("ecmp", "apply", "--leaf", "leaf01", "--yes", *common, *APPLY, "--json")
+    assert applied.exit_code == 0, applied.output
+    outcome = json.loads(applied.stdout)
+    assert outcome["state"] == "kept" and outcome["remedy"] == "hash-fields"
+    assert outcome["after"]["imbalanced_now"] is False
+    assert outcome["after"]["imbalance"] < outcome["before"]["imbalance"]
+    audit = json.loads((await fleet("audit", "--db", db, "--json")).stdout)["actions"]
+    steps = [a["step"] for a in audit]
+    assert steps == ["snapshot", "measure", "apply", "verify", "verdict"]
+    assert all(a["target"] == "leaf01" and "@" in a["actor"] for a in audit)
+    assert "nv show system forwarding" in audit[0]["commands"]
+    assert audit[2]["commands"][0] == "nv set system forwarding ecmp-hash ingress-interface on"
+    assert audit[-1]["verdict"].startswith("kept hash-fields on leaf01")
+    assert audit[-1]["before"]["balance"]["imbalance"] > audit[-1]["after"]["balance"]["imbalance"]
+
+
+@pytest.mark.timeout(60)
+async def test_a_remedy_the_hash_ignores_is_rolled_back_and_the_audit_says_why(tmp_path: Path) -> None:
+    text = (SCENARIO_DIR / "ecmp.toml").read_text().replace('target = "leaf01"',
+                                                              'target = "leaf01"\nsurvives_hash_fields = 1')
+    scenario = parse_scenario(text, source="ecmp-sticky.toml")
+    db = str(tmp_path / "fleet.db")
+    async with running_fleet(scenario, tmp_path / "sim") as inventory:
+        common = ["--inventory", str(inventory), "--db", db]
+        applied = await fleet("ecmp", "apply", "--leaf", "leaf01", "--remedy", "hash-fields", "--yes", *common,
+                              *APPLY, "--json")
+        plan = await fleet("ecmp", "plan", "--leaf", "leaf01", *common, *APPLY, "--json")
+    assert applied.exit_code == 1, applied.output
+    outcome = json.loads(applied.stdout)
+    assert outcome["state"] == "rolled-back"
+    assert "still imbalanced" in outcome["verdict"]
+    assert "configuration read back matches the snapshot" in outcome["verdict"]
+    audit = json.loads((await fleet("audit", "--db", db, "--json")).stdout)["actions"]
+    assert [a["step"] for a in audit] == ["snapshot", "measure", "apply", "verify", "rollback", "verdict"]
+    assert audit[4]["action"] == "ecmp.rollback"
+    assert audit[4]["commands"][0] == "nv set system forwarding ecmp-hash ingress-interface off"
+    assert audit[-1]["verdict"].startswith("rolled back hash-fields on leaf01: still imbalanced")
+    config = json.loads(plan.stdout)["plans"][0]["config"]
+    assert "ingress-interface" not in config["ecmp_fields"]
