@@ -1,0 +1,49 @@
+"""`fleet bench collect --nodes 4 --json`: every measurement is there, measured on a real simulator."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from collectors.inventory import InventoryHost
+from console.cli.bench_collect import ssh_config_for
+
+
+@pytest.mark.timeout(90)
+def test_bench_collect_json_shape_on_four_nodes() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", "from console.cli import main; main()", "bench", "collect", "--nodes", "4",
+         "--window", "2", "--json"], capture_output=True, text=True, timeout=80, check=False)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["nodes"] == 4
+    assert result["round_command"] == "grep -H . /sys/class/infiniband/*/ports/*/counters/*"
+    for key in ("round_new_connections", "round_open_connections"):
+        measured = result[key]
+        assert measured["hosts_ok"] == 4
+        assert measured["wall_s"] > 0 and measured["collector_cpu_s"] > 0
+        assert measured["output_bytes"] > 4 * 1000  # every node's counters came back
+    stream = result["stream"]
+    assert stream["nodes_streaming"] == 4 and stream["lines_per_s"] > 0 and stream["samples_per_s"] > 0
+    assert 0 < stream["collector_cpu_s_per_s"] < 2
+    clush = result["clush"]
+    if clush["available"]:
+        assert clush["hosts_ok"] == 4 and clush["exit_status"] == 0, clush
+        assert result["ratios"]["clush_over_open_wall"] > 0
+    else:
+        assert clush["reason"] and result["ratios"]["clush_over_open_wall"] is None
+    assert set(result["targets_met"]) == {"open_round_wall", "stream_cpu", "clush_ratio"}
+
+
+def test_ssh_config_names_each_hosts_own_port() -> None:
+    hosts = (InventoryHost("gpu001", "node", "127.42.0.1", 40001, "fleet", identity_file=Path("/k/id")),
+             InventoryHost("gpu002", "node", "127.42.0.2", 40002, "fleet", identity_file=Path("/k/id")))
+    text = ssh_config_for(hosts, Path("/k/known_hosts"))
+    blocks = text.split("Host ")
+    assert "gpu001\n  HostName 127.42.0.1\n  Port 40001\n  User fleet\n  IdentityFile /k/id" in blocks[1]
+    assert "Port 40002" in blocks[2]
+    assert "UserKnownHostsFile /k/known_hosts" in text and "StrictHostKeyChecking yes" in text
