@@ -1,0 +1,62 @@
+"""The diagnosis' input read from the store: the fleet over one window, as plain data.
+
+No rule lives here (fabric.diagnosis judges); this module only reads: the
+newest value of every series and its first value in the window (for deltas
+and rates), host states, events, probes, jobs, port records, the cabling plan,
+the discovered topology and its comparison with the plan, and the leaf uplinks'
+throughput series for the ECMP rule.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from collectors.inventory import CablingRow
+from fabric.diagnosis import DiagnosisInput, Reading, SeriesId
+from fabric.states import HostState
+from fabric.topology import PlannedCable, build_graph, compare
+from store.reader import StoreReader
+
+FIRST_VALUE_STEPS = 12
+"""The window is scanned at this many instants for each series' first value: a host that started
+answering inside the window still gets a starting point for its deltas."""
+BASELINE_PROBES = 5000
+"""Probes before the window kept as the latency baseline (newest first)."""
+
+
+def read_input(reader: StoreReader, *, window_s: float, end_ts: float | None = None,
+               cabling: Sequence[CablingRow] = ()) -> DiagnosisInput:
+    """The fleet over the ``window_s`` seconds up to ``end_ts`` (default: the newest data)."""
+    span = reader.time_span()
+    end = end_ts if end_ts is not None else (span[1] if span else time.time())
+    start = end - window_s
+    newest = reader.latest() if end_ts is None else reader.as_of(end)
+    latest: dict[SeriesId, Reading] = {(p.host, p.metric, p.device, p.port): Reading(p.ts, p.value) for p in newest}
+    first: dict[SeriesId, Reading] = {}
+    scan_from = max(start, span[0]) if span else start
+    for i in range(FIRST_VALUE_STEPS):
+        at = scan_from + (end - scan_from) * i / (FIRST_VALUE_STEPS - 1)
+        for p in reader.as_of(at):
+            first.setdefault((p.host, p.metric, p.device, p.port), Reading(p.ts, p.value))
+        if len(first) >= len(latest):
+            break
+    roles = {h.name: h.role for h in reader.hosts()}
+    ports = reader.ports()
+    statuses = reader.host_statuses(as_of=end_ts)
+    silent = [h for h, s in statuses.items() if s.state in (HostState.UNREACHABLE, HostState.HUNG)]
+    plan = [PlannedCable(row.node, row.nic, row.switch, row.port) for row in cabling]
+    graph = build_graph(ports, roles)
+    uplinks: dict[tuple[str, str], tuple[tuple[float, ...], tuple[float, ...]]] = {}
+    for link in graph.uplinks():
+        series = reader.series(link.a.host, "sw_tx_gbps", link.a.port, "", start=start, end=end)
+        if series.ts:
+            uplinks[(link.a.host, link.a.port)] = (tuple(series.ts), tuple(series.avg))
+    return DiagnosisInput(
+        start_ts=start, end_ts=end, latest=latest, first=first, statuses=statuses,
+        events=reader.events(since=start, until=end, limit=10_000),
+        probes=reader.probes(since=start, until=end, limit=10_000),
+        baseline_probes=reader.probes(until=start, limit=BASELINE_PROBES),
+        roles=roles, ports=ports, plan=plan, graph=graph, comparison=compare(graph, plan, silent=silent),
+        jobs=reader.jobs(as_of=end_ts), uplink_tx_gbps=uplinks,
+    )

@@ -1,0 +1,126 @@
+"""Congestion control and load spreading: pfc_storm, ecn_not_working, ecmp_imbalance.
+
+DOMAIN.md: a NIC that sends pause frames non-stop (a stuck receiver) freezes
+its leaf port and, through the leaf's shared buffer, its neighbours; DCQCN
+works when ECN-marked packets are answered by CNPs and senders act on them.
+Marks without CNPs, CNPs ignored, or pauses rising while CNPs stay at zero
+mean congestion control is not working and PFC does all the work.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import replace
+
+from fabric.ecmp import UplinkSeries, assess_leaf
+from fabric.events import Finding, Severity
+from fabric.rules.context import Context, rounded
+
+
+def rules(ctx: Context) -> list[Finding]:
+    storms = _storms(ctx)
+    ctx.flagged_nics |= {(f.node, f.nic) for f in storms}
+    storm_leaves = {f.switch for f in storms if f.switch}
+    found = storms + _ecn(ctx, storm_leaves) + _ecmp(ctx)
+    return found
+
+
+def _storms(ctx: Context) -> list[Finding]:
+    found = []
+    for node, nic, port in ctx.nic_ports():
+        tx_pause = ctx.rate_or_gauge(node, "tx_prio3_pause", "tx_pause_per_s", nic, port) or 0.0
+        warnings = ctx.value(node, "tx_pause_storm_warning_events", nic, port) or 0.0
+        errors = ctx.value(node, "tx_pause_storm_error_events", nic, port) or 0.0
+        if tx_pause < ctx.t.storm_tx_pause_per_s and not warnings and not errors:
+            continue
+        found.append(ctx.nic_finding(
+            "pfc_storm", Severity.CRITICAL, node, nic,
+            {"tx_pause_per_s": rounded(tx_pause), "storm_tx_pause_per_s": ctx.t.storm_tx_pause_per_s,
+             "storm_warning_events": warnings, "storm_error_events": errors,
+             "rx_discards_in_window": ctx.delta(node, "rx_discards_phy", nic, port)},
+            "The NIC pauses its leaf port without end: usually a stuck receiver (hung host, PCIe trouble, a "
+            "dead process holding buffers). Check dmesg and the NIC's discards, drain the node, keep the "
+            "leaf's PFC watchdog on so one NIC cannot freeze its neighbours."))
+    return found
+
+
+def _ecn(ctx: Context, storm_leaves: set[str]) -> list[Finding]:
+    t = ctx.t
+    found = []
+    quiet_by_leaf: dict[str, list[tuple[str, str, float]]] = defaultdict(list)
+    for node, nic, port in ctx.nic_ports():
+        if (node, nic) in ctx.flagged_nics:
+            continue
+        marked = ctx.rate_or_gauge(node, "np_ecn_marked_roce_packets", "ecn_marked_per_s", nic, port) or 0.0
+        sent = ctx.rate_or_gauge(node, "np_cnp_sent", "cnp_sent_per_s", nic, port) or 0.0
+        handled = ctx.rate_or_gauge(node, "rp_cnp_handled", "cnp_handled_per_s", nic, port) or 0.0
+        ignored = ctx.rate(node, "rp_cnp_ignored", nic, port) or 0.0
+        paused = ctx.rate_or_gauge(node, "rx_prio3_pause", "rx_pause_per_s", nic, port) or 0.0
+        evidence = {"ecn_marked_per_s": rounded(marked), "cnp_sent_per_s": rounded(sent),
+                    "cnp_handled_per_s": rounded(handled), "cnp_ignored_per_s": rounded(ignored),
+                    "rx_pause_per_s": rounded(paused)}
+        np_off = marked >= t.ecn_marked_min_per_s and sent < t.cnp_to_mark_min_ratio * marked
+        rp_off = ignored >= t.cnp_ignored_min_per_s
+        if np_off or rp_off:
+            side = "answers no ECN mark with a CNP" if np_off else "ignores the CNPs it receives"
+            found.append(ctx.nic_finding(
+                "ecn_not_working", Severity.WARNING, node, nic, evidence,
+                f"The NIC {side}: DCQCN is off on it. Check `mlnx_qos`/`cma_roce_tos` and the "
+                "roce_np/roce_rp enable flags (sysfs ecn/roce_np/enable/3, ecn/roce_rp/enable/3) and push "
+                "the fleet's flow-control template."))
+        elif paused >= t.pause_without_cnp_per_s and sent + handled < t.cnp_idle_per_s and marked < t.cnp_idle_per_s:
+            leaf, _ = ctx.switch_end(node, nic)
+            if leaf and leaf not in storm_leaves:
+                quiet_by_leaf[leaf].append((node, nic, paused))
+    for leaf, nics in sorted(quiet_by_leaf.items()):
+        if len(nics) < t.ecn_switch_min_nics:
+            continue
+        found.append(Finding(
+            "ecn_not_working", Severity.WARNING, switch=leaf,
+            evidence={"nics_pausing_without_cnp": len(nics),
+                      "rx_pause_per_s_max": rounded(max(p for _, _, p in nics)),
+                      "sw_ecn_marked_per_s": rounded(_switch_marks(ctx, leaf))},
+            next_step="NICs behind this leaf are paused while no ECN mark or CNP flows: the leaf does not "
+                      "ECN-mark the RoCE queue. Check its WRED/ECN profile on the RoCE traffic class."))
+    return found
+
+
+def _switch_marks(ctx: Context, switch: str) -> float:
+    return sum(ctx.rate(switch, "sw_ecn_marked", device, port) or 0.0
+               for (host, device, port) in ctx.each("sw_ecn_marked") if host == switch)
+
+
+def _ecmp(ctx: Context) -> list[Finding]:
+    """Uplink imbalance per leaf, judged by fabric.ecmp over the window's samples."""
+    window_s = max(0.0, ctx.data.end_ts - ctx.data.start_ts)
+    thresholds = replace(ctx.t.ecmp, sustain_s=min(ctx.t.ecmp.sustain_s, window_s))
+    by_leaf: dict[str, list[UplinkSeries]] = defaultdict(list)
+    spine_of = {(link.a.host, link.a.port): link.b.host for link in ctx.data.graph.uplinks()}
+    for (leaf, port), (ts, gbps) in sorted(ctx.data.uplink_tx_gbps.items()):
+        spine = spine_of.get((leaf, port), "")
+        by_leaf[leaf].append(UplinkSeries(port, spine, _speed_gbps(ctx, leaf, port), ts, gbps))
+    found = []
+    for leaf, uplinks in sorted(by_leaf.items()):
+        balance = assess_leaf(leaf, uplinks, thresholds, ctx.jobs_behind(leaf))
+        if not balance.flagged:
+            continue
+        found.append(Finding(
+            "ecmp_imbalance", Severity.WARNING, switch=leaf, port=balance.hot_port,
+            job=",".join(balance.jobs),
+            evidence={"imbalance_max_over_mean": round(balance.imbalance, 3),
+                      "hot_spine": balance.hot_spine, "hot_util_pct": round(balance.hot_util_pct, 1),
+                      "spread_gbps": round(balance.spread_gbps, 1),
+                      "uplinks_tx_gbps": {u.port: round(u.tx_gbps, 1) for u in balance.uplinks}},
+            next_step="Flows collide on one spine uplink. Least disruptive first: more QPs per connection "
+                      "(NCCL_IB_QPS_PER_CONNECTION) for the next job, then more hash fields, a new hash seed, "
+                      "adaptive routing (`fleet ecmp` plans and applies these)."))
+    return found
+
+
+def _speed_gbps(ctx: Context, switch: str, port: str) -> float:
+    """Port speed from the switch's own utilization (util = max(rx, tx) / speed), else the fleet's rate."""
+    util = ctx.value(switch, "sw_util_pct", port)
+    busiest = max(ctx.value(switch, "sw_tx_gbps", port) or 0.0, ctx.value(switch, "sw_rx_gbps", port) or 0.0)
+    if util and util > 1.0 and busiest > 0:
+        return round(busiest * 100.0 / util)
+    return ctx.expected_rate_gbps() or 0.0

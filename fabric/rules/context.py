@@ -1,0 +1,167 @@
+"""What the diagnosis rules read: the fleet over one window, and helpers to ask it questions.
+
+``DiagnosisInput`` is plain data the collectors side builds from the store
+(``collectors.diagnose_input``); ``Context`` indexes it once for the rules.
+Deltas and rates come from the first and the last value of each series in the
+window, never from one sample, so a single late or missing sample does not
+make or hide a finding. A counter that went down was reset (driver reload):
+the delta is then its new value (fabric.rates does the same).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from fabric.events import Event, Finding, Severity
+from fabric.records import HostStatus, JobRecord, PortRecord, ProbeRecord
+from fabric.rules.thresholds import Thresholds
+from fabric.topology import Endpoint, FabricGraph, PlannedCable, TopologyComparison
+
+SeriesId = tuple[str, str, str, str]
+"""(host, metric, device, port), as the store names a series."""
+
+PORT_ACTIVE = 4.0
+"""IB port state ACTIVE (``port_state``)."""
+PHYS_LINK_UP = 5.0
+"""Physical state LinkUp (``phys_state``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """One value of a series at ``ts`` (unix seconds)."""
+
+    ts: float
+    value: float
+
+
+@dataclass(frozen=True, slots=True)
+class DiagnosisInput:
+    """The fleet over ``[start_ts, end_ts]`` (unix seconds).
+
+    ``latest``: newest value of each series; ``first``: its earliest value in
+    the window (or the last before it). ``uplink_tx_gbps``: transmit
+    throughput series ``(ts, gbps)`` of the leaf uplinks, keyed (leaf, port).
+    ``baseline_probes``: probes before the window, to compare latencies with.
+    """
+
+    start_ts: float
+    end_ts: float
+    latest: Mapping[SeriesId, Reading] = field(default_factory=dict)
+    first: Mapping[SeriesId, Reading] = field(default_factory=dict)
+    statuses: Mapping[str, HostStatus] = field(default_factory=dict)
+    events: Sequence[Event] = ()
+    probes: Sequence[ProbeRecord] = ()
+    baseline_probes: Sequence[ProbeRecord] = ()
+    roles: Mapping[str, str] = field(default_factory=dict)
+    ports: Sequence[PortRecord] = ()
+    plan: Sequence[PlannedCable] = ()
+    graph: FabricGraph = field(default_factory=lambda: FabricGraph((), (), (), (), ()))
+    comparison: TopologyComparison = field(default_factory=TopologyComparison)
+    jobs: Sequence[JobRecord] = ()
+    uplink_tx_gbps: Mapping[tuple[str, str], tuple[tuple[float, ...], tuple[float, ...]]] = field(
+        default_factory=dict)
+
+
+class Context:
+    """Indexes of one ``DiagnosisInput`` for the rules."""
+
+    def __init__(self, data: DiagnosisInput, thresholds: Thresholds) -> None:
+        self.data = data
+        self.t = thresholds
+        self._by_metric: dict[str, dict[tuple[str, str, str], Reading]] = defaultdict(dict)
+        for (host, metric, device, port), reading in data.latest.items():
+            self._by_metric[metric][(host, device, port)] = reading
+        self.plan_by_nic = {(c.node, c.nic): c for c in data.plan}
+        self.plan_by_switch_port = {(c.switch, c.port): c for c in data.plan}
+        self.job_of: dict[str, str] = {}
+        for job in data.jobs:
+            for node in job.nodes:
+                self.job_of.setdefault(node, job.job_id)
+        self.peer_of: dict[Endpoint, Endpoint] = {}
+        for link in data.graph.links:
+            self.peer_of[link.a], self.peer_of[link.b] = link.b, link.a
+        self.flagged_nics: set[tuple[str, str]] = set()
+        """NICs an earlier rule already explained (link, optics, storm...): later rules look past them."""
+
+    # --- values -------------------------------------------------------------
+
+    def each(self, metric: str) -> dict[tuple[str, str, str], Reading]:
+        """Newest value of ``metric`` per (host, device, port)."""
+        return self._by_metric.get(metric, {})
+
+    def value(self, host: str, metric: str, device: str = "", port: str = "") -> float | None:
+        reading = self._by_metric.get(metric, {}).get((host, device, port))
+        return reading.value if reading is not None else None
+
+    def delta(self, host: str, metric: str, device: str = "", port: str = "") -> float | None:
+        """Increase over the window; a counter that went down was reset, its new value is the increase."""
+        key = (host, metric, device, port)
+        last, first = self.data.latest.get(key), self.data.first.get(key)
+        if last is None or first is None:
+            return None
+        return last.value - first.value if last.value >= first.value else last.value
+
+    def rate(self, host: str, metric: str, device: str = "", port: str = "") -> float | None:
+        """Increase per second over the window; None without two readings apart in time."""
+        key = (host, metric, device, port)
+        last, first = self.data.latest.get(key), self.data.first.get(key)
+        if last is None or first is None or last.ts <= first.ts:
+            return None
+        increase = self.delta(host, metric, device, port)
+        return None if increase is None else increase / (last.ts - first.ts)
+
+    def rate_or_gauge(self, host: str, counter: str, gauge: str, device: str, port: str = "1") -> float | None:
+        """The counter's rate over the window, else the collector's own rate gauge."""
+        rate = self.rate(host, counter, device, port)
+        return rate if rate is not None else self.value(host, gauge, device, port)
+
+    def nic_ports(self) -> list[tuple[str, str, str]]:
+        """Every (node, device, port) that reported a port state, sorted."""
+        return sorted(self.each("port_state"))
+
+    def expected_rate_gbps(self) -> float | None:
+        if self.t.expected_rate_gbps is not None:
+            return self.t.expected_rate_gbps
+        rates = [r.value for r in self.each("rate_gbps").values() if r.value > 0]
+        return Counter(rates).most_common(1)[0][0] if rates else None
+
+    def jobs_behind(self, switch: str) -> list[str]:
+        """Jobs with a node cabled to ``switch`` (by LLDP, else by the plan)."""
+        nodes = {node for node, nic, _ in self.nic_ports() if self.switch_end(node, nic)[0] == switch}
+        return sorted({self.job_of[n] for n in nodes if n in self.job_of})
+
+    def role(self, host: str) -> str:
+        return self.data.roles.get(host, "")
+
+    # --- parts ----------------------------------------------------------------
+
+    def switch_end(self, node: str, nic: str) -> tuple[str, str]:
+        """The switch port a NIC's cable lands on: as seen (LLDP), else as planned."""
+        peer = self.peer_of.get(Endpoint(node, nic))
+        if peer is not None and self.role(peer.host) in ("leaf", "spine", ""):
+            return peer.host, peer.port
+        planned = self.plan_by_nic.get((node, nic))
+        return (planned.switch, planned.port) if planned else ("", "")
+
+    def nic_finding(self, kind: str, severity: Severity, node: str, nic: str, evidence: Mapping[str, Any],
+                    next_step: str) -> Finding:
+        """A finding on a NIC and its cable: the switch end is named too, and the node's job."""
+        switch, port = self.switch_end(node, nic)
+        return Finding(kind, severity, node=node, nic=nic, switch=switch, port=port,
+                       job=self.job_of.get(node, ""), evidence=dict(evidence), next_step=next_step)
+
+
+def median(values: Iterable[float]) -> float | None:
+    found = list(values)
+    return statistics.median(found) if found else None
+
+
+def rounded(value: float | None, digits: int = 3) -> float | None:
+    """Numbers for evidence: rounded to ``digits`` significant decimals, None kept."""
+    if value is None:
+        return None
+    return float(f"{value:.{digits}g}") if abs(value) < 1e-3 and value != 0 else round(value, digits)
