@@ -1,0 +1,83 @@
+"""A leaf that drops the SSH session in the middle of `nv config apply` leaves an exact audit row,
+and the next plan reads the configuration the switch really runs."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from collectors.ecmp_apply import ApplySettings, EcmpApply
+from collectors.ecmp_status import plan_leaf
+from collectors.inventory import load_inventory
+from collectors.sshpool import SshPool
+from fabric.ecmp import EcmpThresholds
+from fabric.records import ActionRecord
+from simulator.main import write_state
+from simulator.model import FleetModel
+from simulator.scenario import load_scenario
+from simulator.server import FleetServer
+
+
+@pytest.mark.timeout(60)
+async def test_session_dropped_after_apply_sent_leaves_the_exact_audit_row(tmp_path: Path) -> None:
+    server = FleetServer(FleetModel(load_scenario("ecmp")))
+    await server.start()
+    handle = server._handle
+    dropped = asyncio.Event()
+
+    async def dropping(host: str, process: Any) -> None:
+        if host == "leaf01" and "config apply" in (process.command or ""):
+            await server.shell(host).run(process.command, _Discard())  # the switch applies it...
+            server._close_listener(server.listeners[host])  # ...and goes away before answering
+            process.channel.get_connection().abort()
+            dropped.set()
+            return
+        await handle(host, process)
+
+    server._handle = dropping  # type: ignore[method-assign]
+    try:
+        inventory = load_inventory(write_state(server, tmp_path / "sim"))
+        host = inventory.host("leaf01")
+        pool = SshPool(inventory.hosts, known_hosts=inventory.known_hosts)
+        plan = await plan_leaf(pool, host, None)
+        remedy = next(r for r in plan.remedies if r.id == "hash-fields")
+        rows: list[ActionRecord] = []
+        settings = ApplySettings(window_s=2.0, interval_s=0.5, thresholds=EcmpThresholds(sustain_s=1.0),
+                                 command_timeout_s=10.0)
+        applier = EcmpApply(pool, host, remedy, spines={h.name for h in inventory.by_role("spine")},
+                            actor="tester@host", put_action=rows.append, settings=settings)
+        outcome = await asyncio.wait_for(applier.run(read_only=False), timeout=40)
+        await pool.close()
+        assert dropped.is_set()
+        assert outcome.state == "unknown"
+        last = rows[-1]
+        assert last.step == "apply" and last.target == "leaf01" and last.actor == "tester@host"
+        assert last.verdict.startswith("unknown: set staged, apply sent, no answer")
+        assert "the switch may or may not run the new config" in last.verdict
+        assert "run `fleet ecmp plan --leaf leaf01` to read it back" in last.verdict
+        await server._listen(server.listeners["leaf01"])  # the switch is back, on the same address and port
+        fresh = SshPool(inventory.hosts, known_hosts=inventory.known_hosts)
+        again = await plan_leaf(fresh, host, None)
+        await fresh.close()
+        assert again.snapshot.reachable
+        assert "ingress-interface" in (again.snapshot.config.ecmp_fields or ())
+        assert [r.id for r in again.remedies] == ["host-qps", "hash-seed", "adaptive-routing"]
+    finally:
+        await server.close()
+
+
+class _Discard:
+    """A StreamIO stand-in that throws the output away (the client never sees it)."""
+
+    def __init__(self) -> None:
+        self.closed = asyncio.Event()
+        self.stdin_eof = asyncio.Event()
+
+    def stdout(self, text: str) -> None:
+        del text
+
+    def stderr(self, text: str) -> None:
+        del text
