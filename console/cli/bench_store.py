@@ -10,7 +10,7 @@ Three phases, each on its own temporary file (or under --dir):
    (table and index pages, from SQLite's dbstat) over the samples they hold.
    Then, on that file: p99 of ``latest()`` for the whole fleet, and of
    ``as_of()`` for the whole fleet at random past times (sealed and unsealed).
-2. **Day**: ``--day-nodes`` nodes (default 4) for 26 simulated hours, so that
+2. **Day**: ``--day-nodes`` nodes (default 4) for ``--day-hours`` (26) simulated hours, so that
    one whole day has its 1 min and 1 h rollups. Gives the rollup bytes per
    series per day, and the p99 of ``series()`` over 24 h (1 min rollups).
 3. **Growth per day** of a ``--nodes`` fleet at the default retention,
@@ -115,6 +115,7 @@ def _fleet_phase(path: Path, nodes: int, minutes: float, repeats: int) -> dict[s
     first_changes = int(conn.execute(
         "SELECT count(*) FROM changes WHERE ts_ms < ?", (int((START_TS + INTERVAL_S) * 1000),)).fetchone()[0])
     conn.close()
+    StoreReader(path).latest()  # warm-up: first calls import numpy submodules and fill caches
     cold = StoreReader(path)
     latest_cold_s, points = _timed(cold.latest)
     arrays_cold_s, arrays = _timed(StoreReader(path).latest_arrays)
@@ -123,6 +124,7 @@ def _fleet_phase(path: Path, nodes: int, minutes: float, repeats: int) -> dict[s
     assert span is not None
     rng = np.random.default_rng(1)
     moments = rng.uniform(span[0] + 60, span[1] - 60, repeats)
+    reader.as_of_arrays(float(moments[0]))
     as_of_arrays_s = [_timed(reader.as_of_arrays, float(t))[0] for t in moments]
     as_of_points_s = [_timed(reader.as_of, float(t))[0] for t in moments[: max(3, repeats // 10)]]
     live_s = _live_latest(path, nodes, ticks, repeats)
@@ -150,18 +152,17 @@ def _fleet_phase(path: Path, nodes: int, minutes: float, repeats: int) -> dict[s
     }
 
 
-def _day_phase(path: Path, nodes: int, repeats: int) -> dict[str, Any]:
-    ticks = int(26 * 3600 / INTERVAL_S)
+def _day_phase(path: Path, nodes: int, hours: float, repeats: int) -> dict[str, Any]:
+    ticks = int(hours * 3600 / INTERVAL_S)
     _ingest(path, nodes, ticks, flush_every=60)
     conn = sqlite3.connect(path)
     series = nodes * SERIES_PER_NODE
     day_ms = (int(START_TS * 1000), int((START_TS + 86400) * 1000))
     bytes_1m = int(conn.execute("SELECT sum(length(data)) FROM rollup_1m WHERE t0_ms >= ? AND t0_ms < ?",
                                 day_ms).fetchone()[0] or 0)
-    bytes_1h = int(conn.execute("SELECT sum(length(data)) FROM rollup_1h WHERE t0_ms = ?",
-                                day_ms[:1]).fetchone()[0] or 0)
+    bytes_1h = int(conn.execute("SELECT sum(length(data)) FROM rollup_1h").fetchone()[0] or 0)
     rows_1m = int(conn.execute("SELECT count(*) FROM rollup_1m WHERE t0_ms >= ? AND t0_ms < ?", day_ms).fetchone()[0])
-    rows_1h = int(conn.execute("SELECT count(*) FROM rollup_1h WHERE t0_ms = ?", day_ms[:1]).fetchone()[0])
+    rows_1h = int(conn.execute("SELECT count(*) FROM rollup_1h").fetchone()[0])  # one day rolled up
     per_row_overhead = 40  # key, row header and index entry per rollup row, bytes (generous)
     keys = conn.execute("SELECT host, metric, device, port FROM series WHERE kind != 'error'").fetchall()
     conn.close()
@@ -170,10 +171,13 @@ def _day_phase(path: Path, nodes: int, repeats: int) -> dict[str, Any]:
     assert span is not None
     rng = np.random.default_rng(2)
     picks = [keys[int(i)] for i in rng.integers(0, len(keys), repeats)]
+    host, metric, device, port = picks[0]
+    reader.series(host, metric, device, port, start=span[1] - 86400, end=span[1])
     series_s = [_timed(reader.series, h, m, d, p, start=span[1] - 86400, end=span[1])[0]
                 for h, m, d, p in picks]
     # as_of older than the replay window reads chunks: per host, then scaled to the fleet
-    moments = rng.uniform(span[0] + 3600, span[1] - 2 * 3600, repeats)
+    old_end = max(span[0] + 3600, span[1] - 2 * 3600)  # older than the hour of kept frames
+    moments = rng.uniform(span[0] + 60, old_end, repeats)
     old_as_of_s = [_timed(reader.as_of_arrays, float(t))[0] / nodes for t in moments]
     return {
         "nodes": nodes,
@@ -187,19 +191,21 @@ def _day_phase(path: Path, nodes: int, repeats: int) -> dict[str, Any]:
 @click.command("store")
 @click.option("--nodes", default=1024, show_default=True, help="Nodes of the synthetic fleet.")
 @click.option("--minutes", default=15.0, show_default=True, help="Simulated minutes of the fleet phase.")
-@click.option("--day-nodes", default=4, show_default=True, help="Nodes simulated for 26 h (rollups).")
+@click.option("--day-nodes", default=4, show_default=True, help="Nodes of the day phase (rollups).")
+@click.option("--day-hours", default=26.0, show_default=True,
+              help="Simulated hours of the day phase; 26 gives one whole day of rollups.")
 @click.option("--repeats", default=50, show_default=True, help="Timed repetitions per query.")
 @click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Keep the databases here (default: a temporary folder, removed after).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
-def bench_store(nodes: int, minutes: float, day_nodes: int, repeats: int, directory: Path | None,
-                as_json: bool) -> None:
+def bench_store(nodes: int, minutes: float, day_nodes: int, day_hours: float, repeats: int,
+                directory: Path | None, as_json: bool) -> None:
     """Ingest rate, bytes per sample, growth per day and query latencies of the store."""
     with tempfile.TemporaryDirectory() as scratch:
         folder = directory or Path(scratch)
         folder.mkdir(parents=True, exist_ok=True)
         fleet = _fleet_phase(folder / "bench-fleet.db", nodes, minutes, repeats)
-        day = _day_phase(folder / "bench-day.db", day_nodes, repeats)
+        day = _day_phase(folder / "bench-day.db", day_nodes, day_hours, repeats)
     series = fleet["series"]
     rollup_day = series * (day["rollup_1m_bytes_per_series_day"] + day["rollup_1h_bytes_per_series_day"])
     changes_day = fleet["error_changes_per_day"] * 40  # a changes row with its key: ~40 bytes
