@@ -15,6 +15,9 @@ import numpy.typing as npt
 from store.codec import F64, I64, decode_block, decode_frame
 from store.rollup import rollup_cells
 
+MAX_BLOCK_MS = 86_400_000
+"""Chunks span at most a day (StoreWriter refuses longer blocks): bounds index range scans."""
+
 Points = tuple[I64, I64, F64]
 """(sids, ts_ms, values) of individual points, in no particular order."""
 
@@ -58,8 +61,8 @@ def raw_points(conn: sqlite3.Connection, host: str, gids: list[int], sids: I64,
     parts: list[Points] = []
     for gid in gids:
         for (blob,) in conn.execute(
-            "SELECT data FROM chunks WHERE group_id = ? AND t0_ms <= ? AND last_ms >= ? "
-            "ORDER BY t0_ms", (gid, end_ms, start_ms)):
+            "SELECT data FROM chunks WHERE group_id = ? AND t0_ms <= ? AND t0_ms > ? "
+            "AND last_ms >= ? ORDER BY t0_ms", (gid, end_ms, start_ms - MAX_BLOCK_MS, start_ms)):
             parts.append(block_points(blob, sids))
     for ts_ms, blob in conn.execute(
         "SELECT ts_ms, data FROM frames WHERE host = ? AND ts_ms >= ? AND ts_ms <= ? AND sealed = 0",

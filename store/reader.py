@@ -26,6 +26,7 @@ from store.ingest import ts_to_ms
 from store.maintenance import ROLLUP_ROWS
 from store.points import (
     EMPTY,
+    MAX_BLOCK_MS,
     Points,
     block_points,
     concat,
@@ -238,7 +239,8 @@ class StoreReader:
             for part in _batches(gids):
                 for (blob,) in self._conn.execute(
                     f"SELECT data FROM chunks WHERE group_id IN ({_marks(len(part))}) "
-                    "AND t0_ms <= ? AND last_ms > ?", (*part, end, start)):
+                    "AND t0_ms <= ? AND t0_ms > ? AND last_ms > ?",
+                    (*part, end, start - MAX_BLOCK_MS, start)):
                     s, t, v = block_points(blob, remaining)
                     keep = (t <= end) & (t > start)
                     parts.append((s[keep], t[keep], v[keep]))

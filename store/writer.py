@@ -55,6 +55,8 @@ class StoreWriter:
         """
         self.path = Path(path)
         self.retention = retention or Retention()
+        if not 0 < block_s <= 86400:
+            raise ValueError(f"block_s must be in (0, 86400] seconds, not {block_s}")
         self.block_s = block_s
         self.replay_s = replay_s
         self.step_budget_s = step_budget_s
