@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: demo test lint typecheck clean
+.PHONY: demo test lint typecheck clean chromium
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,7 +22,19 @@ $(TEST_STAMP): pyproject.toml | $(BIN)/python
 demo: $(STAMP)
 	$(BIN)/fleet demo --scenario incident
 
-test: $(TEST_STAMP)
+# Headless Chromium renders the HTML reports in tests/console/test_report_html.py. Installed from
+# Debian's packages when missing and possible (root or password-less sudo, apt-get); otherwise those
+# tests skip and say why.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; \
+	  elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then SUDO=sudo; \
+	  else echo "chromium: not installed, and no root to install it: the HTML report tests will skip"; exit 0; fi; \
+	  if ! command -v apt-get >/dev/null 2>&1; then echo "chromium: no apt-get: the HTML report tests will skip"; exit 0; fi; \
+	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q chromium \
+	    || echo "chromium: could not be installed: the HTML report tests will skip"; }
+
+test: $(TEST_STAMP) chromium
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/pytest -q

@@ -66,7 +66,7 @@ def _shape(shape: Mapping[str, Any]) -> str:
         rows.append([_e(key), "<br>".join(f"{_e(v)} ({_n(c)} nodes)" for v, c in values.items())])
     if shape.get("unreachable"):
         rows.append([_e("unreachable"), "<br>".join(f"{_e(n)}: {_e(r)}" for n, r in shape["unreachable"].items())])
-    return _table(["", ""], rows)
+    return _table(["", "as measured"], rows)
 
 
 def _charts(charts: Mapping[str, Any], limits: Mapping[str, float | None], label: str = "") -> str:
@@ -152,9 +152,17 @@ def _acceptance(report: Report) -> str:
     return _page(report, "".join(out))
 
 
+def _change(change: Mapping[str, Any]) -> str:
+    """``-14.7 %``, or the difference in the metric's unit where a percentage means nothing (dBm, from zero)."""
+    if change["delta_pct"] is not None:
+        return f"{change['delta_pct']:+.1f} %"
+    unit = "dB" if change["metric"].endswith("_dbm") else ""
+    return f"{change['delta']:+.3g} {unit}".rstrip()
+
+
 def _changes(changes: Sequence[Mapping[str, Any]]) -> str:
     rows = [[_badge(False, c["severity"]) if c["direction"] == "regression" else _badge(True, "better"), _e(c["part"]), _e(c["metric"]), _n(c["before"]), _n(c["after"]),
-             _n(c["delta_pct"]) + (" %" if c["delta_pct"] is not None else "")] for c in changes]  # fmt: skip
+             _change(c)] for c in changes]  # fmt: skip
     return _table(["severity", "part", "metric", "before", "after", "change"], rows, (3, 4, 5))
 
 
@@ -162,10 +170,11 @@ def _diff(report: Report) -> str:
     d = report.data
     before, after = d["before"], d["after"]
     regressions = d["regressions"]
+    worse = bool(regressions or d["gone_parts"] or d["lost_metrics"])
     out = [f"<h1>{_e(d['title'])}</h1>",
            f'<p class="meta">before: {_e(before["label"])} ({_e(before["taken"])}, {_e(before["tool_version"])}) '
            f'&middot; after: {_e(after["label"])} ({_e(after["taken"])}, {_e(after["tool_version"])})</p>',
-           f'<p class="verdict">{_badge(not regressions and not d["gone_parts"] and not d["lost_metrics"])} '
+           f'<p class="verdict">{_badge(not worse, "REGRESSED" if worse else "NO REGRESSION")} '
            f"{len(regressions)} regression(s), {len(d['improvements'])} improvement(s), "
            f"{len(d['new_parts'])} new and {len(d['gone_parts'])} gone part(s)</p>",
            "<h2>Regressions (worst first)</h2>", _changes(regressions),

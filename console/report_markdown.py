@@ -66,7 +66,8 @@ def _diff(report: Report) -> list[str]:
            f"before: {d['before']['label']} ({d['before']['taken']}); after: {d['after']['label']} "
            f"({d['after']['taken']})", "", "## Regressions (worst first)", ""]
     change_rows = [[c["severity"], c["part"], c["metric"], c["before"], c["after"],
-                    "-" if c["delta_pct"] is None else f"{c['delta_pct']:+.1f} %"] for c in d["regressions"]]
+                    f"{c['delta']:+.3g}" if c["delta_pct"] is None else f"{c['delta_pct']:+.1f} %"]
+                   for c in d["regressions"]]
     out += _table(["severity", "part", "metric", "before", "after", "change"], change_rows)
     out += ["## Improvements", ""]
     out += _table(["part", "metric", "before", "after"],

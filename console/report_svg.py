@@ -38,8 +38,9 @@ def histogram(
     low, high = min(finite), max(finite)
     if threshold is not None and math.isfinite(threshold):
         low, high = min(low, threshold), max(high, threshold)
-    if high == low:
-        low, high = low - 0.5 * (abs(low) or 1.0) * 0.01 - 0.5, high + 0.5 * (abs(high) or 1.0) * 0.01 + 0.5
+    if high == low:  # one value: a narrow range around it
+        pad = max(abs(low) * 0.05, 1e-3)
+        low, high = low - pad, high + pad
     span = high - low
     counts = [0] * bins
     for v in finite:
@@ -64,7 +65,10 @@ def histogram(
         x = left + (threshold - low) / span * plot_w
         parts.append(f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{bottom}" stroke="{BAD}" stroke-width="2" '
                      f'stroke-dasharray="4 3"/>')
-        parts.append(f'<text x="{x + 3:.1f}" y="{top + 10}" font-size="11" fill="{BAD}">limit {_num(threshold)}</text>')
+        near_right = x > left + plot_w * 0.7
+        anchor, label_x = ("end", x - 3) if near_right else ("start", x + 3)
+        parts.append(f'<text x="{label_x:.1f}" y="{top + 10}" font-size="11" text-anchor="{anchor}" fill="{BAD}">'
+                     f"limit {_num(threshold)}</text>")
     parts.append("</svg>")
     return "".join(parts)
 
@@ -81,9 +85,10 @@ def pingmesh(matrix: Mapping[str, Any], *, limit_usec: float | None = None, cell
     cell = cell or max(4, min(18, 480 // max(n, 1)))
     label_w = 64
     size = label_w + n * cell + 10
+    width = max(size, 440)  # wide enough for the title
     title = f"Pingmesh {matrix.get('nic', '')} (rail {matrix.get('rail', '')}): p99 latency, usec"
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{size}" height="{size + 24}" role="img" '
-             f'aria-label="{escape(title)}" viewBox="0 0 {size} {size + 24}">',
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{size + 24}" role="img" '
+             f'aria-label="{escape(title)}" viewBox="0 0 {width} {size + 24}">',
              f'<text x="4" y="14" font-size="13" font-weight="bold" fill="{INK}">{escape(title)}</text>']
     values = [v for row in cells for v in row if v is not None]
     reference = float(matrix.get("reference_p99_usec") or (min(values) if values else 1.0))

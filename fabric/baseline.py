@@ -224,7 +224,10 @@ class Change:
 
     @property
     def delta_pct(self) -> float | None:
-        return 100.0 * self.delta / abs(self.before) if self.before else None
+        """None for dBm (a logarithmic unit: the change in dB is the meaningful figure) and from zero."""
+        if self.metric.endswith("_dbm") or not self.before:
+            return None
+        return 100.0 * self.delta / abs(self.before)
 
     def to_json(self) -> dict[str, Any]:
         return {"part": self.part, "metric": self.metric, "before": self.before, "after": self.after,
