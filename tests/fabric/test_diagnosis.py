@@ -1,0 +1,364 @@
+"""Each diagnosis rule fires on its pattern, names the right part, and stays quiet on a healthy fleet.
+
+A small synthetic fabric: four nodes with two NICs (rails) each, rail r cabled
+to leaf0(r+1) port swp<node>, two spines, a 60 s window. ``Fleet`` holds the
+first and the newest value of every series; each test breaks one thing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from fabric.diagnosis import (
+    DiagnosisInput,
+    Reading,
+    Thresholds,
+    diagnose,
+    finding_event,
+    finding_json,
+)
+from fabric.events import Event, Severity
+from fabric.records import HostStatus, JobRecord, PortRecord, ProbeRecord
+from fabric.states import HostState
+from fabric.topology import PlannedCable, build_graph, compare
+
+T0, T1 = 1_000.0, 1_060.0
+NODES = ("gpu001", "gpu002", "gpu003", "gpu004")
+NICS = ("mlx5_0", "mlx5_1")
+LEAVES = ("leaf01", "leaf02")
+SPINES = ("spine01", "spine02")
+ROLES = {**{n: "node" for n in NODES}, **{leaf: "leaf" for leaf in LEAVES}, **{s: "spine" for s in SPINES}}
+PLAN = [PlannedCable(n, nic, LEAVES[r], f"swp{i + 1}") for i, n in enumerate(NODES) for r, nic in enumerate(NICS)]
+
+
+def _ports(plan: list[PlannedCable]) -> list[PortRecord]:
+    records = []
+    for c in plan:
+        records.append(PortRecord(c.node, c.nic, "1", f"eth{c.nic[-1]}", "Ethernet", c.switch, c.port))
+        records.append(PortRecord(c.switch, c.port, "", "", "Ethernet", c.node, f"eth{c.nic[-1]}"))
+    for li, leaf in enumerate(LEAVES):
+        for si, spine in enumerate(SPINES):
+            records.append(PortRecord(leaf, f"swp{9 + si}", "", "", "Ethernet", spine, f"swp{li + 1}"))
+            records.append(PortRecord(spine, f"swp{li + 1}", "", "", "Ethernet", leaf, f"swp{9 + si}"))
+    return records
+
+
+class Fleet:
+    """A healthy fabric's readings; tests overwrite what their fault changes."""
+
+    def __init__(self) -> None:
+        self.first: dict[tuple[str, str, str, str], Reading] = {}
+        self.latest: dict[tuple[str, str, str, str], Reading] = {}
+        self.statuses = {h: HostStatus(h, HostState.OK, T0) for h in ROLES}
+        self.events: list[Event] = []
+        self.probes: list[ProbeRecord] = []
+        self.baseline: list[ProbeRecord] = []
+        self.uplinks: dict[tuple[str, str], tuple[tuple[float, ...], tuple[float, ...]]] = {}
+        self.ports = _ports(PLAN)
+        for node in NODES:
+            for nic in NICS:
+                self.nic(node, nic)
+            for gpu in ("gpu0", "gpu1"):
+                for metric, value in (("gpu_temp_c", 62.0), ("gpu_throttle_reasons", 0.0), ("gpu_xid_last", 0.0),
+                                      ("gpu_xid_count", 0.0), ("gpu_sm_clock_mhz", 1980.0)):
+                    self.gauge(node, metric, gpu, "", value)
+        for leaf in LEAVES:
+            for port in range(1, 11):
+                self.gauge(leaf, "sw_oper_up", f"swp{port}", "", 1.0)
+        for spine in SPINES:
+            for li, _ in enumerate(LEAVES):
+                self.counter(spine, "sw_tx_bytes", f"swp{li + 1}", "", 0.0, 60 * 20e9)
+                self.counter(spine, "sw_tx_drops", f"swp{li + 1}", "", 0.0, 0.0)
+
+    def nic(self, node: str, nic: str) -> None:
+        for metric, value in (("port_state", 4.0), ("phys_state", 5.0), ("rate_gbps", 400.0)):
+            self.gauge(node, metric, nic, "1", value)
+        self.gauge(node, "qp_count", nic, "", 9.0)
+        for lane in range(4):
+            self.gauge(node, "optics_rx_power_dbm", nic, f"L{lane}", 0.5 + 0.1 * lane)
+        counters = {"link_downed": 0, "link_down_events_phy": 0, "rx_corrected_bits_phy": 60 * 1e4,
+                    "rx_bits_phy": 60 * 4e11, "symbol_error": 0, "rx_pcs_symbol_err_phy": 0,
+                    "tx_prio3_pause": 0, "rx_prio3_pause": 60 * 0.4, "np_ecn_marked_roce_packets": 60 * 500,
+                    "np_cnp_sent": 60 * 250, "rp_cnp_handled": 60 * 250, "rp_cnp_ignored": 0,
+                    "out_of_sequence": 0, "req_cqe_error": 0, "resp_cqe_error": 0, "rnr_nak_retry_err": 0,
+                    "out_of_buffer": 0, "tx_pause_storm_warning_events": 0, "tx_pause_storm_error_events": 0}
+        for metric, increase in counters.items():
+            self.counter(node, metric, nic, "1", 0.0, float(increase))
+
+    def gauge(self, host: str, metric: str, device: str, port: str, value: float) -> None:
+        self.latest[(host, metric, device, port)] = Reading(T1, value)
+
+    def counter(self, host: str, metric: str, device: str, port: str, first: float, last: float) -> None:
+        self.first[(host, metric, device, port)] = Reading(T0, first)
+        self.latest[(host, metric, device, port)] = Reading(T1, last)
+
+    def rate(self, host: str, metric: str, device: str, per_s: float, port: str = "1") -> None:
+        self.counter(host, metric, device, port, 1000.0, 1000.0 + per_s * (T1 - T0))
+
+    def drop(self, host: str, device: str) -> None:
+        for key in [k for k in self.latest if k[0] == host and k[2] == device]:
+            del self.latest[key]
+            self.first.pop(key, None)
+
+    def input(self, plan: list[PlannedCable] = PLAN) -> DiagnosisInput:
+        graph = build_graph(self.ports, ROLES)
+        silent = [h for h, s in self.statuses.items() if s.state in (HostState.UNREACHABLE, HostState.HUNG)]
+        jobs = [JobRecord(T0, "77", "train", "alice", "acme", "RUNNING", NODES[:2])]
+        return DiagnosisInput(T0, T1, self.latest, self.first, self.statuses, self.events, self.probes,
+                              self.baseline, ROLES, self.ports, plan, graph, compare(graph, plan, silent=silent),
+                              jobs, self.uplinks)
+
+
+def parts(fleet: Fleet, thresholds: Thresholds | None = None) -> list[tuple[str, str, str, str, str]]:
+    return [(f.kind, f.node, f.nic, f.switch, f.port) for f in diagnose(fleet.input(), thresholds)]
+
+
+@pytest.fixture
+def fleet() -> Fleet:
+    return Fleet()
+
+
+def test_a_healthy_fleet_has_no_findings(fleet: Fleet) -> None:
+    assert diagnose(fleet.input()) == []
+
+
+def test_link_down_names_the_nic_and_its_switch_port(fleet: Fleet) -> None:
+    fleet.gauge("gpu002", "port_state", "mlx5_1", "1", 1.0)
+    fleet.gauge("gpu002", "phys_state", "mlx5_1", "1", 2.0)
+    fleet.counter("gpu002", "link_downed", "mlx5_1", "1", 0.0, 1.0)
+    for lane in range(4):
+        fleet.gauge("gpu002", "optics_rx_power_dbm", "mlx5_1", f"L{lane}", -40.0)  # dark: not an optics finding
+    [finding] = diagnose(fleet.input())
+    assert (finding.kind, finding.node, finding.nic, finding.switch, finding.port) == (
+        "link_down", "gpu002", "mlx5_1", "leaf02", "swp2")
+    assert finding.severity is Severity.CRITICAL and finding.job == "77"
+    assert finding.evidence["port_state_code"] == 1.0
+
+
+def test_a_link_that_went_down_repeatedly_or_in_the_window_is_flapping(fleet: Fleet) -> None:
+    fleet.counter("gpu003", "link_downed", "mlx5_0", "1", 3.0, 3.0)
+    fleet.counter("gpu004", "link_down_events_phy", "mlx5_1", "1", 0.0, 1.0)
+    assert parts(fleet) == [("link_flapping", "gpu003", "mlx5_0", "leaf01", "swp3"),
+                            ("link_flapping", "gpu004", "mlx5_1", "leaf02", "swp4")]
+
+
+def test_a_switch_port_down_names_the_planned_nic_when_the_node_said_nothing(fleet: Fleet) -> None:
+    fleet.drop("gpu003", "mlx5_0")
+    fleet.gauge("leaf01", "sw_oper_up", "swp3", "", 0.0)
+    fleet.gauge("leaf01", "sw_oper_up", "swp8", "", 0.0)  # nothing planned or ever seen there: unused
+    assert parts(fleet) == [("link_down", "gpu003", "mlx5_0", "leaf01", "swp3")]
+
+
+def test_an_uplink_down_is_named_by_its_last_neighbour(fleet: Fleet) -> None:
+    fleet.gauge("leaf02", "sw_oper_up", "swp10", "", 0.0)
+    [finding] = diagnose(fleet.input())
+    assert (finding.kind, finding.switch, finding.port, finding.evidence["peer_host"]) == (
+        "link_down", "leaf02", "swp10", "spine02")
+
+
+def test_a_planned_cable_seen_by_nobody_is_down(fleet: Fleet) -> None:
+    fleet.drop("gpu004", "mlx5_0")
+    fleet.ports = [p for p in fleet.ports if (p.host, p.device) not in (("gpu004", "mlx5_0"), ("leaf01", "swp4"))]
+    del fleet.latest[("leaf01", "sw_oper_up", "swp4", "")]
+    assert parts(fleet) == [("link_down", "gpu004", "mlx5_0", "leaf01", "swp4")]
+
+
+def test_degraded_rate_against_the_fleets_design_rate_or_a_configured_one(fleet: Fleet) -> None:
+    fleet.gauge("gpu001", "rate_gbps", "mlx5_1", "1", 200.0)
+    assert parts(fleet) == [("degraded_rate", "gpu001", "mlx5_1", "leaf02", "swp1")]
+    assert parts(Fleet(), Thresholds(expected_rate_gbps=800.0))[0][0] == "degraded_rate"
+
+
+def test_low_rx_power_takes_the_ber_it_causes_as_evidence(fleet: Fleet) -> None:
+    for lane in range(4):
+        fleet.gauge("gpu001", "optics_rx_power_dbm", "mlx5_0", f"L{lane}", -8.5 + 0.2 * lane)
+    fleet.counter("gpu001", "rx_corrected_bits_phy", "mlx5_0", "1", 0.0, 60 * 4e11 * 3e-5)
+    [finding] = diagnose(fleet.input())
+    assert (finding.kind, finding.node, finding.nic) == ("optics_low_rx_power", "gpu001", "mlx5_0")
+    assert finding.evidence["rx_power_dbm"] == -8.5 and finding.evidence["lane"] == "L0"
+    assert finding.evidence["pre_fec_ber"] == pytest.approx(3e-5)
+
+
+def test_rx_power_far_below_the_nodes_other_nics_is_flagged_before_the_alarm(fleet: Fleet) -> None:
+    for nic in ("mlx5_0", "mlx5_1"):
+        for lane in range(4):
+            fleet.gauge("gpu002", "optics_rx_power_dbm", nic, f"L{lane}", -4.0 if nic == "mlx5_1" else 0.5)
+    assert parts(fleet) == [("optics_low_rx_power", "gpu002", "mlx5_1", "leaf02", "swp2")]
+
+
+def test_high_ber_warns_and_is_critical_once_fec_gives_up(fleet: Fleet) -> None:
+    fleet.counter("gpu003", "rx_corrected_bits_phy", "mlx5_1", "1", 0.0, 60 * 4e11 * 1e-4)
+    [warning] = diagnose(fleet.input())
+    assert (warning.kind, warning.node, warning.nic, warning.severity) == (
+        "high_ber", "gpu003", "mlx5_1", Severity.WARNING)
+    fleet.counter("gpu003", "rx_pcs_symbol_err_phy", "mlx5_1", "1", 10.0, 250.0)
+    [critical] = diagnose(fleet.input())
+    assert critical.severity is Severity.CRITICAL and critical.evidence["post_fec_symbol_errors_in_window"] == 240.0
+
+
+def test_swapped_cables_are_two_miswired_findings(fleet: Fleet) -> None:
+    swapped = [replace(c, port={"swp1": "swp2", "swp2": "swp1"}[c.port])
+               if c.switch == "leaf01" and c.port in ("swp1", "swp2") else c for c in PLAN]
+    fleet.ports = _ports(swapped)
+    assert parts(fleet) == [("miswired", "gpu001", "mlx5_0", "leaf01", "swp2"),
+                            ("miswired", "gpu002", "mlx5_0", "leaf01", "swp1")]
+
+
+def test_pfc_storm_is_named_and_its_neighbours_pauses_are_not_blamed_on_ecn(fleet: Fleet) -> None:
+    fleet.rate("gpu002", "tx_prio3_pause", "mlx5_0", 140_000.0)
+    fleet.counter("gpu002", "tx_pause_storm_warning_events", "mlx5_0", "1", 0.0, 1.0)
+    for node in ("gpu001", "gpu003", "gpu004"):  # same leaf: paused, and traffic too slow to mark
+        fleet.rate(node, "rx_prio3_pause", "mlx5_0", 2_000.0)
+        for metric in ("np_ecn_marked_roce_packets", "np_cnp_sent", "rp_cnp_handled"):
+            fleet.rate(node, metric, "mlx5_0", 0.0)
+    [finding] = diagnose(fleet.input())
+    assert (finding.kind, finding.node, finding.nic, finding.switch) == ("pfc_storm", "gpu002", "mlx5_0", "leaf01")
+    assert finding.evidence["tx_pause_per_s"] == pytest.approx(140_000.0)
+
+
+def test_a_storm_seen_only_by_the_watchdog_still_counts(fleet: Fleet) -> None:
+    fleet.counter("gpu004", "tx_pause_storm_error_events", "mlx5_1", "1", 1.0, 1.0)
+    assert parts(fleet) == [("pfc_storm", "gpu004", "mlx5_1", "leaf02", "swp4")]
+
+
+def test_marks_without_cnps_mean_ecn_is_off_on_that_nic(fleet: Fleet) -> None:
+    fleet.rate("gpu003", "np_ecn_marked_roce_packets", "mlx5_1", 9_000.0)
+    fleet.rate("gpu003", "np_cnp_sent", "mlx5_1", 0.0)
+    fleet.rate("gpu003", "rp_cnp_ignored", "mlx5_1", 4_500.0)
+    fleet.rate("gpu003", "rx_prio3_pause", "mlx5_1", 2_400.0)
+    [finding] = diagnose(fleet.input())
+    assert (finding.kind, finding.node, finding.nic) == ("ecn_not_working", "gpu003", "mlx5_1")
+    assert finding.evidence["cnp_sent_per_s"] == 0.0 and finding.evidence["ecn_marked_per_s"] == 9_000.0
+
+
+def test_pauses_without_any_mark_or_cnp_behind_one_leaf_point_at_the_leaf(fleet: Fleet) -> None:
+    for node in NODES:
+        fleet.rate(node, "rx_prio3_pause", "mlx5_1", 800.0)
+        for metric in ("np_ecn_marked_roce_packets", "np_cnp_sent", "rp_cnp_handled"):
+            fleet.rate(node, metric, "mlx5_1", 0.0)
+    assert parts(fleet) == [("ecn_not_working", "", "", "leaf02", "")]
+
+
+def _silent_spine_loss(fleet: Fleet, bad: str, ratio: float) -> None:
+    """Uneven ECMP spread: spine01 sends leaf01 a lot and leaf02 little, spine02 the reverse."""
+    sent = {("spine01", 0): 30e9, ("spine01", 1): 5e9, ("spine02", 0): 5e9, ("spine02", 1): 30e9}
+    for (spine, li), per_s in sent.items():
+        fleet.counter(spine, "sw_tx_bytes", f"swp{li + 1}", "", 0.0, per_s * 60)
+    for li in range(len(LEAVES)):
+        packets = sent[(bad, li)] * 60 / 4096 * ratio
+        for node in NODES:  # the leaf's receivers share the loss
+            fleet.counter(node, "out_of_sequence", NICS[li], "1", 0.0, packets / len(NODES))
+
+
+def test_silent_loss_following_one_spines_traffic_names_that_spine(fleet: Fleet) -> None:
+    _silent_spine_loss(fleet, "spine02", 1e-3)
+    [finding] = diagnose(fleet.input())
+    assert (finding.kind, finding.switch) == ("spine_loss", "spine02")
+    assert finding.evidence["estimated_loss_ratio"] == pytest.approx(1e-3, rel=0.01)
+    assert finding.evidence["explained_share"] == pytest.approx(1.0)
+
+
+def test_loss_below_the_delivery_standard_or_spread_evenly_names_no_spine(fleet: Fleet) -> None:
+    _silent_spine_loss(fleet, "spine01", 2e-5)
+    assert parts(fleet) == []
+    even = Fleet()
+    for node in NODES:
+        for nic in NICS:
+            even.counter(node, "out_of_sequence", nic, "1", 0.0, 5_000.0)
+    assert parts(even) == []  # every spine sends every leaf alike: no spine fits better than another
+
+
+def test_drops_counted_on_one_spine_name_it(fleet: Fleet) -> None:
+    fleet.counter("spine01", "sw_tx_drops", "swp2", "", 10.0, 5_010.0)
+    fleet.counter("spine02", "sw_tx_drops", "swp1", "", 0.0, 3.0)
+    [finding] = diagnose(fleet.input())
+    assert (finding.kind, finding.switch, finding.evidence["drops_in_window"]) == ("spine_loss", "spine01", 5_000.0)
+
+
+def test_a_link_test_that_localized_a_spine_names_it(fleet: Fleet) -> None:
+    fleet.probes = [ProbeRecord(T1 - 5, "linktest", "gpu001", run_id="lt-1", result={"suspects": [
+        {"kind": "spine", "part": "spine02", "bad": 12, "total": 12},
+        {"kind": "spine", "part": "spines", "bad": 3, "total": 9}]})]
+    assert parts(fleet) == [("spine_loss", "", "", "spine02", "")]
+
+
+def test_leaked_qps_or_error_completions_are_qp_errors(fleet: Fleet) -> None:
+    fleet.gauge("gpu004", "qp_count", "mlx5_0", "", 4009.0)
+    fleet.counter("gpu001", "req_cqe_error", "mlx5_1", "1", 3.0, 9.0)
+    assert parts(fleet) == [("qp_errors", "gpu001", "mlx5_1", "leaf02", "swp1"),
+                            ("qp_errors", "gpu004", "mlx5_0", "leaf01", "swp4")]
+
+
+def test_xids_critical_ones_stay_named_until_cleared(fleet: Fleet) -> None:
+    fleet.gauge("gpu002", "gpu_xid_last", "gpu1", "", 79.0)
+    fleet.counter("gpu002", "gpu_xid_count", "gpu1", "", 1.0, 1.0)  # before the window, still latched
+    fleet.gauge("gpu003", "gpu_xid_last", "gpu0", "", 13.0)
+    fleet.counter("gpu003", "gpu_xid_count", "gpu0", "", 0.0, 1.0)  # a new non-critical XID
+    fleet.gauge("gpu004", "gpu_xid_last", "gpu0", "", 13.0)
+    fleet.counter("gpu004", "gpu_xid_count", "gpu0", "", 1.0, 1.0)  # an old non-critical one: nothing
+    found = [(f.kind, f.node, f.evidence["gpu"], f.severity) for f in diagnose(fleet.input())]
+    assert found == [("gpu_xid", "gpu002", "gpu1", Severity.CRITICAL), ("gpu_xid", "gpu003", "gpu0", Severity.WARNING)]
+
+
+def test_hot_or_thermally_throttled_gpus(fleet: Fleet) -> None:
+    fleet.gauge("gpu001", "gpu_temp_c", "gpu1", "", 88.0)
+    fleet.gauge("gpu004", "gpu_temp_c", "gpu0", "", 80.0)
+    fleet.gauge("gpu004", "gpu_throttle_reasons", "gpu0", "", float(0x40))
+    fleet.gauge("gpu003", "gpu_throttle_reasons", "gpu0", "", 1.0)  # idle: not heat
+    found = [(f.kind, f.node, f.evidence["gpu"], f.severity) for f in diagnose(fleet.input())]
+    assert found == [("gpu_thermal", "gpu004", "gpu0", Severity.CRITICAL),
+                     ("gpu_thermal", "gpu001", "gpu1", Severity.WARNING)]
+
+
+def test_host_states_become_host_findings(fleet: Fleet) -> None:
+    fleet.statuses["gpu003"] = HostStatus("gpu003", HostState.UNREACHABLE, T0, "connection refused")
+    fleet.statuses["gpu004"] = HostStatus("gpu004", HostState.HUNG, T0, "no output within 6 s")
+    fleet.statuses["leaf02"] = HostStatus("leaf02", HostState.UNREACHABLE, T0, "no route to host")
+    fleet.events = [Event(T0 + 5, "host_state", Severity.WARNING, "gpu002: ok -> slow", host="gpu002",
+                          data={"state": "slow", "reason": "first agent line after 5.1 s (slow above 2 s)"})]
+    assert parts(fleet) == [("node_unreachable", "", "", "leaf02", ""), ("node_unreachable", "gpu003", "", "", ""),
+                            ("node_unresponsive", "gpu004", "", "", ""), ("node_slow", "gpu002", "", "", "")]
+
+
+def test_when_most_hosts_are_slow_together_only_the_much_slower_one_is_named(fleet: Fleet) -> None:
+    for node, seconds in (("gpu001", 3.1), ("gpu002", 3.3), ("gpu003", 3.2), ("gpu004", 6.4)):
+        fleet.statuses[node] = HostStatus(node, HostState.SLOW, T0, f"answered in {seconds} s (slow above 2 s)")
+    assert parts(fleet) == [("node_slow", "gpu004", "", "", "")]
+
+
+def _lat(ts: float, p99: float, job: str = "", dst: str = "gpu002") -> ProbeRecord:
+    return ProbeRecord(ts, "lat", "gpu001", dst, "mlx5_0", "mlx5_0", result={"p99_usec": p99}, job=job)
+
+
+def test_latency_regression_against_the_pairs_and_the_jobs_own_baseline(fleet: Fleet) -> None:
+    fleet.baseline = [_lat(T0 - 100 - k, 2.8 + 0.1 * (k % 3), job="77") for k in range(9)]
+    fleet.baseline.append(_lat(T0 - 50, 2.9, dst="gpu003"))
+    fleet.probes = [_lat(T1 - 10, 9.5, job="77"), _lat(T1 - 5, 10.5, job="77"), _lat(T1 - 5, 3.4, dst="gpu003")]
+    found = diagnose(fleet.input())
+    assert [(f.kind, f.node, f.nic, f.job) for f in found] == [("latency_regression", "", "", "77"),
+                                                               ("latency_regression", "gpu001", "mlx5_0", "77")]
+    assert found[1].evidence["p99_usec"] == 10.0 and found[1].evidence["baseline_p99_usec"] == 2.9
+
+
+def test_uplink_imbalance_on_a_leaf(fleet: Fleet) -> None:
+    ts = tuple(T0 + 5 * k for k in range(13))
+    fleet.uplinks = {("leaf01", "swp9"): (ts, (380.0,) * 13), ("leaf01", "swp10"): (ts, (60.0,) * 13),
+                     ("leaf02", "swp9"): (ts, (200.0,) * 13), ("leaf02", "swp10"): (ts, (210.0,) * 13)}
+    fleet.gauge("leaf01", "sw_util_pct", "swp9", "", 95.0)
+    fleet.gauge("leaf01", "sw_tx_gbps", "swp9", "", 380.0)
+    [finding] = diagnose(fleet.input())
+    assert (finding.kind, finding.switch, finding.port, finding.job) == ("ecmp_imbalance", "leaf01", "swp9", "77")
+    assert finding.evidence["hot_spine"] == "spine01" and finding.evidence["imbalance_max_over_mean"] > 1.5
+
+
+def test_findings_as_json_and_as_store_events(fleet: Fleet) -> None:
+    fleet.gauge("gpu001", "gpu_temp_c", "gpu1", "", 90.0)
+    [finding] = diagnose(fleet.input())
+    document = finding_json(finding)
+    assert set(document) == {"kind", "severity", "node", "nic", "switch", "port", "job", "evidence", "next_step"}
+    assert document["severity"] == "warning" and document["next_step"]
+    event = finding_event(finding, T1)
+    assert (event.kind, event.host, event.device, event.job) == ("gpu_thermal", "gpu001", "gpu1", "77")
+    assert "gpu_temp_c=90.0" in event.message and event.data["finding"] is True
