@@ -277,8 +277,13 @@ class EcmpApply:
                                  probe_before, probe_after)
         back = await read_hash_config(self.pool, self.host.name, self.host.os, self.settings.command_timeout_s)
         restored = back.reachable and back.config.same_settings(snapshot.config)
-        check = ("configuration read back matches the snapshot" if restored
-                 else f"configuration read back differs from the snapshot: {back.config.as_json()}")
+        if restored and snapshot.config.ecmp_fields is None:
+            check = ("rollback acknowledged; the switch does not show its hash configuration, so it could not be "
+                     "read back")
+        elif restored:
+            check = "configuration read back matches the snapshot"
+        else:
+            check = f"configuration read back differs from the snapshot: {back.config.as_json()}"
         state = "rolled-back" if restored else "rollback-failed"
         verdict = f"rolled back {self.remedy.id} on {self.host.name}: {reason}; {check}"
         self.audit.row("verdict", action="ecmp.rollback", commands=back.commands, output=back.text,

@@ -128,7 +128,7 @@ def default_remedy(remedies: tuple[Remedy, ...]) -> Remedy | None:
 
 
 def _host_qps(jobs: tuple[str, ...]) -> Remedy:
-    who = f"jobs {', '.join(jobs)}" if jobs else "the jobs on this leaf"
+    who = f"job{'s' if len(jobs) > 1 else ''} {', '.join(jobs)}" if jobs else "the jobs on this leaf"
     return Remedy(
         id="host-qps", title="More QPs per NCCL connection (host side, next job start)", disruption=0,
         advice_only=True,
@@ -136,7 +136,7 @@ def _host_qps(jobs: tuple[str, ...]) -> Remedy:
                   ("export", "NCCL_IB_SPLIT_DATA_ON_QPS=0")),
         config_diff="", restarts_switchd=False, resets_ports=False,
         expected=(f"each ring uses {QPS_PER_CONNECTION} QPs, i.e. {QPS_PER_CONNECTION} UDP source ports and "
-                  f"paths per connection; takes effect when {who} restart"),
+                  f"paths per connection; takes effect at the next start of {who}"),
         rollback=(("unset", "NCCL_IB_QPS_PER_CONNECTION", "NCCL_IB_SPLIT_DATA_ON_QPS"),),
         notes=("advice for the job's environment: fleet changes nothing on the hosts",),
     )

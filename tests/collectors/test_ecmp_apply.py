@@ -19,6 +19,7 @@ from simulator.main import write_state
 from simulator.model import FleetModel
 from simulator.scenario import load_scenario
 from simulator.server import FleetServer
+from simulator.session import StreamIO
 
 
 @pytest.mark.timeout(60)
@@ -30,7 +31,7 @@ async def test_session_dropped_after_apply_sent_leaves_the_exact_audit_row(tmp_p
 
     async def dropping(host: str, process: Any) -> None:
         if host == "leaf01" and "config apply" in (process.command or ""):
-            await server.shell(host).run(process.command, _Discard())  # the switch applies it...
+            await server.shell(host).run(process.command, StreamIO(_discard, _discard))  # the switch applies it...
             server._close_listener(server.listeners[host])  # ...and goes away before answering
             process.channel.get_connection().abort()
             dropped.set()
@@ -69,15 +70,7 @@ async def test_session_dropped_after_apply_sent_leaves_the_exact_audit_row(tmp_p
         await server.close()
 
 
-class _Discard:
-    """A StreamIO stand-in that throws the output away (the client never sees it)."""
 
-    def __init__(self) -> None:
-        self.closed = asyncio.Event()
-        self.stdin_eof = asyncio.Event()
-
-    def stdout(self, text: str) -> None:
-        del text
-
-    def stderr(self, text: str) -> None:
-        del text
+def _discard(text: str) -> None:
+    """The answer the client never gets."""
+    del text
