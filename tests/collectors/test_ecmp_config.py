@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from collectors.ecmp_config import parse_nvue_adaptive_routing, parse_nvue_forwarding, parse_sonic_switch_hash
+from collectors.ecmp_config import (
+    parse_nvue_adaptive_routing,
+    parse_nvue_forwarding,
+    parse_sonic_switch_hash,
+)
 
 # `nv show system forwarding` in the layout of the NVUE reference ("Show Commands / System Forwarding").
 NVUE_FORWARDING = """\
