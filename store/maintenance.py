@@ -84,15 +84,16 @@ class Maintenance:
         return self._busy or self.catalog.now_ms != self._planned_now
 
     def step(self, deadline: float) -> None:
-        """Run units until ``deadline`` (a ``time.perf_counter()`` value) or until none is left."""
+        """Run units until ``deadline`` (a ``time.perf_counter()`` value) or until none is left;
+        at least one, so that every step makes progress."""
         if self.catalog.now_ms != self._planned_now:
             self._plan()
         did = False
-        while time.perf_counter() < deadline:
-            if not (self._seal_one() or self._rollup_one(60_000, HOUR_MS, "rollup_1m")
-                    or self._rollup_one(HOUR_MS, DAY_MS, "rollup_1h") or self._expire_one()):
-                break
+        while self._seal_one() or self._rollup_one(60_000, HOUR_MS, "rollup_1m") \
+                or self._rollup_one(HOUR_MS, DAY_MS, "rollup_1h") or self._expire_one():
             did = True
+            if time.perf_counter() >= deadline:
+                break
         self._busy = did
         for key, value in self.state.items():
             self.conn.execute("INSERT OR REPLACE INTO store_state VALUES (?, ?)", (key, value))

@@ -84,7 +84,9 @@ class WriterStats:
     counter) samples discarded by back-pressure; ``failing``: why writing fails
     right now, in words, or None; ``in_memory``: items held in memory because
     the last write failed (disk full, read-only file), retried until it works;
-    ``busy_s``: seconds the writer thread spent writing and maintaining (its load).
+    ``busy_s``: seconds the writer thread spent writing and maintaining (its load);
+    ``longest_step_s``: the longest maintenance transaction so far, seconds (how
+    long a batch could have waited behind sealing, rollups or expiry).
     """
 
     queued: int
@@ -93,6 +95,7 @@ class WriterStats:
     failing: str | None
     in_memory: int
     busy_s: float = 0.0
+    longest_step_s: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -71,6 +71,7 @@ class StoreWriter:
         self._failing: str | None = None
         self._maintaining = True
         self._busy_s = 0.0
+        self._longest_step_s = 0.0
         open_for_writing(self.path).close()
 
     # --- lifecycle -------------------------------------------------------
@@ -157,6 +158,7 @@ class StoreWriter:
             failing=failing,
             in_memory=queued if failing else 0,
             busy_s=self._busy_s,
+            longest_step_s=self._longest_step_s,
         )
 
     # --- the writer thread -----------------------------------------------
@@ -225,7 +227,9 @@ class StoreWriter:
                 conn.execute("ROLLBACK")
             raise
         finally:
-            self._busy_s += time.perf_counter() - began
+            took = time.perf_counter() - began
+            self._busy_s += took
+            self._longest_step_s = max(self._longest_step_s, took)
 
 
 def _describe(error: Exception, path: Path) -> str:

@@ -74,7 +74,8 @@ def _ingest(path: Path, nodes: int, ticks: int, flush_every: int) -> dict[str, f
     stats = writer.stats()
     writer.close()
     assert stats.dropped == 0 and stats.failing is None, stats
-    return {"offered": offered, "busy_s": stats.busy_s, "wall_s": wall}
+    return {"offered": offered, "busy_s": stats.busy_s, "wall_s": wall,
+            "longest_step_ms": stats.longest_step_s * 1000}
 
 
 def _table_bytes(conn: sqlite3.Connection, *names: str) -> int:
@@ -136,6 +137,7 @@ def _fleet_phase(path: Path, nodes: int, minutes: float, repeats: int) -> dict[s
         "samples_offered": ingest["offered"],
         "ingest_samples_per_s": ingest["offered"] / ingest["busy_s"],
         "ingest_wall_samples_per_s": ingest["offered"] / ingest["wall_s"],
+        "longest_maintenance_step_ms": ingest["longest_step_ms"],
         "sealed_samples": sealed,
         "bytes_per_sample": chunk_bytes / sealed if sealed else None,
         "frame_bytes_per_sample": frame_bytes / frame_samples if frame_samples else None,
