@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import Fleet, fabric_text, start_fleet
+from simfleet import Fleet, fabric_text, start_fleet
 
 from collectors.probes.linktest import LinktestSpec, run_linktest
 from fabric.records import ProbeRecord

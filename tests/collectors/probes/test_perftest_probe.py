@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import Fleet, fabric_text, start_fleet
+from simfleet import Fleet, fabric_text, start_fleet
 
 from collectors.commands import Command, command
 from collectors.probes import perftest_probe
