@@ -49,7 +49,7 @@ class CollectSettings:
     interval_s: float = 1.0
     optics_every: int = 10
     """Read optics (``ethtool -m``, a slow EEPROM read) every this many intervals."""
-    hung_after_s: float = 6.0
+    hung_after_s: float = 10.0
     """No first line (or no next line) within this long: the node is ``hung``."""
     slow_after_s: float = 2.0
     """A first answer later than this: the node is ``slow``."""
@@ -81,6 +81,9 @@ class NodePoller:
         self._netdev_owner: dict[str, str] = {}
         """netdev -> RDMA device, from the samples, for LLDP neighbours."""
         self._facts_due = 0.0
+        self._last_line_at = 0.0
+        self._lines_in_stream = 0
+        """Lines of the current agent stream: the first one's delay is judged apart (set-up)."""
         self.got_sample = asyncio.Event()
 
     # --- samples -------------------------------------------------------------
@@ -109,7 +112,19 @@ class NodePoller:
         if abs(line.ts - now) > MAX_CLOCK_SKEW_S:
             line = replace(line, ts=now)
         self._store(line)
-        self._status.set(self.host.name, HostState.OK)
+        arrived = time.monotonic()
+        gap_s, self._last_line_at = arrived - self._last_line_at, arrived
+        current = self._status.get(self.host.name)
+        if self._lines_in_stream == 0:
+            # The first line's wait includes the session's start: _agent_stream judges it.
+            if current is None or current.state is not HostState.SLOW:
+                self._status.set(self.host.name, HostState.OK)
+        elif gap_s - self._settings.interval_s > self._settings.slow_after_s:
+            self._status.set(self.host.name, HostState.SLOW,
+                             f"agent lines {gap_s:.1f} s apart (interval {self._settings.interval_s:g} s)")
+        else:
+            self._status.set(self.host.name, HostState.OK)
+        self._lines_in_stream += 1
 
     # --- modes ---------------------------------------------------------------
 
@@ -118,7 +133,8 @@ class NodePoller:
         connected = await self._pool.connect(self.host.name)
         if not connected.ok:
             return connected
-        started = time.monotonic()
+        started = self._last_line_at = time.monotonic()
+        self._lines_in_stream = 0
         first = asyncio.ensure_future(self.got_sample.wait())
         self.got_sample.clear()
         stream = asyncio.ensure_future(self._pool.stream(
