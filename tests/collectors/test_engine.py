@@ -129,3 +129,37 @@ async def test_a_changed_host_key_is_never_connected_to(tmp_path: Path, writer: 
 def _names(line: str, host: str) -> bool:
     """Whether a known_hosts line is for ``host`` (written as ``[addr]:port,[name]:port``)."""
     return bool(line) and f"[{host}]:" in line.split()[0]
+
+
+async def test_command_mode_gives_the_same_series_as_the_agent(tmp_path: Path, writer: StoreWriter) -> None:
+    async with running_fleet(small_scenario(), tmp_path / "sim") as inventory_path:
+        text = inventory_path.read_text()
+        inventory_path.write_text(text.replace('names = "gpu002"\n', 'names = "gpu002"\nmode = "commands"\n', 1))
+        inventory = load_inventory(inventory_path)
+        assert inventory.host("gpu002").mode == "commands" and inventory.host("gpu001").mode == "agent"
+        collector = Collector(inventory, writer, settings=FAST)
+        task = asyncio.ensure_future(collector.run())
+        reader = StoreReader(writer.path)
+        try:
+            async def has(host: str, metric: str) -> None:
+                while not reader.latest(hosts=[host], metrics=[metric]):
+                    writer.flush(timeout=5)
+                    await asyncio.sleep(0.2)
+
+            await asyncio.wait_for(asyncio.gather(*(has(h, m) for h in ("gpu001", "gpu002")
+                                                    for m in ("tx_gbps", "optics_rx_power_dbm"))), timeout=40)
+        finally:
+            await collector.close()
+            await asyncio.wait_for(task, timeout=20)
+        writer.flush(timeout=10)
+
+        def keys(host: str) -> set[tuple[str, str, str]]:
+            return {(p.metric, p.device, p.port) for p in reader.latest(hosts=[host])}
+
+        agent, commands = keys("gpu001"), keys("gpu002")
+        # nvidia-smi has no NVLink, XID or retired-page counters: those come from NVML only.
+        nvml_only = {k for k in agent if k[0] in {
+            "gpu_xid_last", "gpu_xid_count", "gpu_retired_pages", "gpu_ecc_volatile_corrected",
+            "gpu_nvlink_crc_errors", "gpu_nvlink_replay_errors", "gpu_nvlink_recovery_errors"}}
+        assert commands == agent - nvml_only
+        reader.close()
