@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import logging
 import weakref
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import asyncssh
@@ -136,7 +136,7 @@ class FleetServer:
         return handle
 
     async def _handle(self, host: str, process: asyncssh.SSHServerProcess[str]) -> None:
-        io = StreamIO(_writer(process.stdout), _writer(process.stderr))
+        io = StreamIO(_writer(process.stdout), _writer(process.stderr), drain=_drainer(process.stdout))
         watcher = asyncio.ensure_future(_watch_channel(process, io))
         connection = process.get_extra_info("connection")
         if connection is not None:
@@ -166,7 +166,7 @@ class FleetServer:
     ) -> None:
         prompt = f"{host}:~$ " if process.get_terminal_type() else ""
         if prompt:  # on a terminal, as with a real sshd, errors share the one tty stream
-            io = StreamIO(io.stdout, io.stdout, io.closed, io.stdin_eof)
+            io = StreamIO(io.stdout, io.stdout, io.closed, io.stdin_eof, io.drain)
         status = 0
         while True:
             if prompt:
@@ -200,6 +200,14 @@ def _writer(stream: asyncssh.SSHWriter[str]) -> Callable[[str], None]:
             stream.write(text)
 
     return write
+
+
+def _drainer(stream: asyncssh.SSHWriter[str]) -> Callable[[], Awaitable[None]]:
+    async def drain() -> None:
+        with contextlib.suppress(asyncssh.Error, ConnectionError, BrokenPipeError, OSError):
+            await stream.drain()
+
+    return drain
 
 
 async def _drain_stdin(process: asyncssh.SSHServerProcess[str], io: StreamIO) -> None:

@@ -39,6 +39,12 @@ class StreamIO:
     stderr: Callable[[str], None]
     closed: asyncio.Event = field(default_factory=asyncio.Event)
     stdin_eof: asyncio.Event = field(default_factory=asyncio.Event)
+    drain: Callable[[], Awaitable[None]] = field(default=lambda: _nothing())
+    """Wait until the client has taken what was written (SSH flow control): a stream paces itself."""
+
+
+async def _nothing() -> None:
+    return None
 
 
 Handler = Callable[[Machine, list[str], StreamIO], Awaitable[int]]

@@ -173,7 +173,7 @@ class Shell:
             return 2
         out = (lambda _text: None) if command.drop_stdout else io.stdout
         err = out if command.stderr_to_stdout else ((lambda _text: None) if command.drop_stderr else io.stderr)
-        return await self.run_argv(command.argv, StreamIO(out, err, io.closed, io.stdin_eof))
+        return await self.run_argv(command.argv, StreamIO(out, err, io.closed, io.stdin_eof, io.drain))
 
     async def run_argv(self, argv: list[str], io: StreamIO) -> int:
         """Run one command given as words."""
