@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import sqlite_utils
 
 from fabric.events import Event
 from fabric.records import ActionRecord, HostRecord, HostStatus, JobRecord, PortRecord, ProbeRecord
@@ -58,8 +59,6 @@ class StoreReader:
             raise FileNotFoundError(f"no fleet history at {self.path}")
         self._conn = connect(self.path, read_only=True)
         self._lock = threading.RLock()
-        import sqlite_utils
-
         check_not_newer(sqlite_utils.Database(self._conn), self.path)
         self._keys: list[tuple[str, str, str, str] | None] = [None]
         self._kind: list[str] = [""]
@@ -359,15 +358,13 @@ class StoreReader:
               end: float | None = None) -> list[Point]:
         """The ``n`` series of ``metric`` with the largest value (error counters: largest increase).
 
-        Without a window, the newest values; with one, the largest raw value in
-        [start, end] (its time in ``ts``) or, for error counters, the increase
-        over the window (``ts`` = ``end``).
+        Without a window, the newest values (error counters: the last hour);
+        with one, each series' largest raw value in [start, end] (its time in
+        ``ts``) or, for error counters, the increase over the window (``ts`` = ``end``).
         """
         with self._lock:
-            if start is None and end is None:
-                found = [p for p in self.latest(metrics=[metric])]
-                if _kind_of(metric) == "error":
-                    return []
+            if start is None and end is None and _kind_of(metric) != "error":
+                found = self.latest(metrics=[metric])
                 return sorted(found, key=lambda p: p.value, reverse=True)[:n]
             span = self._time_span()
             end = end if end is not None else (span[1] if span else time.time())
@@ -379,14 +376,21 @@ class StoreReader:
                 return []
             if self._kind[sids[0]] == "error":
                 return self._top_increase(sids, n, start_ms, end_ms)
-            best: list[Points] = []
+            by_group: dict[int, list[int]] = {}
             for sid in sids:
-                host = self._keys[sid][0]  # type: ignore[index]
-                s, t, v = raw_points(self._conn, host, [self._group[sid]],
-                                     np.array([sid], dtype=np.int64), start_ms, end_ms)
-                if len(v):
-                    i = int(np.nanargmax(v)) if not np.all(np.isnan(v)) else 0
-                    best.append((s[i : i + 1], t[i : i + 1], v[i : i + 1]))
+                by_group.setdefault(self._group[sid], []).append(sid)
+            best: list[Points] = []
+            for gid, members in by_group.items():
+                host = self._keys[members[0]][0]  # type: ignore[index]
+                s, t, v = raw_points(self._conn, host, [gid], np.array(sorted(members), dtype=np.int64),
+                                     start_ms, end_ms)
+                if len(s):
+                    ranked = np.where(np.isnan(v), -np.inf, v)
+                    order = np.lexsort((ranked, s))
+                    s, t, v = s[order], t[order], v[order]
+                    top = np.ones(len(s), dtype=np.bool_)
+                    top[:-1] = s[1:] != s[:-1]
+                    best.append((s[top], t[top], v[top]))
             found = self._arrays(concat(best)).points()
             return sorted(found, key=lambda p: p.value, reverse=True)[:n]
 

@@ -53,3 +53,4 @@ def test_top_n(fresh_db: Path) -> None:
     assert window[0].value == 44.0
     rising = reader.top_n("symbol_error", n=3, start=T0, end=T0 + 1190)
     assert [(p.host, p.value) for p in rising] == [("c", 3.0), ("b", 2.0), ("a", 1.0)]
+    assert [(p.host, p.value) for p in reader.top_n("symbol_error", n=1)] == [("c", 3.0)]  # last hour
