@@ -21,6 +21,7 @@ Every step is one :class:`fabric.records.ActionRecord` handed to
 
 from __future__ import annotations
 
+import shlex
 import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
@@ -90,16 +91,16 @@ StepCallback = Callable[[str, str], None]
 """Told each step as it happens: (step, words) for a progress view."""
 
 
-def unknown_state(leaf: str, remedy: Remedy, failed_index: int, reason: str) -> str:
-    """Exactly what a switch that stopped answering at command ``failed_index`` may be running."""
-    lines = remedy.command_lines
+def unknown_state(leaf: str, commands: Sequence[tuple[str, ...]], failed_index: int, reason: str) -> str:
+    """Exactly what a switch that stopped answering at ``commands[failed_index]`` may be running."""
     read_back = f"run `fleet ecmp plan --leaf {leaf}` to read it back"
-    sent = lines[failed_index]
-    if remedy.commands[failed_index][:3] == ("nv", "config", "apply"):
+    argv = commands[failed_index]
+    sent = shlex.join(argv)
+    if argv[:3] == ("nv", "config", "apply"):
         staged = "set staged" if failed_index > 0 else "nothing staged"
         return (f"{staged}, apply sent, no answer ({reason}): the switch may or may not run the new config; "
                 f"{read_back}")
-    if remedy.commands[failed_index][:2] == ("nv", "set"):
+    if argv[:2] == ("nv", "set"):
         return (f"`{sent}` sent, no answer ({reason}): the change may be staged but was not applied; the running "
                 f"config is unchanged unless someone applies it (`nv config diff` on the switch shows staged "
                 f"changes, `nv config detach` drops them); {read_back}")
@@ -139,13 +140,14 @@ class EcmpApply:
 
     ``spines``: names of the spine switches (the ECMP members' neighbours);
     ``probe``: the node pair to probe across the leaf (None: no probe, and
-    the audit says so); ``jobs``: jobs across the leaf, for the numbers.
+    the audit says so; ``put_probe`` stores each probe run); ``jobs``: jobs
+    across the leaf, for the numbers.
     """
 
     def __init__(self, pool: SshPool, host: InventoryHost, remedy: Remedy, *, spines: Collection[str],
                  actor: str, put_action: Callable[[ActionRecord], Any], settings: ApplySettings | None = None,
-                 probe: ProbePair | None = None, jobs: Sequence[str] = (), on_step: StepCallback | None = None
-                 ) -> None:
+                 probe: ProbePair | None = None, jobs: Sequence[str] = (), on_step: StepCallback | None = None,
+                 put_probe: Callable[[ProbeRecord], Any] | None = None) -> None:
         self.pool = pool
         self.host = host
         self.remedy = remedy
@@ -154,6 +156,7 @@ class EcmpApply:
         self.probe_pair = probe
         self.jobs = tuple(jobs)
         self.audit = _Audit(put_action, actor, host.name, on_step)
+        self._put_probe = put_probe
 
     def _outcome(self, state: str, verdict: str, before: LeafBalance | None = None,
                  after: LeafBalance | None = None, probe_before: ProbeRecord | None = None,
@@ -170,7 +173,10 @@ class EcmpApply:
     async def _probe(self) -> ProbeRecord | None:
         if self.probe_pair is None:
             return None
-        return await probe_across(self.pool, self.probe_pair, self.settings.probe_timeout_s)
+        record = await probe_across(self.pool, self.probe_pair, self.settings.probe_timeout_s)
+        if self._put_probe is not None:
+            self._put_probe(record)
+        return record
 
     async def run(self, *, read_only: bool) -> ApplyOutcome:
         """The whole sequence; never raises for a switch's fault (the outcome and the audit say what happened)."""
@@ -197,8 +203,10 @@ class EcmpApply:
             self.audit.row("verdict", verdict=f"refused: no counters before the change ({error})")
             return self._outcome("refused", f"refused: no counters before the change ({error})")
         probe_before = await self._probe()
+        probe_words = "" if self.probe_pair else "; no probe pair across the leaf: verified on counters only"
         self.audit.row("measure", before=_numbers(before, probe_before),
-                       verdict="" if self.probe_pair else "no probe pair across the leaf: verified on counters only")
+                       verdict=(f"before: max/mean {before.imbalance:.2f}, hottest uplink {before.hot_port} at "
+                                f"{before.hot_util_pct:.0f}%{probe_words}"))
         applied = await self._run_commands(remedy.commands, "apply", snapshot)
         if applied is not None:
             return self._outcome(applied[0], applied[1], before, None, probe_before)
@@ -239,7 +247,7 @@ class EcmpApply:
             result = await self.pool.run(self.host.name, cmd, self.settings.command_timeout_s)
             outputs.append(f"$ {cmd.text}\n{result.stdout}{result.stderr}")
             if result.exit_status is None:
-                verdict = "unknown: " + unknown_state(self.host.name, self._as_remedy(argvs), index, result.reason)
+                verdict = "unknown: " + unknown_state(self.host.name, argvs, index, result.reason)
                 self.audit.row(step, action=action, commands=lines, output="".join(outputs),
                                before={"config": snapshot.config.as_json()}, verdict=verdict)
                 return "unknown", verdict
@@ -260,12 +268,6 @@ class EcmpApply:
                        else {"config": snapshot.config.as_json()},
                        verdict=f"{step} sent and acknowledged")
         return None
-
-    def _as_remedy(self, argvs: Sequence[tuple[str, ...]]) -> Remedy:
-        if tuple(argvs) == self.remedy.commands:
-            return self.remedy
-        return Remedy(self.remedy.id, self.remedy.title, self.remedy.disruption, False, tuple(argvs), "",
-                      self.remedy.restarts_switchd, self.remedy.resets_ports, "", ())
 
     async def _rollback(self, snapshot: ConfigSnapshot, reason: str, before: LeafBalance | None,
                         after: LeafBalance | None, probe_before: ProbeRecord | None,

@@ -14,7 +14,9 @@ import dataclasses
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
+from collectors.ecmp_apply import ApplyOutcome, ApplySettings, EcmpApply, StepCallback
 from collectors.ecmp_config import ConfigSnapshot, read_hash_config
+from collectors.ecmp_measure import find_probe_pair
 from collectors.engine import Collector
 from collectors.inventory import Inventory, InventoryHost
 from collectors.node_poller import CollectSettings
@@ -138,3 +140,24 @@ def node_names(inventory: Inventory) -> frozenset[str]:
 def leaf_ports(ports: Mapping[str, Sequence[PortRecord]], leaves: Collection[str]) -> dict[str, list[PortRecord]]:
     """Only the leaves' port lists (a probe pair needs nodes on two leaves)."""
     return {s: list(p) for s, p in ports.items() if s in leaves}
+
+
+async def guarded_apply(pool: SshPool, inventory: Inventory, reader: StoreReader, writer: StoreWriter,
+                        plan: LeafPlan, remedy: Remedy, *, actor: str, settings: ApplySettings, read_only: bool,
+                        on_step: StepCallback | None = None) -> ApplyOutcome:
+    """Run ``remedy`` on ``plan``'s leaf with every guard, once the user confirmed it.
+
+    Picks a probe pair across the leaf from the stored LLDP neighbours (none:
+    verified on counters only, and ``on_step`` and the audit say so); writes
+    each step with ``writer.put_action`` and each probe with ``writer.put_probe``.
+    """
+    leaves = [h.name for h in inventory.by_role("leaf")]
+    pair, why = await find_probe_pair(pool, plan.leaf, leaf_ports(ports_by_switch(reader, leaves), leaves),
+                                      node_names(inventory))
+    if pair is None and on_step is not None:
+        on_step("probe", f"{why}: verifying on counters only")
+    applier = EcmpApply(pool, inventory.host(plan.leaf), remedy, spines=spine_names(inventory), actor=actor,
+                        put_action=writer.put_action, settings=settings, probe=pair,
+                        jobs=plan.balance.jobs if plan.balance is not None else (), on_step=on_step,
+                        put_probe=writer.put_probe)
+    return await applier.run(read_only=read_only)

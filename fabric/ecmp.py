@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import itertools
 import statistics
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from fabric.records import JobRecord
@@ -229,7 +229,3 @@ def improved(before: LeafBalance, after: LeafBalance, thresholds: EcmpThresholds
     return False, (f"still imbalanced: max/mean {before.imbalance:.2f} -> {after.imbalance:.2f}, "
                    f"hottest uplink {after.hot_port} at {after.hot_util_pct:.0f}%")
 
-
-def uplink_ports(ports: Mapping[str, str], spines: Collection[str]) -> dict[str, str]:
-    """Leaf port -> spine, for the ports whose LLDP neighbour is a spine (the ECMP members)."""
-    return {port: peer for port, peer in ports.items() if peer in spines}

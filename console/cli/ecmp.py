@@ -21,16 +21,12 @@ from typing import Any
 
 import click
 
-from collectors.ecmp_apply import ApplySettings, EcmpApply
-from collectors.ecmp_measure import find_probe_pair
+from collectors.ecmp_apply import ApplySettings
 from collectors.ecmp_status import (
     collect_switches,
+    guarded_apply,
     leaf_balances,
-    leaf_ports,
-    node_names,
     plan_leaf,
-    ports_by_switch,
-    spine_names,
     switch_data_age_s,
 )
 from collectors.inventory import Inventory
@@ -200,7 +196,7 @@ def _show_remedy(leaf: str, remedy: Remedy) -> None:
 
 
 async def _apply(inventory: Inventory, writer: StoreWriter, reader: StoreReader, leaf: str,
-                 remedy_id: str | None, yes: bool, settings: ApplySettings) -> dict[str, object]:
+                 remedy_id: str | None, yes: bool, settings: ApplySettings, read_only: bool) -> dict[str, object]:
     host = inventory.host(leaf)
     pool = SshPool(inventory.hosts, known_hosts=inventory.known_hosts)
     try:
@@ -217,15 +213,9 @@ async def _apply(inventory: Inventory, writer: StoreWriter, reader: StoreReader,
         _show_remedy(leaf, remedy)
         if not yes and not click.confirm(f"Apply to {leaf}?", default=False, err=True):
             fail("not applied: not confirmed")
-        leaves = [h.name for h in inventory.by_role("leaf")]
-        pair, why = await find_probe_pair(pool, leaf, leaf_ports(ports_by_switch(reader, leaves), leaves),
-                                          node_names(inventory))
-        if pair is None:
-            click.echo(f"fleet: {why}: verifying on counters only", err=True)
-        applier = EcmpApply(pool, host, remedy, spines=spine_names(inventory), actor=_actor(),
-                            put_action=writer.put_action, settings=settings, probe=pair, jobs=balance.jobs,
-                            on_step=lambda step, words: click.echo(f"[{step}] {words}", err=True))
-        outcome = await applier.run(read_only=False)
+        outcome = await guarded_apply(pool, inventory, reader, writer, leaf_plan, remedy, actor=_actor(),
+                                      settings=settings, read_only=read_only,
+                                      on_step=lambda step, words: click.echo(f"[{step}] {words}", err=True))
     finally:
         await pool.close()
     return outcome.as_json()
@@ -247,7 +237,8 @@ def apply(inventory_path: Path | None, db_path: Path | None, leaf: str, remedy_i
           read_only_flag: bool, margin: float, window_s: float, interval_s: float, sustain_s: float | None,
           ratio: float, hot_util_pct: float, as_json: bool) -> None:
     """Apply a remedy to one leaf, verify it on fresh counters and a probe, roll back if it did not help."""
-    if _read_only(read_only_flag):
+    read_only = _read_only(read_only_flag)
+    if read_only:
         fail("refused: read-only mode (--read-only / FLEET_READ_ONLY / read_only in the config) never changes "
              "a machine")
     inventory = open_inventory(inventory_path)
@@ -259,7 +250,7 @@ def apply(inventory_path: Path | None, db_path: Path | None, leaf: str, remedy_i
     try:
         _fresh_store(inventory, writer, StoreReader(path), window_s, interval_s)
         reader = StoreReader(path)  # a new read connection sees what was just collected
-        document = asyncio.run(_apply(inventory, writer, reader, leaf, remedy_id, yes, settings))
+        document = asyncio.run(_apply(inventory, writer, reader, leaf, remedy_id, yes, settings, read_only))
     finally:
         writer.flush(timeout=30)
         writer.close()
