@@ -96,7 +96,7 @@ async def measure_leaf(pool: SshPool, host: InventoryHost, spines: Collection[st
         await asyncio.sleep(max(0.0, interval_s - (time.monotonic() - started)))
     members = [UplinkSeries(port, uplinks[port], speeds.get(port, 0.0),
                             tuple(t for t, _ in series.get(port, ())), tuple(g for _, g in series.get(port, ())))
-               for port in sorted(uplinks)]
+               for port in sorted(uplinks, key=lambda port: (uplinks[port], port))]
     return Measurement(assess_leaf(host.name, members, thresholds, jobs), ports, down, problems)
 
 

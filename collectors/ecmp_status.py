@@ -75,7 +75,7 @@ def leaf_balances(reader: StoreReader, inventory: Inventory, thresholds: EcmpThr
         leaf_end = min(max(newest, default=end or 0.0), end if end is not None else float("inf"))
         start = leaf_end - window_s
         members = []
-        for port, spine in sorted(uplinks.items()):
+        for port, spine in sorted(uplinks.items(), key=lambda item: (item[1], item[0])):
             data = reader.series(leaf, "sw_tx_gbps", port, "", start=start, end=leaf_end, resolution="raw")
             members.append(UplinkSeries(port, spine, speeds.get(port, 0.0), tuple(data.ts), tuple(data.avg)))
         on_leaf = {p.peer_host for p in ports if p.peer_host in nodes}

@@ -210,6 +210,9 @@ async def _apply(inventory: Inventory, writer: StoreWriter, reader: StoreReader,
         if remedy is None:
             fail(f"no remedy {remedy_id!r} for {leaf} (available: {', '.join(remedies) or 'none'})" if remedy_id
                  else f"no switch remedy left for {leaf}")
+        if not balance.flagged:
+            click.echo(f"fleet: {leaf} is not flagged now ({balance.reason}); it is still the canary you chose",
+                       err=True)
         _show_remedy(leaf, remedy)
         if not yes and not click.confirm(f"Apply to {leaf}?", default=False, err=True):
             fail("not applied: not confirmed")

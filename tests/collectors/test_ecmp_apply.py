@@ -4,11 +4,13 @@ and the next plan reads the configuration the switch really runs."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from collectors.commands import command
 from collectors.ecmp_apply import ApplySettings, EcmpApply
 from collectors.ecmp_status import plan_leaf
 from collectors.inventory import load_inventory
@@ -74,3 +76,34 @@ async def test_session_dropped_after_apply_sent_leaves_the_exact_audit_row(tmp_p
 def _discard(text: str) -> None:
     """The answer the client never gets."""
     del text
+
+
+@pytest.mark.timeout(60)
+async def test_a_command_the_switch_refuses_detaches_what_was_staged_and_changes_nothing(tmp_path: Path) -> None:
+    server = FleetServer(FleetModel(load_scenario("ecmp")))
+    await server.start()
+    try:
+        inventory = load_inventory(write_state(server, tmp_path / "sim"))
+        host = inventory.host("leaf01")
+        pool = SshPool(inventory.hosts, known_hosts=inventory.known_hosts)
+        plan = await plan_leaf(pool, host, None)
+        good = next(r for r in plan.remedies if r.id == "hash-fields")
+        bogus = dataclasses.replace(good, commands=(good.commands[0],
+                                                    ("nv", "set", "system", "forwarding", "ecmp-hash", "bogus", "on"),
+                                                    good.commands[1]))
+        rows: list[ActionRecord] = []
+        settings = ApplySettings(window_s=1.0, interval_s=0.5, command_timeout_s=10.0)
+        applier = EcmpApply(pool, host, bogus, spines={h.name for h in inventory.by_role("spine")},
+                            actor="tester@host", put_action=rows.append, settings=settings)
+        outcome = await asyncio.wait_for(applier.run(read_only=False), timeout=40)
+        diff = await pool.run("leaf01", command("nv", "config", "diff"), 10)
+        after = await plan_leaf(pool, host, None)
+        await pool.close()
+    finally:
+        await server.close()
+    assert outcome.state == "failed"
+    assert rows[-1].step == "apply" and rows[-1].commands[-1] == "nv config detach"
+    assert "the switch refused `nv set system forwarding ecmp-hash bogus on`" in rows[-1].verdict
+    assert "staged changes detached; running config unchanged" in rows[-1].verdict
+    assert diff.ok and diff.stdout.strip() == ""
+    assert after.snapshot.config == plan.snapshot.config
