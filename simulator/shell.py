@@ -1,7 +1,7 @@
 """The simulated ``/bin/sh -c``: a command line in, each command's output and exit status out.
 
 A line is split like a POSIX shell splits it (``shlex``): commands joined by
-``;``, ``&&`` and ``||``, with quoting, ``VAR=value`` prefixes, ``timeout N``,
+``;``, ``&&`` and ``||``, pipes into the text filters of ``simulator.pipes``, with quoting, ``VAR=value`` prefixes, ``timeout N``,
 ``sudo``, and the redirections ``2>/dev/null``, ``>/dev/null`` and ``2>&1``.
 Each command goes to a stateful handler (perftest, all-reduce, the node agent,
 switch configuration changes) or to a stateless renderer of
@@ -18,6 +18,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from simulator import agent_stream, perftest, switch_cli
+from simulator.pipes import FILTERS
 from simulator.session import Handler, Machine, StreamIO
 from simulator.tools import REGISTRY, ToolContext, ToolOutput, load_all
 
@@ -49,9 +50,9 @@ class _Command:
 
 @dataclass
 class _Pipeline:
-    """Commands and the operators before each (``;`` for the first)."""
+    """Pipelines (``a | b``) and the operator before each (``;`` for the first)."""
 
-    steps: list[tuple[str, _Command]] = field(default_factory=list)
+    steps: list[tuple[str, list[_Command]]] = field(default_factory=list)
     error: str = ""
 
 
@@ -68,17 +69,23 @@ def parse_line(line: str) -> _Pipeline:
         return pipeline
     operator = ";"
     words: list[str] = []
+    piped: list[_Command] = []
     for token in [*tokens, ";"]:
         if token in (";", "&&", "||", "|", "&", ";;", "|&"):
-            if token not in (";", "&&", "||"):
+            if token not in (";", "&&", "||", "|"):
                 pipeline.error = f'sh: 1: Syntax error: "{token}" is not supported by this simulated shell\n'
                 return pipeline
-            if words:
-                pipeline.steps.append((operator, _command(words)))
-            elif token != ";" or operator != ";":
+            if not words and (token != ";" or operator != ";" or piped):
                 pipeline.error = f'sh: 1: Syntax error: "{token}" unexpected\n'
                 return pipeline
-            operator, words = token, []
+            if words:
+                piped.append(_command(words))
+                words = []
+            if token == "|":
+                continue
+            if piped:
+                pipeline.steps.append((operator, piped))
+            operator, piped = token, []
             continue
         words.append(token)
     return pipeline
@@ -156,16 +163,37 @@ class Shell:
             io.stderr(pipeline.error)
             return 2
         status = 0
-        for operator, command in pipeline.steps:
+        for operator, commands in pipeline.steps:
             if (operator == "&&" and status != 0) or (operator == "||" and status == 0):
                 continue
-            command.argv = [word.replace("$?", str(status)) for word in command.argv]
-            status = await self._run_command(command, io)
+            for command in commands:
+                command.argv = [word.replace("$?", str(status)) for word in command.argv]
+            status = await self._run_piped(commands, io)
             if status == -1:  # exit
                 break
         return max(status, 0) if status != -1 else self._exit_status
 
     _exit_status = 0
+
+    async def _run_piped(self, commands: list[_Command], io: StreamIO) -> int:
+        """``a | f | g``: ``a`` runs, its output goes through the text filters ``f``, ``g``."""
+        if len(commands) == 1:
+            return await self._run_command(commands[0], io)
+        captured: list[str] = []
+        status = await self._run_command(commands[0], StreamIO(captured.append, io.stderr, io.closed, io.stdin_eof))
+        text = "".join(captured)
+        for command in commands[1:]:
+            name = command.argv[0] if command.argv else ""
+            text_filter = FILTERS.get(name)
+            if text_filter is None:
+                io.stderr(f"sh: 1: {name}: not found\n" if name else "sh: 1: Syntax error: \"|\" unexpected\n")
+                return 127 if name else 2
+            text, err, status = text_filter(command.argv, text)
+            if err:
+                io.stderr(err)
+        if text:
+            io.stdout(text)
+        return status
 
     async def _run_command(self, command: _Command, io: StreamIO) -> int:
         if command.bad_redirect:

@@ -53,10 +53,18 @@ async def test_quotes_and_env_prefixes(model: FleetModel) -> None:
     assert (out, status) == ("a;b c d\n", 0)
 
 
-async def test_pipes_are_refused_clearly(model: FleetModel) -> None:
-    _, err, status = await run_collect(shell(model, "gpu001"), "ibstat | head")
-    assert status == 2 and '"|" is not supported' in err
+async def test_pipes_into_text_filters(model: FleetModel) -> None:
+    sh = shell(model, "gpu001")
+    out, _, status = await run_collect(sh, "ethtool -S enp12s0np0 | grep -E 'prio3_pause(_duration)?:' | head -n 2")
+    assert status == 0 and out.splitlines()[0].strip().startswith("rx_prio3_pause:")
+    assert len(out.splitlines()) == 2
+    assert await run_collect(sh, "ibstat | grep -c 'State: Active'") == ("8\n", "", 0)
+    assert (await run_collect(sh, "hostname | grep nomatch"))[2] == 1
+    assert await run_collect(sh, "echo b a | wc -w") == ("2\n", "", 0)
+    assert (await run_collect(sh, "hostname | nosuch"))[2] == 127
+    assert (await run_collect(sh, "hostname | true & x"))[2] == 2
     assert parse_line("echo 'unterminated").error.startswith("sh: 1: Syntax error")
+    assert parse_line("| grep x").error
 
 
 async def test_commands_follow_the_machine_role(model: FleetModel) -> None:
