@@ -118,6 +118,8 @@ def _count(argv: list[str], default: int) -> int | None:
 
 
 def head(argv: list[str], text: str) -> FilterResult:
+    if len(argv) == 3 and argv[1] == "-c" and argv[2].isdigit():
+        return text.encode()[: int(argv[2])].decode(errors="ignore"), "", 0
     count = _count(argv, 10)
     if count is None:
         return "", f"head: invalid option -- '{' '.join(argv[1:])}'\n", 1

@@ -21,6 +21,7 @@ def test_grep() -> None:
 def test_head_tail_wc_sort_uniq() -> None:
     assert head(["head", "-n", "1"], TEXT) == ("rx_prio3_pause: 5\n", "", 0)
     assert head(["head", "-2"], TEXT)[0].count("\n") == 2
+    assert head(["head", "-c", "5"], TEXT) == ("rx_pr", "", 0)
     assert tail(["tail", "-n1"], TEXT) == ("RX_BYTES: 9\n", "", 0)
     assert wc(["wc", "-l"], TEXT) == ("4\n", "", 0)
     assert sort(["sort", "-nr"], "2\n10\n1\n") == ("10\n2\n1\n", "", 0)
