@@ -21,6 +21,7 @@ Every step is one :class:`fabric.records.ActionRecord` handed to
 
 from __future__ import annotations
 
+import asyncio
 import shlex
 import time
 from collections.abc import Callable, Collection, Sequence
@@ -157,6 +158,8 @@ class EcmpApply:
         self.jobs = tuple(jobs)
         self.audit = _Audit(put_action, actor, host.name, on_step)
         self._put_probe = put_probe
+        self._sent = ""
+        """The last change command sent to the switch ("" until the first)."""
 
     def _outcome(self, state: str, verdict: str, before: LeafBalance | None = None,
                  after: LeafBalance | None = None, probe_before: ProbeRecord | None = None,
@@ -179,7 +182,22 @@ class EcmpApply:
         return record
 
     async def run(self, *, read_only: bool) -> ApplyOutcome:
-        """The whole sequence; never raises for a switch's fault (the outcome and the audit say what happened)."""
+        """The whole sequence; never raises for a switch's fault (the outcome and the audit say what happened).
+
+        Cancelled (Ctrl-C, the console closing) after the first change was
+        sent: an audit row says the switch may run the change unverified.
+        """
+        try:
+            return await self._run(read_only)
+        except asyncio.CancelledError:
+            if self._sent:
+                self.audit.row("verdict", verdict=(
+                    f"cancelled after `{self._sent}` was sent: {self.host.name} may run {self.remedy.id} unverified "
+                    f"and not rolled back; run `fleet ecmp plan --leaf {self.host.name}` to read its config "
+                    f"(rollback: {'; '.join(self.remedy.rollback_lines)})"))
+            raise
+
+    async def _run(self, read_only: bool) -> ApplyOutcome:
         remedy, leaf = self.remedy, self.host.name
         if read_only:
             return self._outcome("refused", "refused: read-only mode never changes a machine")
@@ -244,6 +262,7 @@ class EcmpApply:
                 self.audit.row(step, action=action, commands=lines, output="".join(outputs), verdict=verdict)
                 return "failed", verdict
             lines.append(cmd.text)
+            self._sent = cmd.text
             result = await self.pool.run(self.host.name, cmd, self.settings.command_timeout_s)
             outputs.append(f"$ {cmd.text}\n{result.stdout}{result.stderr}")
             if result.exit_status is None:

@@ -57,6 +57,8 @@ async def measure_leaf(pool: SshPool, host: InventoryHost, spines: Collection[st
     problems: tuple[str, ...] = ()
     down: tuple[str, ...] = ()
     deadline_forwarding = time.monotonic() + wait_forwarding_s
+    give_up_s = wait_forwarding_s + 3 * window_s + 10 * interval_s + 2 * timeout_s
+    give_up = time.monotonic() + give_up_s
     waiting = wait_forwarding_s > 0
     first_ts: float | None = None
     polls = 0
@@ -71,6 +73,11 @@ async def measure_leaf(pool: SshPool, host: InventoryHost, spines: Collection[st
             continue  # NVUE lists its ports first; counters come from the next poll on
         ports, problems = polled.ports, polled.problems
         uplinks = {p.device: p.peer_host for p in ports if p.peer_host in spines}
+        if not uplinks:
+            raise MeasureFailed(f"{host.name}: no port has a spine as its LLDP neighbour: no ECMP group to measure")
+        if time.monotonic() > give_up:
+            raise MeasureFailed(f"{host.name}: no {window_s:g} s of uplink rates within {give_up_s:g} s "
+                                f"({'; '.join(problems[:2]) or 'no throughput in the output'})")
         speeds.update({p: s for p, s in polled.speeds_gbps.items() if p in uplinks})
         values = dict(polled.sample.values)
         values.update(rates.update(polled.sample).sample.values)

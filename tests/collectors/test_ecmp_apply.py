@@ -107,3 +107,33 @@ async def test_a_command_the_switch_refuses_detaches_what_was_staged_and_changes
     assert "staged changes detached; running config unchanged" in rows[-1].verdict
     assert diff.ok and diff.stdout.strip() == ""
     assert after.snapshot.config == plan.snapshot.config
+
+
+@pytest.mark.timeout(60)
+async def test_cancelled_after_the_change_was_sent_leaves_an_audit_row(tmp_path: Path) -> None:
+    server = FleetServer(FleetModel(load_scenario("ecmp")))
+    await server.start()
+    try:
+        inventory = load_inventory(write_state(server, tmp_path / "sim"))
+        host = inventory.host("leaf01")
+        pool = SshPool(inventory.hosts, known_hosts=inventory.known_hosts)
+        plan = await plan_leaf(pool, host, None)
+        remedy = next(r for r in plan.remedies if r.id == "hash-fields")
+        rows: list[ActionRecord] = []
+        applied = asyncio.Event()
+        settings = ApplySettings(window_s=1.0, interval_s=0.5, command_timeout_s=10.0)
+        applier = EcmpApply(pool, host, remedy, spines={h.name for h in inventory.by_role("spine")},
+                            actor="tester@host", put_action=rows.append, settings=settings,
+                            on_step=lambda step, _words: applied.set() if step == "apply" else None)
+        task = asyncio.ensure_future(applier.run(read_only=False))
+        await asyncio.wait_for(applied.wait(), timeout=30)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await pool.close()
+    finally:
+        await server.close()
+    assert [r.step for r in rows] == ["snapshot", "measure", "apply", "verdict"]
+    assert rows[-1].verdict.startswith("cancelled after `nv config apply -y -m")
+    assert "may run hash-fields unverified and not rolled back" in rows[-1].verdict
+    assert "nv set system forwarding ecmp-hash ingress-interface off" in rows[-1].verdict
