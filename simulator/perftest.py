@@ -331,7 +331,7 @@ def _lat_row(
     noise = unit_random(model.seed, "lat", src, dst, size, t)
     return LatRow(
         size_bytes=size,
-        iterations=args.iters(),
+        iterations=args.iters() if args.duration_s is None else int(args.duration_s * 1e6 / (2 * typical)),
         t_min_usec=typical - 0.04 - 0.02 * noise,
         t_max_usec=estimate.tail_usec + 0.5 + 2.0 * noise,
         t_typical_usec=typical,
@@ -345,7 +345,8 @@ def _lat_row(
 def _bw_row(bw_gbps: float, size: int, args: PerftestArgs) -> BwRow:
     """Small messages are bound by the QP's message rate, large ones by the path's bandwidth."""
     avg = min(bw_gbps, size * 8 * MAX_MPPS * args.qps / 1e3)
-    return BwRow(size, args.iters(), avg * 1.004, avg, avg * 1e9 / 8 / size / 1e6)
+    iterations = args.iters() if args.duration_s is None else int(avg * 1e9 * args.duration_s / (size * 8))
+    return BwRow(size, iterations, avg * 1.004, avg, avg * 1e9 / 8 / size / 1e6)
 
 
 # --------------------------------------------------------------------------- all_reduce_perf
