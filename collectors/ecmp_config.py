@@ -76,7 +76,11 @@ def parse_nvue_adaptive_routing(text: str) -> bool | None:
 
 
 def parse_sonic_switch_hash(text: str) -> tuple[str, ...] | None:
-    """``show switch-hash global`` -> the ECMP hash fields (the part before the LAG section)."""
+    """``show switch-hash global`` -> the ECMP hash fields (the part before the LAG section).
+
+    Layout: the SONiC Generic Hash design (sonic-net/SONiC doc/hash/hash-design.md), nested
+    ``Hash Field | Algorithm`` tables under ``ECMP`` then ``LAG``; ``N/A`` when none is set.
+    """
     ecmp_part = re.split(r"\bLAG\b", text, maxsplit=1)[0]
     if "ECMP" not in ecmp_part:
         return None

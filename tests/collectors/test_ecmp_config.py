@@ -28,7 +28,8 @@ programming
   log-level               info
 """
 
-# `show switch-hash global`, written after the sonic-utilities Command Reference (not a capture).
+# `show switch-hash global` in the layout of the SONiC Generic Hash design (sonic-net/SONiC
+# doc/hash/hash-design.md, "Show command group"), fields shortened; not a capture from a switch.
 SONIC_SWITCH_HASH = """\
 +--------+-------------------------------------+
 | Hash   | Configuration                       |
