@@ -74,7 +74,12 @@ def _thresholds(window_s: float, sustain_s: float | None, ratio: float, hot_util
 
 
 def _actor() -> str:
-    return f"{getpass.getuser()}@{socket.gethostname()}"
+    """user@host for the audit (a uid when the account has no name, as in some containers)."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = f"uid{os.getuid()}"
+    return f"{user}@{socket.gethostname()}"
 
 
 def _leaves(inventory: Inventory, leaf: str | None) -> list[str]:
@@ -234,10 +239,12 @@ async def _apply(inventory: Inventory, writer: StoreWriter, reader: StoreReader,
 @click.option("--read-only", "read_only_flag", is_flag=True, help="Refuse to change anything (as FLEET_READ_ONLY=1).")
 @click.option("--margin", type=float, default=0.25, show_default=True,
               help="Keep a change that lowers max/mean by this fraction even if above the threshold.")
+@click.option("--probe-tolerance", type=float, default=0.25, show_default=True,
+              help="The probe's p99 may rise by this fraction (plus 0.5 us) before the change counts as worse.")
 @_window_options
 @json_option
 def apply(inventory_path: Path | None, db_path: Path | None, leaf: str, remedy_id: str | None, yes: bool,
-          read_only_flag: bool, margin: float, window_s: float, interval_s: float, sustain_s: float | None,
+          read_only_flag: bool, margin: float, probe_tolerance: float, window_s: float, interval_s: float, sustain_s: float | None,
           ratio: float, hot_util_pct: float, as_json: bool) -> None:
     """Apply a remedy to one leaf, verify it on fresh counters and a probe, roll back if it did not help."""
     read_only = _read_only(read_only_flag)
@@ -247,7 +254,8 @@ def apply(inventory_path: Path | None, db_path: Path | None, leaf: str, remedy_i
     inventory = open_inventory(inventory_path)
     _leaves(inventory, leaf)
     thresholds = _thresholds(window_s, sustain_s, ratio, hot_util_pct)
-    settings = ApplySettings(window_s=window_s, interval_s=interval_s, margin=margin, thresholds=thresholds)
+    settings = ApplySettings(window_s=window_s, interval_s=interval_s, margin=margin,
+                             probe_tolerance=probe_tolerance, thresholds=thresholds)
     path = db_path_or_default(db_path)
     writer = StoreWriter(path).start()
     try:
