@@ -160,6 +160,7 @@ class EcmpApply:
         self._put_probe = put_probe
         self._sent = ""
         """The last change command sent to the switch ("" until the first)."""
+        self._rolling_back = False
 
     def _outcome(self, state: str, verdict: str, before: LeafBalance | None = None,
                  after: LeafBalance | None = None, probe_before: ProbeRecord | None = None,
@@ -190,10 +191,15 @@ class EcmpApply:
         try:
             return await self._run(read_only)
         except asyncio.CancelledError:
-            if self._sent:
+            leaf = self.host.name
+            if self._rolling_back:
+                self.audit.row("verdict", action="ecmp.rollback", verdict=(
+                    f"cancelled during the rollback after `{self._sent}` was sent: {leaf} may run {self.remedy.id} "
+                    f"or the configuration of the snapshot; run `fleet ecmp plan --leaf {leaf}` to read it"))
+            elif self._sent:
                 self.audit.row("verdict", verdict=(
-                    f"cancelled after `{self._sent}` was sent: {self.host.name} may run {self.remedy.id} unverified "
-                    f"and not rolled back; run `fleet ecmp plan --leaf {self.host.name}` to read its config "
+                    f"cancelled after `{self._sent}` was sent: {leaf} may run {self.remedy.id} unverified "
+                    f"and not rolled back; run `fleet ecmp plan --leaf {leaf}` to read its config "
                     f"(rollback: {'; '.join(self.remedy.rollback_lines)})"))
             raise
 
@@ -291,6 +297,7 @@ class EcmpApply:
     async def _rollback(self, snapshot: ConfigSnapshot, reason: str, before: LeafBalance | None,
                         after: LeafBalance | None, probe_before: ProbeRecord | None,
                         probe_after: ProbeRecord | None) -> ApplyOutcome:
+        self._rolling_back = True
         failed = await self._run_commands(self.remedy.rollback, "rollback", snapshot)
         if failed is not None:
             state = "unknown" if failed[0] == "unknown" else "rollback-failed"
