@@ -214,7 +214,7 @@ def _type_word(kind: type) -> str:
 
 def builtin_scenarios() -> dict[str, Path]:
     """Built-in scenario name -> file."""
-    return {path.stem: path for path in sorted(SCENARIO_DIR.glob("*.toml"))}
+    return {path.stem: path for path in sorted(SCENARIO_DIR.glob("*.toml"), key=lambda p: p.stem)}
 
 
 def resolve_scenario(name_or_path: str) -> Path:

@@ -28,12 +28,14 @@ def sim(scenario_name: str, nodes: int | None, state_dir: Path | None, list_scen
     from simulator.scenario import ScenarioError, builtin_scenarios, load_scenario
 
     if list_scenarios:
-        for name, path in builtin_scenarios().items():
+        builtin = builtin_scenarios()
+        width = max(map(len, builtin), default=0) + 2
+        for name, path in builtin.items():
             try:
                 description = load_scenario(str(path)).description
             except ScenarioError as error:
                 description = f"(invalid: {error})"
-            click.echo(f"{name:12s} {description}")
+            click.echo(f"{name:{width}s}{description}")
         return
     try:
         scenario = load_scenario(scenario_name, nodes=nodes)
