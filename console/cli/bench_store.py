@@ -23,6 +23,7 @@ Three phases, each on its own temporary file (or under --dir):
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import tempfile
 import time
@@ -203,6 +204,8 @@ def _day_phase(path: Path, nodes: int, hours: float, repeats: int) -> dict[str, 
 def bench_store(nodes: int, minutes: float, day_nodes: int, day_hours: float, repeats: int,
                 directory: Path | None, as_json: bool) -> None:
     """Ingest rate, bytes per sample, growth per day and query latencies of the store."""
+    load_before = os.getloadavg()[0]
+    cpu_began, wall_began = time.process_time(), time.perf_counter()
     with tempfile.TemporaryDirectory() as scratch:
         folder = directory or Path(scratch)
         folder.mkdir(parents=True, exist_ok=True)
@@ -221,6 +224,12 @@ def bench_store(nodes: int, minutes: float, day_nodes: int, day_hours: float, re
         "as_of_fleet_p99_ms": fleet["as_of_fleet_arrays_p99_ms"],
     }
     report = {
+        "machine": {
+            "cpus": os.cpu_count(),
+            "load_average_before": load_before,
+            "load_average_after": os.getloadavg()[0],
+            "cpu_share": (time.process_time() - cpu_began) / (time.perf_counter() - wall_began),
+        },
         "results": results,
         "targets": {k: f"{op} {v}" for k, (op, v) in TARGETS.items()},
         "met": {k: (results[k] >= v if op == ">=" else results[k] <= v) for k, (op, v) in TARGETS.items()},
