@@ -47,34 +47,47 @@ def _host_finding(ctx: Context, kind: str, severity: Severity, host: str, status
 
 def _slow(ctx: Context) -> list[Finding]:
     slow: dict[str, HostStatus] = {}
-    for event in ctx.data.events:
-        if event.kind == "host_state" and event.data.get("state") == HostState.SLOW.value and event.host:
-            slow[event.host] = HostStatus(event.host, HostState.SLOW, event.ts, str(event.data.get("reason", "")))
+    answer_s: dict[str, float] = defaultdict(float)
+    observed = [HostStatus(e.host, HostState.SLOW, e.ts, str(e.data.get("reason", ""))) for e in ctx.data.events
+                if e.kind == "host_state" and e.data.get("state") == HostState.SLOW.value and e.host]
+    observed += [s for s in ctx.data.statuses.values() if s.state is HostState.SLOW]
+    for status in observed:
+        slow.setdefault(status.host, status)
+        seconds = _seconds(status.reason)
+        if seconds is not None and seconds >= answer_s[status.host]:
+            answer_s[status.host] = seconds
+            slow[status.host] = status
     for host, status in ctx.data.statuses.items():
-        if status.state is HostState.SLOW:
-            slow[host] = status
-        elif status.state.is_failure:
+        if status.state.is_failure:
             slow.pop(host, None)  # worse than slow: reported as such
-    by_role: dict[str, list[str]] = defaultdict(list)
-    for host in ctx.data.statuses:
-        by_role[ctx.role(host) or "node"].append(host)
+    # Nodes only: switch CLIs (NVUE, SONiC show) and Slurm take seconds by design, so a slow answer from
+    # them says nothing about the fabric or a job.
+    nodes = sorted(h for h in slow if ctx.role(h) in ("node", ""))
     found = []
-    for _role, hosts in sorted(by_role.items()):
-        mine = sorted(h for h in hosts if h in slow)
-        named = mine
-        if len(mine) > ctx.t.slow_fleet_fraction * len(hosts):
-            seconds = {h: _seconds(slow[h].reason) for h in mine}
-            known = [s for s in seconds.values() if s is not None]
-            typical = statistics.median(known) if known else None
-            named = [h for h in mine if typical is not None and (seconds[h] or 0.0)
-                     >= ctx.t.slow_outlier_factor * typical]
-        for host in named:
+    if nodes:
+        for host in _outliers(ctx, nodes, answer_s):
             found.append(_host_finding(ctx, "node_slow", Severity.WARNING, host, slow[host],
                                        "The host answers, late: check its load (`uptime`, `top`), memory "
                                        "pressure and the management link; a slow node delays every "
                                        "collective of its job.",
-                                       {"answer_s": _seconds(slow[host].reason)}))
+                                       {"answer_s": answer_s.get(host) or None}))
     return found
+
+
+def _outliers(ctx: Context, hosts: list[str], answer_s: dict[str, float]) -> list[str]:
+    """The slow hosts worth naming: alone, or much slower than the others that were slow with them.
+
+    Several hosts slow together is what a busy collector or management network looks like; the host
+    whose own delay comes on top of that stands out by ``slow_outlier_factor``.
+    """
+    if len(hosts) == 1:
+        return hosts
+    if len(hosts) == 2:  # the other one is the reference
+        a, b = (answer_s.get(h, 0.0) for h in hosts)
+        factor = ctx.t.slow_outlier_factor
+        return [h for h, mine, other in ((hosts[0], a, b), (hosts[1], b, a)) if mine >= factor * other > 0]
+    typical = statistics.median(answer_s.get(h, 0.0) for h in hosts)
+    return [h for h in hosts if typical > 0 and answer_s.get(h, 0.0) >= ctx.t.slow_outlier_factor * typical]
 
 
 def _seconds(reason: str) -> float | None:

@@ -61,8 +61,8 @@ def _counted_drops(ctx: Context) -> list[Finding]:
 
 
 def _silent_loss(ctx: Context) -> list[Finding]:
-    lost = _lost_per_leaf(ctx)
-    if sum(lost.values()) < ctx.t.spine_lost_packets_min:
+    lost, lost_total = _lost_per_leaf(ctx)
+    if lost_total < ctx.t.spine_lost_packets_min:
         return []
     sent = _packets_spine_to_leaf(ctx)
     spines = sorted({spine for spine, _ in sent})
@@ -91,31 +91,39 @@ def _silent_loss(ctx: Context) -> list[Finding]:
         "spine_loss", Severity.CRITICAL, switch=spine,
         evidence={"estimated_loss_ratio": rounded(ratio), "explained_share": round(1.0 - unexplained, 3),
                   "runner_up_explained_share": round(1.0 - runner_up, 3),
-                  "lost_packets_in_window": sum(y), "leaves_with_loss": sum(1 for v in y if v > 0)},
+                  "lost_packets_in_window": lost_total, "lost_packets_per_s": rounded(sum(y)),
+                  "leaves_with_loss": sum(1 for v in y if v > 0)},
         next_step=_next_step(spine))]
 
 
-def _lost_per_leaf(ctx: Context) -> Mapping[str, float]:
+def _lost_per_leaf(ctx: Context) -> tuple[Mapping[str, float], float]:
+    """Packets lost per second at each leaf's receivers, and the packets lost over the window in all.
+
+    Rates, not increases: node and switch counters are read at different moments and over different
+    spans, and only per-second figures compare across them.
+    """
     lost: dict[str, float] = defaultdict(float)
+    total = 0.0
     for node, nic, port in ctx.each("out_of_sequence"):
         if (node, nic) in ctx.flagged_nics:
             continue
         leaf, _ = ctx.switch_end(node, nic)
-        increase = ctx.delta(node, "out_of_sequence", nic, port)
-        if leaf and increase:
-            lost[leaf] += increase
-    return lost
+        per_s = ctx.rate(node, "out_of_sequence", nic, port)
+        if leaf and per_s:
+            lost[leaf] += per_s
+            total += ctx.delta(node, "out_of_sequence", nic, port) or 0.0
+    return lost, total
 
 
 def _packets_spine_to_leaf(ctx: Context) -> Mapping[tuple[str, str], float]:
-    """Packets each spine sent each leaf over the window: the spine's transmit bytes on the port facing the
-    leaf, else the leaf's receive bytes on its port facing the spine."""
+    """Packets per second each spine sent each leaf over the window: the spine's transmit bytes on the port
+    facing the leaf, else the leaf's receive bytes on its port facing the spine."""
     sent: dict[tuple[str, str], float] = defaultdict(float)
     for link in ctx.data.graph.uplinks():
         leaf, spine = link.a, link.b
-        octets = ctx.delta(spine.host, "sw_tx_bytes", spine.port)
+        octets = ctx.rate(spine.host, "sw_tx_bytes", spine.port)
         if octets is None:
-            octets = ctx.delta(leaf.host, "sw_rx_bytes", leaf.port)
+            octets = ctx.rate(leaf.host, "sw_rx_bytes", leaf.port)
         if octets:
             sent[(spine.host, leaf.host)] += octets / ctx.t.roce_mtu_bytes
     return sent

@@ -87,11 +87,10 @@ class Thresholds:
     critical_xids: frozenset[int] = frozenset({48, 63, 64, 74, 79, 92, 94, 95})
     """XIDs that mean lost data or a lost GPU (DOMAIN.md, GPU section; NVIDIA XID catalogue)."""
     # --- hosts ----------------------------------------------------------------
-    slow_fleet_fraction: float = 0.3
-    """When more than this share of hosts of one role turn slow together, the collector or the
-    management network is the slow part: only hosts much slower than the rest are named."""
     slow_outlier_factor: float = 1.5
-    """... a host is then named when its answer time is this many times the median slow host's."""
+    """Of several hosts slow in the window, one is named when its answer time is this many times the
+    median of theirs: a loaded collector delays every host alike (tens of percent apart), a slow host
+    adds its own seconds on top."""
     # --- latency --------------------------------------------------------------
     latency_regression_factor: float = 1.5
     """p99 latency this many times the pair's (or job's) baseline: healthy RDMA p99 varies by tens of

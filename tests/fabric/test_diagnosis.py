@@ -328,6 +328,15 @@ def test_when_most_hosts_are_slow_together_only_the_much_slower_one_is_named(fle
     assert parts(fleet) == [("node_slow", "gpu004", "", "", "")]
 
 
+def test_of_two_slow_nodes_the_much_slower_one_is_named(fleet: Fleet) -> None:
+    for node, seconds in (("gpu001", 4.1), ("gpu002", 7.0)):
+        fleet.events.append(Event(T0 + 1, "host_state", Severity.WARNING, f"{node}: ok -> slow", host=node,
+                                  data={"state": "slow", "reason": f"first agent line after {seconds} s"}))
+    assert parts(fleet) == [("node_slow", "gpu002", "", "", "")]
+    fleet.statuses["leaf01"] = HostStatus("leaf01", HostState.SLOW, T0, "answered in 9.0 s (slow above 2 s)")
+    assert parts(fleet) == [("node_slow", "gpu002", "", "", "")]  # switch CLIs are slow by design
+
+
 def _lat(ts: float, p99: float, job: str = "", dst: str = "gpu002") -> ProbeRecord:
     return ProbeRecord(ts, "lat", "gpu001", dst, "mlx5_0", "mlx5_0", result={"p99_usec": p99}, job=job)
 
