@@ -37,6 +37,7 @@ def test_apply_is_refused_in_read_only_mode_before_touching_anything(tmp_path: P
         assert "refused: read-only mode" in result.output
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 async def test_status_flags_only_the_colliding_leaf_and_apply_fixes_it_with_an_audit_trail(tmp_path: Path) -> None:
     db = str(tmp_path / "fleet.db")
@@ -64,6 +65,7 @@ async def test_status_flags_only_the_colliding_leaf_and_apply_fixes_it_with_an_a
     assert audit[-1]["before"]["balance"]["imbalance"] > audit[-1]["after"]["balance"]["imbalance"]
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 async def test_a_remedy_the_hash_ignores_is_rolled_back_and_the_audit_says_why(tmp_path: Path) -> None:
     text = (SCENARIO_DIR / "ecmp.toml").read_text().replace('target = "leaf01"',

@@ -45,6 +45,7 @@ async def fleet(*args: str, answer: str | None = None) -> Result:
     return await asyncio.to_thread(CliRunner().invoke, main, list(args), input=answer, catch_exceptions=False)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 async def test_sonic_leaf_plan_and_apply(tmp_path: Path) -> None:
     db = str(tmp_path / "fleet.db")
