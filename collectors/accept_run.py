@@ -5,23 +5,29 @@ standard suite of :mod:`collectors.baseline_run`), then each agreed check is
 judged against them one at a time (``on_check`` after each), so a progress
 view or the walkthrough screen can turn each line pass/fail as it happens.
 
-Findings come from ``diagnose`` when one is given (the fleet diagnosis);
-otherwise from what the suite itself localized: each link-test suspect is a
-finding of kind ``linktest_<nic|cable|leaf|spine>``, each NIC the local checks
-flagged one of kind ``nic_check``, each unreachable node ``node_unreachable``.
+Findings come from ``diagnose`` when one is given; by default from the fleet
+diagnosis over the history the suite wrote (:func:`store_diagnosis`), plus
+what the suite itself localized: each link-test suspect is a finding of kind
+``linktest_<nic|cable|leaf|spine>``, each NIC the local checks flagged one of
+kind ``nic_check``, each unreachable node ``node_unreachable``.
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from collectors.baseline_run import ProgressCallback, SuiteRun, SuiteSettings, run_suite
-from collectors.inventory import Inventory
+from collectors.diagnose_input import read_input
+from collectors.inventory import CablingRow, Inventory
 from collectors.sshpool import SshPool
 from fabric.acceptance import CheckResult, Criteria, evaluate_check
+from fabric.diagnosis import diagnose as run_rules
 from fabric.events import Finding, Severity
+from store.reader import StoreReader
 from store.writer import StoreWriter
 
 Diagnose = Callable[[SuiteRun], Awaitable[Sequence[Finding]]]
@@ -64,6 +70,26 @@ def suite_findings(run: SuiteRun) -> list[Finding]:
     return found
 
 
+def store_diagnosis(writer: StoreWriter, db_path: Path, cabling: Sequence[CablingRow]) -> Diagnose:
+    """The fleet diagnosis (``fabric.diagnosis``) over the history the suite wrote, plus :func:`suite_findings`.
+
+    The window runs from the suite's start to now: the collector snapshot, the
+    probes and the counters the suite itself stored.
+    """
+
+    async def diagnose(run: SuiteRun) -> list[Finding]:
+        writer.flush(timeout=60)
+        window_s = max(60.0, time.time() - run.baseline.ts + 5.0)
+
+        def read() -> list[Finding]:
+            with StoreReader(db_path) as reader:
+                return run_rules(read_input(reader, window_s=window_s, cabling=cabling))
+
+        return [*await asyncio.to_thread(read), *suite_findings(run)]
+
+    return diagnose
+
+
 async def run_acceptance(
     inventory: Inventory,
     criteria: Criteria,
@@ -80,7 +106,8 @@ async def run_acceptance(
     settings = SuiteSettings.from_table(criteria.suite, nodes=nodes)
     suite = await run_suite(inventory, settings, writer=writer, db_path=db_path, label=criteria.title,
                             on_progress=on_progress, pool=pool)
-    findings = tuple(await diagnose(suite)) if diagnose is not None else tuple(suite_findings(suite))
+    diagnose = diagnose or store_diagnosis(writer, db_path, inventory.cabling)
+    findings = tuple(await diagnose(suite))
     results = []
     for check in criteria.checks:
         result = evaluate_check(check, suite.baseline, findings)
@@ -90,4 +117,4 @@ async def run_acceptance(
     return AcceptanceRun(criteria, suite, findings, tuple(results))
 
 
-__all__ = ["AcceptanceRun", "Diagnose", "run_acceptance", "suite_findings"]
+__all__ = ["AcceptanceRun", "Diagnose", "run_acceptance", "store_diagnosis", "suite_findings"]

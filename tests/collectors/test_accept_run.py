@@ -72,6 +72,7 @@ async def test_the_acceptance_scenario_passes_every_example_check(tmp_path: Path
     run, progress, judged = await accept(tmp_path, "acceptance")
     failed = {r.check.id: r.summary for r in run.results if not r.passed}
     assert failed == {} and run.passed
+    assert run.findings == ()
     assert judged == [c.id for c in run.criteria.checks]
     steps = [p.step for p in progress]
     assert steps[0] == "snapshot" and steps[-1] == "done"
@@ -97,6 +98,10 @@ async def test_the_broken_scenario_fails_exactly_the_optic_and_the_throttled_nod
     assert node.part == "node/gpu005" and node.measured is not None and 0.75 < node.measured < 0.9
     assert "gpu005 0.8" in failed["allreduce-node"].summary and "< 0.94" in failed["allreduce-node"].summary
     assert failed["allreduce-fleet"].failures[0].part == "fleet/allreduce"
+    # the diagnosis over the suite's history names both parts with their numbers
+    found = {(f.kind, f.node, f.nic): f.evidence for f in run.findings}
+    assert set(found) == {("optics_low_rx_power", "gpu003", "mlx5_2"), ("gpu_thermal", "gpu005", "")}
+    assert found[("gpu_thermal", "gpu005", "")]["gpu_temp_c"] == 94.0
 
 
 async def test_baselines_before_and_after_the_faults_differ_in_exactly_those_parts(tmp_path: Path) -> None:
