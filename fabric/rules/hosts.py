@@ -51,8 +51,10 @@ def _slow(ctx: Context) -> list[Finding]:
     observed = [HostStatus(e.host, HostState.SLOW, e.ts, str(e.data.get("reason", ""))) for e in ctx.data.events
                 if e.kind == "host_state" and e.data.get("state") == HostState.SLOW.value and e.host]
     observed += [s for s in ctx.data.statuses.values() if s.state is HostState.SLOW]
+    times: dict[str, int] = defaultdict(int)
     for status in observed:
         slow.setdefault(status.host, status)
+        times[status.host] += 1
         seconds = _seconds(status.reason)
         if seconds is not None and seconds >= answer_s[status.host]:
             answer_s[status.host] = seconds
@@ -65,23 +67,25 @@ def _slow(ctx: Context) -> list[Finding]:
     nodes = sorted(h for h in slow if ctx.role(h) in ("node", ""))
     found = []
     if nodes:
-        for host in _outliers(ctx, nodes, answer_s):
+        for host in _outliers(ctx, nodes, answer_s, times):
             found.append(_host_finding(ctx, "node_slow", Severity.WARNING, host, slow[host],
                                        "The host answers, late: check its load (`uptime`, `top`), memory "
                                        "pressure and the management link; a slow node delays every "
                                        "collective of its job.",
-                                       {"answer_s": answer_s.get(host) or None}))
+                                       {"answer_s": answer_s.get(host) or None,
+                                        "slow_times_in_window": times[host]}))
     return found
 
 
-def _outliers(ctx: Context, hosts: list[str], answer_s: dict[str, float]) -> list[str]:
-    """The slow hosts worth naming: alone, or much slower than the others that were slow with them.
+def _outliers(ctx: Context, hosts: list[str], answer_s: dict[str, float], times: dict[str, int]) -> list[str]:
+    """The slow hosts worth naming: alone and slow again and again, or much slower than the others.
 
     Several hosts slow together is what a busy collector or management network looks like; the host
-    whose own delay comes on top of that stands out by ``slow_outlier_factor``.
+    whose own delay comes on top of that stands out by ``slow_outlier_factor``. A lone host has no
+    other to compare with: it must have been slow ``slow_times_min`` times, not once in a hiccup.
     """
     if len(hosts) == 1:
-        return hosts
+        return hosts if times[hosts[0]] >= ctx.t.slow_times_min else []
     if len(hosts) == 2:  # the other one is the reference
         a, b = (answer_s.get(h, 0.0) for h in hosts)
         factor = ctx.t.slow_outlier_factor

@@ -87,6 +87,9 @@ class Thresholds:
     critical_xids: frozenset[int] = frozenset({48, 63, 64, 74, 79, 92, 94, 95})
     """XIDs that mean lost data or a lost GPU (DOMAIN.md, GPU section; NVIDIA XID catalogue)."""
     # --- hosts ----------------------------------------------------------------
+    slow_times_min: int = 2
+    """A node slow on its own (no other node slow in the window) is named once it was slow this often:
+    a single late answer is a hiccup of the node or the network, a repeated one is the node."""
     slow_outlier_factor: float = 1.5
     """Of several hosts slow in the window, one is named when its answer time is this many times the
     median of theirs: a loaded collector delays every host alike (tens of percent apart), a slow host
