@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any, ClassVar
 
 from textual import on, work
@@ -33,6 +34,7 @@ from console.screens.topology import TopologyScreen
 from console.theming import load_themes, stylesheet_path
 from console.view_model import ConsoleView
 from fabric.records import HostStatus
+from fabric.states import HostState
 from store.writer import StoreWriter
 
 REPLAY_STEP_S = 60.0
@@ -83,6 +85,8 @@ class FleetApp(App[None]):
         self._refresh_again = False
         self._view_waiters: list[asyncio.Future[ConsoleView]] = []
         self.refreshes_skipped = 0
+        self._last_read_s = 0.0
+        self._last_read_end = 0.0
         self.set_reactive(FleetApp.cursor_ts, config.at_ts)
 
     def on_mount(self) -> None:
@@ -100,9 +104,16 @@ class FleetApp(App[None]):
         return not (self.config.read_only and is_machine_changing(self, action))
 
     # --- refresh: one read at a time; a tick while reading is skipped, never queued twice
-    def request_refresh(self) -> None:
+    def request_refresh(self, force: bool = False) -> None:
+        """Read the store again unless a read is in flight (then once more after it) or, for
+        timer ticks (``force`` False), the last read was too recent for its cost."""
         if self._refreshing:
-            self._refresh_again = True
+            self._refresh_again = self._refresh_again or force
+            self.refreshes_skipped += 1
+            return
+        if not force and time.monotonic() - self._last_read_end < self._last_read_s:
+            # A read that took r seconds is followed by at least r idle seconds: on a big fleet
+            # the reads (and their GIL time) never starve the collector running beside them.
             self.refreshes_skipped += 1
             return
         self._refreshing = True
@@ -115,17 +126,20 @@ class FleetApp(App[None]):
         try:
             if first:
                 self.post_message(SnapshotLoaded(await self.feed.load_view(cursor_ts, with_values=False)))
+            started = time.monotonic()
             view = await self.feed.load_view(cursor_ts)
+            self._last_read_end = time.monotonic()
+            self._last_read_s = self._last_read_end - started
             self.post_message(SnapshotLoaded(view))
         finally:
             self._refreshing = False
             if self._refresh_again:
                 self._refresh_again = False
-                self.call_later(self.request_refresh)
+                self.call_later(self.request_refresh, True)
 
     def on_snapshot_loaded(self, message: SnapshotLoaded) -> None:
         if message.view.snapshot.live != (self.cursor_ts is None):
-            self.request_refresh()
+            self.request_refresh(force=True)
             return
         self.view = message.view
         waiters, self._view_waiters = self._view_waiters, []
@@ -159,9 +173,12 @@ class FleetApp(App[None]):
         self.request_refresh()
 
     def on_host_status_changed(self, message: HostStatusChanged) -> None:
-        if message.status.state.is_failure:
-            self.notify(f"{message.status.host}: {message.status.state.value} {message.status.reason}",
-                        severity="warning", markup=False)
+        """Pop up only what needs a person now (a changed key, refused credentials); every other
+        state shows in the table, so a fleet-wide outage does not bury the screen in toasts."""
+        status = message.status
+        if status.state in (HostState.HOST_KEY_MISMATCH, HostState.AUTH_FAILED):
+            self.notify(f"{status.host}: {status.state.value} {status.reason}", title="needs you",
+                        severity="error", timeout=15, markup=False)
 
     @on(Worker.StateChanged)
     def _worker_changed(self, event: Worker.StateChanged) -> None:
@@ -173,7 +190,7 @@ class FleetApp(App[None]):
 
     # --- replay
     def watch_cursor_ts(self) -> None:
-        self.request_refresh()
+        self.request_refresh(force=True)
 
     def action_replay_step(self, seconds: float) -> None:
         base = self.cursor_ts

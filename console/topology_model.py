@@ -86,7 +86,8 @@ def plan_from_naming(snapshot: Snapshot) -> tuple[PlannedCable, ...]:
     return tuple(plan)
 
 
-def _group_rail(name: str) -> tuple[int, int]:
+def leaf_group_rail(name: str) -> tuple[int, int]:
+    """(group, rail) of a leaf named by ``fabric.naming``; (-1, -1) for other names."""
     match = _LEAF.match(name)
     if not match:
         return (-1, -1)
@@ -148,7 +149,7 @@ def _switch_row(name: str, role: str, snapshot: Snapshot, role_of: Callable[[str
             uplink=role == "leaf" and peer_role == "spine",
             cable=cable_at.get((name, p.device), ""),
         ))
-    group, rail = _group_rail(name)
+    group, rail = leaf_group_rail(name)
     utils = [link.util_pct for link in links if link.util_pct is not None]
     return SwitchRow(
         name=name, role=role, group=group, rail=rail,

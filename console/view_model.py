@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import hostlist
 
 from console.snapshot import Snapshot
+from console.topology_model import leaf_group_rail
 from fabric.events import Severity
 from fabric.health import (
     Health,
@@ -124,7 +125,7 @@ def build_view(
     snapshot: Snapshot, thresholds: HealthThresholds | None = None, refresh_s: float = 1.0
 ) -> ConsoleView:
     t = thresholds or HealthThresholds()
-    groups = {h.name: h.group for h in snapshot.hosts}
+    groups = _groups(snapshot)
     jobs_of: dict[str, list[str]] = {}
     tenants_of: dict[str, set[str]] = {}
     for job in snapshot.jobs:
@@ -160,6 +161,17 @@ def build_view(
         summary=_summarize(snapshot, rows, refresh_s),
         jobs=_job_rows(snapshot, rows), tenants=_tenant_rows(snapshot, rows),
     )
+
+
+def _groups(snapshot: Snapshot) -> dict[str, int]:
+    """Leaf group per node: the inventory's, else the group of the leaf its cables reach."""
+    groups = {h.name: h.group for h in snapshot.hosts if h.group >= 0}
+    for port in snapshot.ports:
+        if port.host not in groups and port.peer_host:
+            group, _rail = leaf_group_rail(port.peer_host)
+            if group >= 0:
+                groups[port.host] = group
+    return groups
 
 
 def _summarize(snapshot: Snapshot, rows: list[NodeRow], refresh_s: float) -> FleetSummary:

@@ -202,6 +202,8 @@ def summarize_node(
     nic_fields: dict[tuple[str, str], dict[str, float]] = {}
     rx_dbm: dict[str, float] = {}
     gpu_fields: dict[str, dict[str, float]] = {}
+    device_fields: dict[str, dict[str, float]] = {}
+    """Device-wide values of a NIC (port ""): QP count, module temperature and voltage."""
     host_up: float | None = None
     for (metric, device, port), value in values.items():
         if not device:
@@ -212,12 +214,14 @@ def summarize_node(
         elif port.startswith("L"):
             if metric == "optics_rx_power_dbm" and math.isfinite(value):
                 rx_dbm[device] = min(value, rx_dbm.get(device, value))
+        elif not port:
+            device_fields.setdefault(device, {})[metric] = value
         elif not metric.startswith("sw_"):
             nic_fields.setdefault((device, port), {})[metric] = value
     for metric, device, port in deltas:
         if device.startswith("gpu"):
             gpu_fields.setdefault(device, {})
-        elif _is_nic(device, port) and not metric.startswith("sw_"):
+        elif port and _is_nic(device, port) and not metric.startswith("sw_"):
             nic_fields.setdefault((device, port), {})
     nics = []
     for (device, port), f in sorted(nic_fields.items()):
@@ -229,7 +233,7 @@ def summarize_node(
             rx_pause_per_s=f.get("rx_pause_per_s"), tx_pause_per_s=f.get("tx_pause_per_s"),
             cnp_sent_per_s=f.get("cnp_sent_per_s"), cnp_handled_per_s=f.get("cnp_handled_per_s"),
             ecn_marked_per_s=f.get("ecn_marked_per_s"), pre_fec_ber=f.get("pre_fec_ber"),
-            qp_count=f.get("qp_count"), errors_per_s=f.get("errors_per_s"),
+            qp_count=f.get("qp_count", device_fields.get(device, {}).get("qp_count")), errors_per_s=f.get("errors_per_s"),
             link_error_delta=sum(d for m, d in own.items() if m in LINK_ERROR_METRICS),
             discard_delta=sum(d for m, d in own.items() if m not in LINK_ERROR_METRICS),
             error_delta=sum(own.values()),

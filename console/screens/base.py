@@ -6,11 +6,11 @@ arrives while it is current; a hidden screen does no work.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from textual.app import ComposeResult
 from textual.screen import Screen
-from textual.widgets import Footer
+from textual.widgets import DataTable, Footer
 
 from console.actions import is_machine_changing
 from console.view_model import ConsoleView
@@ -19,6 +19,13 @@ from console.widgets.summary_bar import SummaryBar
 
 if TYPE_CHECKING:
     from console.app import FleetApp
+
+
+def fixed_columns(table: DataTable[Any], *columns: tuple[str, int]) -> None:
+    """Columns of fixed width (label, cells): values change every second and a column must not
+    jump; it also spares the table a width pass on every refill."""
+    for label, width in columns:
+        table.add_column(label, width=width)
 
 
 class FleetScreenBase(Screen[None]):
@@ -43,10 +50,16 @@ class FleetScreenBase(Screen[None]):
     def compose_body(self) -> ComposeResult:
         yield from ()
 
+    def build(self) -> None:
+        """Set up tables and widgets after mount; runs before the first ``show_view``."""
+
     def on_mount(self) -> None:
+        # Textual calls ``on_mount`` of every class in the MRO; subclasses use ``build``.
+        self.build()
         self.watch(self.app, "view", self._view_arrived, init=False)
         self.watch(self.app, "highlighted_nodes", lambda _nodes: self._view_arrived(None), init=False)
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self._view_arrived(None))
+        self._view_arrived(None)
 
     def on_screen_resume(self) -> None:
         self._view_arrived(None)

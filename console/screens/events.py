@@ -12,7 +12,7 @@ from textual.reactive import reactive
 from textual.widgets import DataTable, Input
 
 from console.messages import JobChosen, NodeChosen
-from console.screens.base import FleetScreenBase
+from console.screens.base import FleetScreenBase, fixed_columns
 from console.timespec import format_moment
 from console.view_model import ConsoleView
 from fabric.events import Event, Severity
@@ -52,11 +52,10 @@ class EventsScreen(FleetScreenBase):
         yield Input(placeholder="filter: severity:critical node:gpu001 kind:link_down text", id="filter")
         yield DataTable(id="events-table", cursor_type="row")
 
-    def on_mount(self) -> None:
-        super().on_mount()
+    def build(self) -> None:
         self.query_one("#filter", Input).display = False
         table = self.query_one("#events-table", DataTable)
-        table.add_columns("time", "severity", "kind", "node", "where", "message")
+        fixed_columns(table, ("time", 20), ("severity", 8), ("kind", 18), ("node", 9), ("where", 14), ("message", 80))
         self._shown: tuple[Event, ...] = ()
         table.focus()
 

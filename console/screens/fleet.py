@@ -43,8 +43,7 @@ class FleetScreen(FleetScreenBase):
         yield Static(id="reasons")
         yield HealthLegend(id="legend")
 
-    def on_mount(self) -> None:
-        super().on_mount()
+    def build(self) -> None:
         self.query_one("#filter", Input).display = False
         self.query_one(FleetTable).focus()
 

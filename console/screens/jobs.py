@@ -14,7 +14,7 @@ from textual.widgets import DataTable
 
 from console.formatting import number
 from console.messages import JobChosen
-from console.screens.base import FleetScreenBase
+from console.screens.base import FleetScreenBase, fixed_columns
 from console.view_model import ConsoleView
 from console.widgets.plot import PlotData, PlotSeries, PlotWidget
 
@@ -35,13 +35,12 @@ class JobsScreen(FleetScreenBase):
             yield DataTable(id="tenants-table", cursor_type="row")
             yield PlotWidget(PlotData("job latency p50/p99 (choose a job)", "usec"), id="job-latency")
 
-    def on_mount(self) -> None:
-        super().on_mount()
-        self.query_one("#jobs-table", DataTable).add_columns(
-            "job", "name", "user", "tenant", "state", "nodes", "nodelist", "rx Gb/s", "tx Gb/s",
-            "GPU %", "degraded")
-        self.query_one("#tenants-table", DataTable).add_columns(
-            "tenant", "jobs", "nodes", "tx Gb/s", "GPU %", "degraded")
+    def build(self) -> None:
+        fixed_columns(self.query_one("#jobs-table", DataTable), ("job", 8), ("name", 20), ("user", 10),
+                      ("tenant", 10), ("state", 9), ("nodes", 5), ("nodelist", 24), ("rx Gb/s", 9),
+                      ("tx Gb/s", 9), ("GPU %", 5), ("degraded", 8))
+        fixed_columns(self.query_one("#tenants-table", DataTable), ("tenant", 10), ("jobs", 4),
+                      ("nodes", 5), ("tx Gb/s", 9), ("GPU %", 5), ("degraded", 8))
         self._job_rows: tuple[tuple[Text, ...], ...] = ()
         self._tenant_rows: tuple[tuple[Text, ...], ...] = ()
         self.query_one("#jobs-table", DataTable).focus()

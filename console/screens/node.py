@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -14,7 +15,7 @@ from textual.widgets import DataTable, Static
 
 from console.formatting import count, health_text, number
 from console.node_history import NodeHistory, load_history, load_values
-from console.screens.base import FleetScreenBase
+from console.screens.base import FleetScreenBase, fixed_columns
 from console.timespec import format_moment
 from console.view_model import ConsoleView
 from console.widgets.plot import PlotData, PlotWidget
@@ -46,6 +47,8 @@ class NodeScreen(FleetScreenBase):
         self._history_at: float | None = None
         self._loading = False
         self._peers: dict[tuple[str, str], str] = {}
+        self.drawn = asyncio.Event()
+        """Set once the node's values and its last hour are on screen (tests, benchmarks)."""
 
     def compose_body(self) -> ComposeResult:
         with VerticalScroll(id="node-body"):
@@ -60,16 +63,17 @@ class NodeScreen(FleetScreenBase):
                 yield PlotWidget(PlotData("latency probes, last hour", "usec"), id="plot-latency")
             yield DataTable(id="node-events", cursor_type="row")
 
-    def on_mount(self) -> None:
-        super().on_mount()
-        self.query_one("#ports", DataTable).add_columns(
-            "NIC", "port", "state", "rate", "rx Gb/s", "tx Gb/s", "PFC rx/s", "PFC tx/s",
-            "CNP sent/s", "CNP handled/s", "ECN/s", "err Δ5m", "pre-FEC BER", "QPs", "cable to")
-        self.query_one("#optics", DataTable).add_columns(
-            "NIC", "lane", "Rx dBm", "Tx dBm", "bias mA", "margin dB", "")
-        self.query_one("#gpus", DataTable).add_columns(
-            "GPU", "util %", "°C", "W", "mem GiB", "XID", "ECC/NVLink Δ5m", "NVLink CRC")
-        self.query_one("#node-events", DataTable).add_columns("time", "severity", "kind", "where", "message")
+    def build(self) -> None:
+        fixed_columns(self.query_one("#ports", DataTable), ("NIC", 7), ("port", 4), ("state", 6),
+                      ("rate", 4), ("rx Gb/s", 7), ("tx Gb/s", 7), ("PFC rx/s", 8), ("PFC tx/s", 8),
+                      ("CNP sent/s", 10), ("CNP handled/s", 13), ("ECN/s", 7), ("err Δ5m", 7),
+                      ("pre-FEC BER", 11), ("QPs", 5), ("cable to", 18))
+        fixed_columns(self.query_one("#optics", DataTable), ("NIC", 7), ("lane", 4), ("Rx dBm", 6),
+                      ("Tx dBm", 6), ("bias mA", 7), ("margin dB", 9), ("", 11))
+        fixed_columns(self.query_one("#gpus", DataTable), ("GPU", 5), ("util %", 6), ("°C", 3), ("W", 4),
+                      ("mem GiB", 7), ("XID", 4), ("ECC/NVLink Δ5m", 14), ("NVLink CRC", 10))
+        fixed_columns(self.query_one("#node-events", DataTable), ("time", 20), ("severity", 8),
+                      ("kind", 18), ("where", 10), ("message", 80))
         self.query_one("#ports", DataTable).focus()
 
     def _fill(self, table_id: str, rows: TableRows) -> None:
@@ -183,4 +187,6 @@ class NodeScreen(FleetScreenBase):
             self.query_one("#plot-throughput", PlotWidget).show(history.throughput)
             self.query_one("#plot-pauses", PlotWidget).show(history.pauses)
             self.query_one("#plot-latency", PlotWidget).show(history.latency)
+        if self._history_at is not None:
+            self.drawn.set()
 

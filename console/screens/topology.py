@@ -13,7 +13,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Static
 
 from console.formatting import count, number
-from console.screens.base import FleetScreenBase
+from console.screens.base import FleetScreenBase, fixed_columns
 from console.topology_model import (
     PlannedCable,
     SwitchRow,
@@ -48,15 +48,16 @@ class TopologyScreen(FleetScreenBase):
                 yield Static(id="switch-title")
                 yield DataTable(id="links", cursor_type="row")
 
-    def on_mount(self) -> None:
-        super().on_mount()
+    def build(self) -> None:
         self._topology: TopologyView | None = None
         self._switch_rows: tuple[tuple[Text, ...], ...] = ()
         self._link_rows: tuple[tuple[Text, ...], ...] = ()
-        self.query_one("#switches", DataTable).add_columns(
-            "switch", "role", "grp", "rail", "up", "max util %", "uplinks", "spread %", "drops Δ", "cabling")
-        self.query_one("#links", DataTable).add_columns(
-            "port", "peer", "up", "util %", "rx Gb/s", "tx Gb/s", "drops Δ", "PFC", "cable")
+        fixed_columns(self.query_one("#switches", DataTable), ("switch", 8), ("role", 5), ("grp", 3),
+                      ("rail", 4), ("up", 7), ("max util %", 10), ("uplinks", 16), ("spread %", 8),
+                      ("drops Δ", 7), ("cabling", 7))
+        fixed_columns(self.query_one("#links", DataTable), ("port", 10), ("peer", 16), ("up", 4),
+                      ("util %", 6), ("rx Gb/s", 7), ("tx Gb/s", 7), ("drops Δ", 7), ("PFC", 7),
+                      ("cable", 40))
         self.query_one("#switches", DataTable).focus()
 
     def show_view(self, view: ConsoleView) -> None:
@@ -65,7 +66,8 @@ class TopologyScreen(FleetScreenBase):
         v = self.app.theme_variables
         cabling = self.query_one("#cabling", Static)
         if topology.cable_problems:
-            line = Text(f" {len(topology.cable_problems)} cables differ from the plan: ",
+            n = len(topology.cable_problems)
+            line = Text(f" {n} {'cable differs' if n == 1 else 'cables differ'} from the plan: ",
                         style=v.get("health-down", ""))
             line.append(Text("; ".join(topology.cable_problems[:4])))
             cabling.update(line)

@@ -24,6 +24,8 @@ class Column:
     cell: Callable[[NodeRow, Mapping[str, str], bool], Text]
     sort_key: Callable[[NodeRow], Any]
     """Larger is worse/busier where that makes sense, so a reverse sort puts trouble on top."""
+    width: int
+    """Fixed: cells change every second and a column must not jump in width."""
 
 
 def _num(value: float | None, digits: int = 1) -> Text:
@@ -47,25 +49,25 @@ def _none_last(value: float | None) -> tuple[bool, float]:
 
 
 COLUMNS: tuple[Column, ...] = (
-    Column("name", "node", _name, lambda r: r.name),
+    Column("name", "node", _name, lambda r: r.name, 9),
     Column("state", "state", lambda r, v, h: health_text(r.health, r.state, v),
-           lambda r: (r.health.rank, r.state)),
+           lambda r: (r.health.rank, r.state), 20),
     Column("group", "grp", lambda r, v, h: Text("" if r.group < 0 else str(r.group), justify="right"),
-           lambda r: r.group),
-    Column("worst_nic", "worst NIC", lambda r, v, h: plain(r.worst_nic), lambda r: r.worst_nic),
-    Column("rx", "rx Gb/s", lambda r, v, h: _num(r.rx_gbps), lambda r: _none_last(r.rx_gbps)),
-    Column("tx", "tx Gb/s", lambda r, v, h: _num(r.tx_gbps), lambda r: _none_last(r.tx_gbps)),
-    Column("pause", "PFC/s", lambda r, v, h: _num(r.pause_per_s, 0), lambda r: _none_last(r.pause_per_s)),
-    Column("cnp", "CNP/s", lambda r, v, h: _num(r.cnp_per_s, 0), lambda r: _none_last(r.cnp_per_s)),
+           lambda r: r.group, 3),
+    Column("worst_nic", "worst NIC", lambda r, v, h: plain(r.worst_nic), lambda r: r.worst_nic, 9),
+    Column("rx", "rx Gb/s", lambda r, v, h: _num(r.rx_gbps), lambda r: _none_last(r.rx_gbps), 8),
+    Column("tx", "tx Gb/s", lambda r, v, h: _num(r.tx_gbps), lambda r: _none_last(r.tx_gbps), 8),
+    Column("pause", "PFC/s", lambda r, v, h: _num(r.pause_per_s, 0), lambda r: _none_last(r.pause_per_s), 7),
+    Column("cnp", "CNP/s", lambda r, v, h: _num(r.cnp_per_s, 0), lambda r: _none_last(r.cnp_per_s), 7),
     Column("errors", "err Δ5m", lambda r, v, h: Text(count(r.error_delta) if r.error_delta else "", justify="right"),
-           lambda r: r.error_delta),
+           lambda r: r.error_delta, 7),
     Column("optics", "optics dB", lambda r, v, h: _num(r.optics_margin_db),
-           lambda r: -r.optics_margin_db if r.optics_margin_db is not None else float("-inf")),
-    Column("gpu_util", "GPU %", lambda r, v, h: _num(r.gpu_util_pct, 0), lambda r: _none_last(r.gpu_util_pct)),
-    Column("gpu_temp", "GPU °C", lambda r, v, h: _num(r.gpu_temp_c, 0), lambda r: _none_last(r.gpu_temp_c)),
+           lambda r: -r.optics_margin_db if r.optics_margin_db is not None else float("-inf"), 9),
+    Column("gpu_util", "GPU %", lambda r, v, h: _num(r.gpu_util_pct, 0), lambda r: _none_last(r.gpu_util_pct), 5),
+    Column("gpu_temp", "GPU °C", lambda r, v, h: _num(r.gpu_temp_c, 0), lambda r: _none_last(r.gpu_temp_c), 6),
     Column("xid", "XID", lambda r, v, h: Text(_xids(r), style=v.get("health-down", "") if r.xids else ""),
-           lambda r: len(r.xids)),
-    Column("jobs", "jobs", lambda r, v, h: plain(",".join(r.jobs)), lambda r: r.jobs),
+           lambda r: len(r.xids), 8),
+    Column("jobs", "jobs", lambda r, v, h: plain(",".join(r.jobs)), lambda r: r.jobs, 16),
 )
 COLUMN_BY_KEY = {c.key: c for c in COLUMNS}
 
@@ -94,7 +96,7 @@ class FleetTable(DataTable[Text]):
 
     def on_mount(self) -> None:
         for column in COLUMNS:
-            self.add_column(column.label, key=column.key)
+            self.add_column(column.label, key=column.key, width=column.width)
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self._recolour())
 
     @property

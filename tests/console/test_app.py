@@ -101,7 +101,7 @@ async def test_enter_drills_into_the_node(make_app: MakeApp) -> None:
         await pilot.press("enter")
         await pilot.pause()
         assert isinstance(app.screen, NodeScreen) and app.screen.node_name == "gpu003"
-        await app.workers.wait_for_complete()
+        await asyncio.wait_for(app.screen.drawn.wait(), 10)
         await pilot.pause()
         ports = app.screen.query_one("#ports", DataTable)
         assert ports.row_count == 2

@@ -5,6 +5,7 @@ Regenerate after an intended change: ``pytest tests/console/test_snapshots.py --
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -12,6 +13,7 @@ from conftest import view_where
 from textual.pilot import Pilot
 
 from console.app import FleetApp
+from console.screens.node import NodeScreen
 from console.widgets.fleet_table import FleetTable
 
 SIZE = (160, 40)
@@ -48,7 +50,11 @@ def test_node_screen(snap_compare: Any, make_app: MakeApp) -> None:
         table.move_cursor(row=list(table.order).index("gpu003"))
         await pilot.press("enter")
         await pilot.pause()
-        await pilot.app.workers.wait_for_complete()
+        screen = pilot.app.screen
+        assert isinstance(screen, NodeScreen)
+        await asyncio.wait_for(screen.drawn.wait(), 10)
+        # The tables size their columns when idle after new rows: let that happen twice.
+        await pilot.pause()
         await pilot.pause()
 
     assert snap_compare(make_app(), terminal_size=SIZE, run_before=open_node)

@@ -38,7 +38,11 @@ def test_a_healthy_node_is_ok_and_its_busiest_nic_is_named() -> None:
 
 
 def test_summary_adds_rates_over_nics_and_averages_gpus() -> None:
-    summary = summarize_node(healthy_node())
+    values = healthy_node()
+    values[("qp_count", "mlx5_0", "")] = 9.0  # device-wide values sit at port ""
+    values[("optics_temp_c", "mlx5_0", "")] = 45.0
+    summary = summarize_node(values)
+    assert summary.nics[0].qp_count == 9.0
     assert summary.rx_gbps == 8 * 300.0
     assert summary.gpu_util_pct == 95.0
     assert summary.worst_rx_dbm == -2.0
