@@ -20,6 +20,7 @@ from console.screens.node import NodeScreen
 from console.widgets.fleet_table import FleetTable
 from console.widgets.header import FleetHeader
 from console.widgets.plot import PlotWidget
+from console.widgets.summary_bar import SummaryBar
 from fabric.health import Health
 from fabric.records import HostStatus
 from fabric.states import HostState
@@ -296,3 +297,39 @@ async def test_read_only_hides_and_refuses_machine_changes(make_app: MakeApp) ->
             await pilot.pause()
             assert ScreenWithAMachineAction.applied == expected
             assert ("READ-ONLY" in header_text(app)) is read_only
+
+
+async def test_palette_finds_a_node_and_opens_it(make_app: MakeApp) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await view_where(app, lambda v: len(v.rows) == 8)
+        await pilot.press("colon")
+        await pilot.pause()
+        await pilot.press(*"gpu005")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, NodeScreen) and app.screen.node_name == "gpu005"
+
+
+async def test_connecting_hosts_and_a_lagging_store_are_shown(
+    make_app: MakeApp, store: tuple[Path, StoreWriter]
+) -> None:
+    _path, writer = store
+    for name in ("gpu001", "gpu002"):
+        writer.put_host_status(HostStatus(name, HostState.CONNECTING, NOW - 0.5))
+    assert writer.flush(5.0)
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        view = await view_where(app, lambda v: v.summary.connecting == 2)
+        await pilot.pause()
+        bar = str(app.screen.query_one(SummaryBar).render())
+        assert "connecting 6/8" in bar
+        assert not view.summary.falling_behind
+    late = make_app()
+    late.feed.now = lambda: NOW + 60  # nothing written for a minute
+    async with late.run_test(size=SIZE) as pilot:
+        view = await view_where(late, lambda v: len(v.rows) == 8)
+        await pilot.pause()
+        assert view.summary.falling_behind and view.summary.lag_s == 61.0
+        assert "STORE FALLING BEHIND" in str(late.screen.query_one(SummaryBar).render())
