@@ -104,4 +104,4 @@ class Thresholds:
     # --- ECMP -------------------------------------------------------------------
     ecmp: EcmpThresholds = field(default_factory=EcmpThresholds)
     """Uplink imbalance limits (fabric.ecmp: max/mean >= 1.5 with a hot uplink >= 90 %); the sustain
-    time is capped at the diagnosis window so a short window can still judge."""
+    time is capped at half the time the uplink samples cover so a short history can still judge."""
