@@ -83,7 +83,8 @@ def pingmesh(matrix: Mapping[str, Any], *, limit_usec: float | None = None, cell
     cells: list[list[float | None]] = matrix.get("p99_usec", [])
     n = len(nodes)
     cell = cell or max(4, min(18, 480 // max(n, 1)))
-    label_w = 64
+    show_labels = cell >= 8  # names fit beside rows and above columns; else hover a cell for its pair
+    label_w = 64 if show_labels else 8
     size = label_w + n * cell + 10
     width = max(size, 440)  # wide enough for the title
     title = f"Pingmesh {matrix.get('nic', '')} (rail {matrix.get('rail', '')}): p99 latency, usec"
@@ -95,7 +96,6 @@ def pingmesh(matrix: Mapping[str, Any], *, limit_usec: float | None = None, cell
     top_value = limit_usec if limit_usec is not None else 3 * reference
     bad = {(str(a), str(b)) for a, b in matrix.get("bad_pairs", [])}
     top = 24 + label_w
-    show_labels = cell >= 8
     for i, row_node in enumerate(nodes):
         if show_labels:
             parts.append(f'<text x="{label_w - 3}" y="{top + i * cell + cell - 2}" font-size="{min(cell, 11)}" '

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -31,7 +32,7 @@ def fleet(*args: str) -> tuple[int, str, str]:
 
 def test_accept_and_baselines_on_the_good_and_the_broken_cluster(tmp_path: Path) -> None:
     db = tmp_path / "fleet.db"
-    verdicts: dict[str, tuple[int, dict[str, object], str]] = {}
+    verdicts: dict[str, tuple[int, dict[str, Any], str]] = {}
     for name in ("acceptance", "acceptance-broken"):
         sim = start_sim(name, tmp_path / name, nodes=6, timeout_s=60)
         try:
