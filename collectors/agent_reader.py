@@ -205,6 +205,7 @@ def _optional_number(obj: Mapping[str, Any], key: str, where: str) -> float | No
 
 
 _INT_ONLY = frozenset({int})
+_NUMBER_KINDS = frozenset({int, float, type(None)})
 
 
 def _int_map(obj: Any, where: str) -> dict[str, int]:
@@ -243,7 +244,12 @@ def _port(raw: Any, where: str) -> AgentPort:
 def _gpu(raw: Any, where: str) -> AgentGpu:
     if not isinstance(raw, dict):
         raise AgentLineError(f"{where}: expected an object")
-    values = {name: _optional_number(raw, name, where + ".") for name in GPU_FIELDS}
+    get = raw.get
+    values = {name: get(name) for name in GPU_FIELDS}
+    kinds = set(map(type, values.values()))
+    if not kinds <= _NUMBER_KINDS or (float in kinds and not all(
+            math.isfinite(v) for v in values.values() if type(v) is float)):
+        values = {name: _optional_number(raw, name, where + ".") for name in GPU_FIELDS}
     name, uuid = raw.get("name"), raw.get("uuid")
     return AgentGpu(
         index=_need(raw, "index", int, where + "."),
