@@ -109,5 +109,6 @@ def diagnose(window_s: float, inventory_path: Path | None, db_path: Path | None,
     if not findings:
         click.echo("No findings.")
     for f in findings:
-        part = " ".join(p for p in (f.node, f.nic, f.switch, f.port) if p) or f.job
+        gpu = str(f.evidence.get("gpu", ""))
+        part = " ".join(p for p in (f.node, f.nic or gpu, f.switch, f.port) if p) or f"job {f.job}"
         click.echo(f"{f.severity.value:8s} {f.kind:20s} {part}")

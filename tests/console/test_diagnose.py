@@ -168,4 +168,4 @@ def test_cli_json_lists_the_findings_and_the_events_screen_gets_them(tmp_path: P
         reader.close()
     assert event.host == "gpu001" and event.data["evidence"]["gpu_temp_c"] == 91.0
     text = CliRunner().invoke(main, ["diagnose", "--db", str(db), "--window", "60"])
-    assert text.exit_code == 0 and "gpu_thermal" in text.output and "gpu001" in text.output
+    assert text.exit_code == 0 and "gpu_thermal" in text.output and "gpu001 gpu3" in text.output
