@@ -1,6 +1,6 @@
 """`fleet accept` and `fleet baseline take|list|diff` from the command line, against `fleet sim` processes.
 
-The shipped scenarios run with 6 nodes (``fleet sim --nodes 6``): `fleet accept`
+The shipped scenarios run with 5 nodes (``fleet sim --nodes 5``): `fleet accept`
 with the example criteria exits 0 on ``acceptance`` and 1 on
 ``acceptance-broken``, naming the failed checks; the baselines taken on each
 diff to the broken parts, with a report.
@@ -34,7 +34,7 @@ def test_accept_and_baselines_on_the_good_and_the_broken_cluster(tmp_path: Path)
     db = tmp_path / "fleet.db"
     verdicts: dict[str, tuple[int, dict[str, Any], str]] = {}
     for name in ("acceptance", "acceptance-broken"):
-        sim = start_sim(name, tmp_path / name, nodes=6, timeout_s=60)
+        sim = start_sim(name, tmp_path / name, nodes=5, timeout_s=60)
         try:
             report = tmp_path / f"{name}.html"
             code, out, err = fleet("accept", "--criteria", str(EXAMPLE), "--report", str(report), "--json",
