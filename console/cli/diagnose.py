@@ -33,6 +33,7 @@ from console.cli.common import (
 from fabric.diagnosis import Thresholds, finding_event, finding_json
 from fabric.diagnosis import diagnose as run_rules
 from fabric.events import Finding
+from fabric.rules.thresholds import with_overrides
 from store.reader import StoreReader
 from store.writer import StoreWriter
 
@@ -77,18 +78,25 @@ def diagnose_store(db_path: Path, *, window_s: float, cabling: Sequence[CablingR
 @db_option
 @click.option("--collect", "collect_s", type=float, default=None,
               help="First collect this many seconds from the inventory's hosts into the database.")
+@click.option("--threshold", "overrides", multiple=True, metavar="NAME=VALUE",
+              help="Change one limit of fabric.rules.thresholds.Thresholds (repeatable), e.g. gpu_temp_warn_c=80.")
 @json_option
 def diagnose(window_s: float, inventory_path: Path | None, db_path: Path | None, collect_s: float | None,
-                 as_json: bool) -> None:
+             overrides: tuple[str, ...], as_json: bool) -> None:
     """Name what is broken: links, optics, congestion, spines, GPUs, QPs, hosts, latency.
 
     \b
     Examples:
       fleet diagnose --json
       fleet diagnose --collect 10 --inventory sim/inventory.toml --json
+      fleet diagnose --threshold gpu_temp_warn_c=80 --threshold qp_count_warn=512
     """
     if window_s <= 0:
         fail("--window must be positive")
+    try:
+        thresholds = with_overrides(Thresholds(), dict(_pair(text) for text in overrides))
+    except ValueError as error:
+        fail(f"--threshold {error}")
     path = db_path_or_default(db_path)
     cabling: Sequence[CablingRow] = ()
     if inventory_path is not None or collect_s is not None:
@@ -99,7 +107,7 @@ def diagnose(window_s: float, inventory_path: Path | None, db_path: Path | None,
         if collect_s is not None:
             asyncio.run(collect_for(inventory, writer, collect_s))
             writer.flush(timeout=30)
-        findings = diagnose_store(path, window_s=window_s, cabling=cabling, writer=writer)
+        findings = diagnose_store(path, window_s=window_s, cabling=cabling, thresholds=thresholds, writer=writer)
         writer.flush(timeout=30)
     finally:
         writer.close()
@@ -112,3 +120,10 @@ def diagnose(window_s: float, inventory_path: Path | None, db_path: Path | None,
         gpu = str(f.evidence.get("gpu", ""))
         part = " ".join(p for p in (f.node, f.nic or gpu, f.switch, f.port) if p) or f"job {f.job}"
         click.echo(f"{f.severity.value:8s} {f.kind:20s} {part}")
+
+
+def _pair(text: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep:
+        raise ValueError(f"{text!r}: expected NAME=VALUE")
+    return name.strip(), value.strip()

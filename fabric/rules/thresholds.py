@@ -6,7 +6,8 @@ what a healthy fabric shows). Units are in the names.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
 
 from fabric.ecmp import EcmpThresholds
 
@@ -105,3 +106,21 @@ class Thresholds:
     ecmp: EcmpThresholds = field(default_factory=EcmpThresholds)
     """Uplink imbalance limits (fabric.ecmp: max/mean >= 1.5 with a hot uplink >= 90 %); the sustain
     time is capped at half the time the uplink samples cover so a short history can still judge."""
+
+
+def with_overrides(base: Thresholds, overrides: Mapping[str, str]) -> Thresholds:
+    """``base`` with some numeric limits replaced from text (``{"gpu_temp_warn_c": "80"}``).
+
+    Raises ValueError naming the field for an unknown name, a non-numeric field, or a bad number.
+    """
+    numeric = {f.name: f.type for f in fields(Thresholds) if f.type in ("float", "int", "float | None")}
+    changes: dict[str, float | int] = {}
+    for name, text in overrides.items():
+        kind = numeric.get(name)
+        if kind is None:
+            raise ValueError(f"{name}: not a numeric threshold (known: {', '.join(sorted(numeric))})")
+        try:
+            changes[name] = int(text) if kind == "int" else float(text)
+        except ValueError:
+            raise ValueError(f"{name}: {text!r} is not a number") from None
+    return replace(base, **changes)  # type: ignore[arg-type]

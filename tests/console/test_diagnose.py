@@ -169,3 +169,8 @@ def test_cli_json_lists_the_findings_and_the_events_screen_gets_them(tmp_path: P
     assert event.host == "gpu001" and event.data["evidence"]["gpu_temp_c"] == 91.0
     text = CliRunner().invoke(main, ["diagnose", "--db", str(db), "--window", "60"])
     assert text.exit_code == 0 and "gpu_thermal" in text.output and "gpu001 gpu3" in text.output
+    calmer = CliRunner().invoke(main, ["diagnose", "--db", str(db), "--window", "60", "--threshold",
+                                       "gpu_temp_warn_c=95", "--json"])
+    assert calmer.exit_code == 0 and json.loads(calmer.output) == []
+    wrong = CliRunner().invoke(main, ["diagnose", "--db", str(db), "--threshold", "gpu_temp_warn_c"])
+    assert wrong.exit_code == 1 and "NAME=VALUE" in wrong.output

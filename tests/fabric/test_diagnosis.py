@@ -21,6 +21,7 @@ from fabric.diagnosis import (
 )
 from fabric.events import Event, Severity
 from fabric.records import HostStatus, JobRecord, PortRecord, ProbeRecord
+from fabric.rules.thresholds import with_overrides
 from fabric.states import HostState
 from fabric.topology import PlannedCable, build_graph, compare
 
@@ -363,6 +364,15 @@ def test_uplink_imbalance_on_a_leaf(fleet: Fleet) -> None:
     [finding] = diagnose(fleet.input())
     assert (finding.kind, finding.switch, finding.port, finding.job) == ("ecmp_imbalance", "leaf01", "swp9", "77")
     assert finding.evidence["hot_spine"] == "spine01" and finding.evidence["imbalance_max_over_mean"] > 1.5
+
+
+def test_thresholds_are_changed_by_name_and_checked() -> None:
+    changed = with_overrides(Thresholds(), {"gpu_temp_warn_c": "80", "ecn_switch_min_nics": "5",
+                                            "expected_rate_gbps": "200"})
+    assert (changed.gpu_temp_warn_c, changed.ecn_switch_min_nics, changed.expected_rate_gbps) == (80.0, 5, 200.0)
+    for bad in ({"ecmp": "1"}, {"no_such_limit": "1"}, {"gpu_temp_warn_c": "hot"}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            with_overrides(Thresholds(), bad)
 
 
 def test_findings_as_json_and_as_store_events(fleet: Fleet) -> None:
