@@ -289,6 +289,26 @@ ETHTOOL_IPOIB_TABLE = _table(IPOIB_ETHTOOL, _ethtool_sources())
 
 
 @dataclass(frozen=True, slots=True)
+class NicIdentity:
+    """What a NIC is, as opposed to what it counts: the same at every instant of a run.
+
+    perftest prints exactly these (device, link type, LID, MTU, GIDs); computing
+    them alone costs a few microseconds where a whole NicView (counters, ethtool,
+    optics, QPs) costs a millisecond.
+    """
+
+    name: str
+    rail: int
+    netdev: str
+    link_layer: str  # "Ethernet" (RoCE) | "InfiniBand"
+    lid: int
+    mtu: int  # bytes
+    mac: str
+    guid: str
+    gids: tuple[GidView, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class HostBehaviour:
     """How a machine's SSH server behaves now: refuses, hangs, or answers after ``delay_s``."""
 
@@ -333,6 +353,7 @@ class FleetModel:
         """Applied configuration revisions per switch: (revision, date, message)."""
         self._fault_times = fault_rules.boundaries(scenario.faults)
         self._solutions: dict[StateKey, tuple[NetState, Solution]] = {}
+        self._identities: dict[NicKey, NicIdentity] = {}
 
     # ------------------------------------------------------------------ time
 
@@ -548,6 +569,26 @@ class FleetModel:
         index = self.topology.node_index(node)
         return f"0xa088c20300{(index >> 8) & 0xFF:02x}{index & 0xFF:02x}{rail:02x}"
 
+    def nic_identity(self, node: str, rail: int) -> NicIdentity:
+        """A NIC's fixed identity (computed once per run): what a command needs that counts nothing."""
+        identity = self._identities.get((node, rail))
+        if identity is None:
+            mac = self._mac(node, rail)
+            guid = self._guid(node, rail)
+            identity = NicIdentity(
+                name=nic_name(rail),
+                rail=rail,
+                netdev=self.netdev(rail),
+                link_layer="Ethernet" if self.roce else "InfiniBand",
+                lid=0 if self.roce else self.topology.node_index(node) * RAILS_PER_NODE + rail + 2,
+                mtu=4096,
+                mac=mac,
+                guid=guid,
+                gids=self._gids(node, rail, mac, guid),
+            )
+            self._identities[(node, rail)] = identity
+        return identity
+
     def _nic_view(self, node: str, rail: int, t: float, effects: FaultEffects, solution: Solution) -> NicView:
         end = (node, nic_name(rail))
         down = self._nic_down(node, rail, t, effects)
@@ -559,15 +600,15 @@ class FleetModel:
         counters = self._fill(PORT_TABLE, totals, steps)
         hw = self._fill(HW_ROCE_TABLE if self.roce else HW_IB_TABLE, totals, steps)
         ethtool = self._fill(ETHTOOL_ROCE_TABLE if self.roce else ETHTOOL_IPOIB_TABLE, totals, steps)
-        mac = self._mac(node, rail)
-        guid = self._guid(node, rail)
+        identity = self.nic_identity(node, rail)
+        guid = identity.guid
         switch, port = self.nic_cable(node, rail, effects)
         return NicView(
-            name=nic_name(rail),
+            name=identity.name,
             port=1,
             rail=rail,
-            netdev=self.netdev(rail),
-            link_layer="Ethernet" if self.roce else "InfiniBand",
+            netdev=identity.netdev,
+            link_layer=identity.link_layer,
             state="DOWN" if down else "ACTIVE",
             phys_state="Polling" if down else "LinkUp",
             rate_gbps=rate,
@@ -579,15 +620,15 @@ class FleetModel:
             node_guid=guid,
             port_guid=guid,
             sys_image_guid=guid,
-            lid=0 if self.roce else self.topology.node_index(node) * RAILS_PER_NODE + rail + 2,
+            lid=identity.lid,
             sm_lid=0 if self.roce else 1,
-            mac=mac,
-            mtu=4096,
+            mac=identity.mac,
+            mtu=identity.mtu,
             counters=counters,
             hw_counters=hw,
             ethtool=ethtool,
             optics=self._optics(node, rail, effects, t),
-            gids=self._gids(node, rail, mac, guid),
+            gids=identity.gids,
             qps=self._qps(node, rail, effects, down, totals),
             lldp=None if down else self._switch_neighbor(switch, port),
         )

@@ -19,9 +19,9 @@ import asyncio
 import re
 from dataclasses import dataclass, field
 
-from simulator.model import FleetModel
+from fabric.naming import RAILS_PER_NODE, nic_name
+from simulator.model import FleetModel, NicIdentity
 from simulator.session import Machine, StreamIO
-from simulator.state import NicView
 from simulator.tools.nccl_format import (
     NcclParams,
     NcclRank,
@@ -40,7 +40,7 @@ from simulator.tools.perftest_format import (
     format_lat_client,
     format_server,
 )
-from simulator.traffic import unit_random
+from simulator.traffic import ProbeEstimate, unit_random
 
 PERFTEST_COMMANDS = frozenset({"ib_send_lat", "ib_write_lat", "ib_send_bw", "ib_write_bw"})
 NCCL_COMMANDS = frozenset({"all_reduce_perf", "mpirun"})
@@ -54,6 +54,9 @@ NVLINK_BUSBW_GBS = 430.0
 
 MAX_MPPS = 30.0
 """Message rate one RC QP reaches with small messages, millions per second."""
+
+_DEVICE_RAIL = {nic_name(rail): rail for rail in range(RAILS_PER_NODE)}
+"""``-d`` device name -> rail: every simulated node has the same NICs."""
 
 
 class UsageError(Exception):
@@ -142,15 +145,16 @@ class _Meeting:
 
     client_host: str
     client_args: PerftestArgs
-    client_nic: NicView
+    client_nic: NicIdentity
     done: asyncio.Event = field(default_factory=asyncio.Event)
     server_text: str = ""
     server_status: int = 0
 
 
-def _nic(machine: Machine, device: str) -> NicView | None:
-    view = machine.model.node_view(machine.host, machine.model.now())
-    return next((n for n in view.nics if n.name == device), None)
+def _nic(machine: Machine, device: str) -> NicIdentity | None:
+    """The NIC ``-d`` names: its fixed identity is all perftest prints of it (no counters, no view)."""
+    rail = _DEVICE_RAIL.get(device)
+    return None if rail is None else machine.model.nic_identity(machine.host, rail)
 
 
 def resolve_host(model: FleetModel, name: str) -> tuple[str, int | None] | None:
@@ -186,7 +190,7 @@ async def run_perftest(machine: Machine, argv: list[str], io: StreamIO) -> int:
     return await _client(machine, args, nic, io)
 
 
-async def _serve(machine: Machine, args: PerftestArgs, nic: NicView, io: StreamIO) -> int:
+async def _serve(machine: Machine, args: PerftestArgs, nic: NicIdentity, io: StreamIO) -> int:
     key = (machine.host, args.port)
     servers = machine.rendezvous.servers
     if key in servers:
@@ -214,7 +218,7 @@ async def _serve(machine: Machine, args: PerftestArgs, nic: NicView, io: StreamI
     return meeting.server_status
 
 
-async def _client(machine: Machine, args: PerftestArgs, nic: NicView, io: StreamIO) -> int:
+async def _client(machine: Machine, args: PerftestArgs, nic: NicIdentity, io: StreamIO) -> int:
     model = machine.model
     assert args.server_host is not None
     target = resolve_host(model, args.server_host)
@@ -236,7 +240,7 @@ async def _client(machine: Machine, args: PerftestArgs, nic: NicView, io: Stream
 async def _run_pair(
     machine: Machine,
     client_args: PerftestArgs,
-    client_nic: NicView,
+    client_nic: NicIdentity,
     server_host: str,
     server_args: PerftestArgs,
     meeting: _Meeting,
@@ -245,8 +249,7 @@ async def _run_pair(
     """Both halves of one run: the client's text to ``io``, the server's into the meeting."""
     model = machine.model
     t = model.now()
-    server_view = model.node_view(server_host, t)
-    server_nic = next((n for n in server_view.nics if n.name == server_args.device), server_view.nics[0])
+    server_nic = model.nic_identity(server_host, _DEVICE_RAIL.get(server_args.device, 0))
     seed = model.seed
     qpn_client = 0x100 + int(unit_random(seed, "pt-qpn", machine.host, t) * 0xFFF00)
     qpn_server = 0x100 + int(unit_random(seed, "pt-qpn", server_host, t) * 0xFFF00)
@@ -265,7 +268,10 @@ async def _run_pair(
         meeting.done.set()
         return 1
     if client_args.kind == "lat":
-        rows = [_lat_row(model, src, dst, size, client_args, t, qpn_client) for size in client_args.sizes()]
+        rows = [
+            _lat_row(model, src, dst, size, client_args, t, qpn_client, estimate if size == 2 else None)
+            for size in client_args.sizes()
+        ]
         wall = sum(r.t_avg_usec * 2 * r.iterations for r in rows) / 1e6
         await asyncio.sleep(min(MAX_RUN_S, wall if client_args.duration_s is None else client_args.duration_s))
         meeting.server_text = format_server(test, server_params, lat_rows=rows)
@@ -285,7 +291,7 @@ async def _run_pair(
     return 0
 
 
-def _endpoint(model: FleetModel, nic: NicView, args: PerftestArgs, qpn: int, t: float) -> PerftestEndpoint:
+def _endpoint(model: FleetModel, nic: NicIdentity, args: PerftestArgs, qpn: int, t: float) -> PerftestEndpoint:
     gid = ""
     if nic.link_layer == "Ethernet":
         index = args.gid_index if args.gid_index is not None else 0
@@ -303,7 +309,7 @@ def _endpoint(model: FleetModel, nic: NicView, args: PerftestArgs, qpn: int, t: 
 def _params(
     model: FleetModel,
     args: PerftestArgs,
-    nic: NicView,
+    nic: NicIdentity,
     local: tuple[PerftestEndpoint, ...],
     remote: tuple[PerftestEndpoint, ...],
 ) -> PerftestParams:
@@ -323,9 +329,17 @@ def _params(
 
 
 def _lat_row(
-    model: FleetModel, src: tuple[str, int], dst: tuple[str, int], size: int, args: PerftestArgs, t: float, qpn: int
+    model: FleetModel,
+    src: tuple[str, int],
+    dst: tuple[str, int],
+    size: int,
+    args: PerftestArgs,
+    t: float,
+    qpn: int,
+    known: ProbeEstimate | None,
 ) -> LatRow:
-    estimate = model.probe(src, dst, t, qpn, size_bytes=size, flow_label=args.flow_label)
+    """One latency row; ``known``: the estimate for this size, when the caller already has it."""
+    estimate = known or model.probe(src, dst, t, qpn, size_bytes=size, flow_label=args.flow_label)
     typical = estimate.latency_usec - (0.06 if args.test.startswith("ib_write") else 0.0)
     stdev = estimate.jitter_usec
     noise = unit_random(model.seed, "lat", src, dst, size, t)

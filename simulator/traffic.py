@@ -124,6 +124,17 @@ class Solution:
     job_factor: dict[int, float] = field(default_factory=dict)
     rates: dict[TxEnd, dict[str, float]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(float)))
     spine_of_flow: list[str | None] = field(default_factory=list)
+    probe_context: tuple[NetState, ProbeContext] | None = field(default=None, compare=False, repr=False)
+    """What probes under this solution share, built by the first probe (:meth:`Fabric.probe_context`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeContext:
+    """What every probe under one network state shares: built once per solution, not once per probe."""
+
+    configs: dict[str, SwitchConfig]
+    nic_port: dict[NicKey, TxEnd]
+    up: dict[TxEnd, bool]
 
 
 @dataclass(frozen=True, slots=True)
@@ -596,10 +607,8 @@ class Fabric:
         instead of the QP numbers.
         """
         effects = state.effects
-        configs = {s: self.default_config(s) for s in self.topology.switches}
-        configs.update(dict(state.configs))
-        nic_port, _ = self.cabling(effects)
-        up = {end: cap > 0 for end, cap in sol.capacity.items()}
+        context = self.probe_context(state, sol)
+        configs, nic_port, up = context.configs, context.nic_port, context.up
         sport = roce_sport(qpn, qpn + 1) if flow_label is None else flow_label_sport(flow_label)
         flow = Flow(0, src[1], 0, src[0], dst[0], qpn, qpn + 1, sport, 0.0)
         path, _ = self._probe_route(flow, src, dst, state, configs, nic_port, up)
@@ -622,6 +631,18 @@ class Fabric:
         bandwidth *= 0.985 / (1.0 + 400.0 * loss)
         return ProbeEstimate(True, switches, latency, jitter, tail, bandwidth, loss)
 
+    def probe_context(self, state: NetState, sol: Solution) -> ProbeContext:
+        """Switch configs, cabling and link states under ``state``: cached on ``sol`` (a solve is per state)."""
+        cached = sol.probe_context
+        if cached is not None and cached[0] is state:
+            return cached[1]
+        configs = {s: self.default_config(s) for s in self.topology.switches}
+        configs.update(dict(state.configs))
+        nic_port, _ = self.cabling(state.effects)
+        context = ProbeContext(configs, nic_port, {end: cap > 0 for end, cap in sol.capacity.items()})
+        sol.probe_context = (state, context)
+        return context
+
     def _probe_route(
         self,
         flow: Flow,
@@ -632,8 +653,8 @@ class Fabric:
         nic_port: Mapping[NicKey, TxEnd],
         up: Mapping[TxEnd, bool],
     ) -> tuple[tuple[TxEnd, ...], str | None]:
-        probe_ports = dict(nic_port)
-        probe_ports[(src[0], flow.rail)] = nic_port[src]
+        # route() reads only these two entries: a two-entry map, not a copy of the whole cabling
+        probe_ports = {(src[0], flow.rail): nic_port[src]}
         probe_ports[(dst[0], flow.rail)] = nic_port[dst]
         routed = Flow(flow.job, flow.rail, 0, src[0], dst[0], flow.lqpn, flow.rqpn, flow.sport, 0.0)
         path, spine = self.route(routed, state, configs, probe_ports, up, defaultdict(float))
