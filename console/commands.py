@@ -1,4 +1,7 @@
-"""Command-palette providers: find a node or a job by typing, switch theme, replay."""
+"""Command-palette providers: find a node or a job by typing, switch theme, replay.
+
+The palette reads labels and help as Textual markup: everything from a machine (node names,
+reasons, job names, tenants) is escaped first."""
 
 from __future__ import annotations
 
@@ -6,6 +9,7 @@ from functools import partial
 from typing import TYPE_CHECKING, cast
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.markup import escape
 
 from console.messages import JobChosen, NodeChosen
 
@@ -30,8 +34,10 @@ class NodeCommands(Provider):
         for row in app.view.rows:
             score = matcher.match(row.name)
             if score > 0:
-                yield Hit(score, matcher.highlight(row.name), partial(app.post_message, NodeChosen(row.name)),
-                          help=f"{row.health.value}: {'; '.join(row.reasons[:2]) or 'no problem found'}")
+                reasons = "; ".join(row.reasons[:2]) or "no problem found"
+                yield Hit(score, matcher.highlight(escape(row.name)),
+                          partial(app.post_message, NodeChosen(row.name)),
+                          help=escape(f"{row.health.value}: {reasons}"))
 
 
 class JobCommands(Provider):
@@ -46,8 +52,9 @@ class JobCommands(Provider):
             label = f"job {job.job_id} {job.name} ({job.account})"
             score = matcher.match(label)
             if score > 0:
-                yield Hit(score, matcher.highlight(label), partial(app.post_message, JobChosen(job.job_id)),
-                          help=f"{len(job.nodes)} nodes: {job.nodelist}")
+                yield Hit(score, matcher.highlight(escape(label)),
+                          partial(app.post_message, JobChosen(job.job_id)),
+                          help=escape(f"{len(job.nodes)} nodes: {job.nodelist}"))
 
 
 class FleetCommands(Provider):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -34,7 +35,7 @@ class JumpScreen(ModalScreen[float | None]):
         try:
             moment = parse_moment(event.value, self._now_ts)
         except TimeSpecError as error:
-            self.query_one("#jump-error", Label).update(str(error))
+            self.query_one("#jump-error", Label).update(Text(str(error)))  # holds what was typed
             return
         self.dismiss(moment)
 

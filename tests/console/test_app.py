@@ -333,3 +333,18 @@ async def test_connecting_hosts_and_a_lagging_store_are_shown(
         await pilot.pause()
         assert view.summary.falling_behind and view.summary.lag_s == 61.0
         assert "STORE FALLING BEHIND" in str(late.screen.query_one(SummaryBar).render())
+
+
+async def test_a_bad_time_is_explained_and_typed_text_is_not_markup(make_app: MakeApp) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await view_where(app, lambda v: len(v.rows) == 8)
+        await pilot.press("t")
+        await pilot.pause()
+        app.screen.query_one("#jump-input", Input).value = "[bold]soon"
+        await pilot.press("enter")
+        await pilot.pause()
+        error = str(app.screen.query_one("#jump-error").render())
+        assert "cannot read '[bold]soon' as a time" in error
+        assert app.cursor_ts is None
+        await pilot.press("escape")
