@@ -1,7 +1,7 @@
 """Acceptance and baselines end to end against the simulator: the shipped scenarios and the example criteria.
 
 The ``acceptance`` and ``acceptance-broken`` scenarios are 64-node fleets; the
-tests run them with 6 nodes (same fabric, seed and faults) so the suite takes
+tests run them with 5 nodes (same fabric, seed and faults) so the suite takes
 seconds: the example criteria must pass on the first and fail exactly the
 broken optic and the throttled node on the second; two baselines, before and
 after the faults, must differ in exactly those parts.
@@ -32,7 +32,7 @@ from store.writer import StoreWriter
 pytestmark = [pytest.mark.timeout(90), pytest.mark.slow]
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "acceptance-criteria.example.toml"
-NODES = 6
+NODES = 5
 
 
 def scenario_text(name: str) -> str:
