@@ -263,20 +263,36 @@ def _ethtool_sources() -> dict[str, Source]:
 
 @dataclass(frozen=True, slots=True)
 class CounterTable:
-    """One counter file or listing: every name in order (zeros), and the names the model drives."""
+    """One counter file or listing: every name in order (zeros), and the names the model drives.
+
+    Most driven counters are one model total times a factor (``single``); the
+    few that sum several totals or count steps are ``mixed``. Split once here so
+    that filling a table, done for every NIC of every view, is one short loop.
+    """
 
     zeros: dict[str, int]
-    sourced: tuple[tuple[str, Source, int], ...]  # (name, source, saturation ceiling)
+    single: tuple[tuple[str, str, float, int], ...]  # (name, total, factor, saturation ceiling)
+    mixed: tuple[tuple[str, Source, int], ...]  # (name, source, saturation ceiling)
 
 
 def _table(names: tuple[str, ...], sources: Mapping[str, Source]) -> CounterTable:
     unbounded = 2**64 - 1
+    sourced = [
+        (name, sources[name], 2 ** SATURATE_BITS[name] - 1 if name in SATURATE_BITS else unbounded)
+        for name in names
+        if name in sources
+    ]
     return CounterTable(
         zeros=dict.fromkeys(names, 0),
-        sourced=tuple(
-            (name, sources[name], 2 ** SATURATE_BITS[name] - 1 if name in SATURATE_BITS else unbounded)
-            for name in names
-            if name in sources
+        single=tuple(
+            (name, source[0][0], source[0][1], ceiling)
+            for name, source, ceiling in sourced
+            if len(source) == 1 and not source[0][0].startswith(STEP)
+        ),
+        mixed=tuple(
+            (name, source, ceiling)
+            for name, source, ceiling in sourced
+            if len(source) != 1 or source[0][0].startswith(STEP)
         ),
     )
 
@@ -306,6 +322,17 @@ class NicIdentity:
     mac: str
     guid: str
     gids: tuple[GidView, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _OpticsFixed:
+    """The seeded constants of one optical module; only drift (time) and attenuation (faults) move its readings."""
+
+    serial: str
+    drift_phase: float  # radians
+    temp_c: float  # before drift
+    voltage_v: float
+    lanes: tuple[tuple[float, float, float], ...]  # (rx offset dB, tx dBm before drift, bias mA) per lane
 
 
 @dataclass(frozen=True, slots=True)
@@ -354,6 +381,8 @@ class FleetModel:
         self._fault_times = fault_rules.boundaries(scenario.faults)
         self._solutions: dict[StateKey, tuple[NetState, Solution]] = {}
         self._identities: dict[NicKey, NicIdentity] = {}
+        self._optics_constants: dict[NicKey, _OpticsFixed] = {}
+        self._neighbors: dict[TxEnd, LldpNeighbor] = {}
 
     # ------------------------------------------------------------------ time
 
@@ -499,10 +528,14 @@ class FleetModel:
     @staticmethod
     def _fill(table: CounterTable, totals: Mapping[str, float], steps: Mapping[str, int]) -> dict[str, int]:
         values = dict(table.zeros)
-        for name, source, ceiling in table.sourced:
+        get = totals.get
+        for name, key, factor, ceiling in table.single:
+            value = int(get(key, 0.0) * factor)
+            values[name] = value if value < ceiling else ceiling
+        for name, source, ceiling in table.mixed:
             total = 0.0
             for key, factor in source:
-                total += steps.get(key, 0) * factor if key.startswith(STEP) else totals.get(key, 0.0) * factor
+                total += steps.get(key, 0) * factor if key.startswith(STEP) else get(key, 0.0) * factor
             values[name] = min(int(total), ceiling)
         return values
 
@@ -636,29 +669,46 @@ class FleetModel:
     def _optics(self, node: str, rail: int, effects: FaultEffects, t: float) -> OpticsView:
         cable = (node, nic_name(rail))
         rx_dbm = self.fabric.rx_power_dbm(cable, effects)
-        drift = 0.02 * math.sin(t / 60.0 + 6.283 * unit_random(self.seed, "drift", node, rail))
-        lanes = []
-        for lane in range(4):
-            spread = unit_random(self.seed, "lane", node, rail, lane)
-            lane_rx = rx_dbm + 0.6 * (spread - 0.5) + drift
-            lane_tx = 0.2 + 1.2 * unit_random(self.seed, "tx", node, rail, lane) + drift
-            lanes.append(
-                OpticsLane(
-                    rx_power_mw=round(10 ** (lane_rx / 10), 4),
-                    tx_power_mw=round(10 ** (lane_tx / 10), 4),
-                    tx_bias_ma=round(7.4 + 1.2 * unit_random(self.seed, "bias", node, rail, lane), 3),
-                )
+        fixed = self._optics_fixed(node, rail)
+        drift = 0.02 * math.sin(t / 60.0 + fixed.drift_phase)
+        lanes = tuple(
+            OpticsLane(
+                rx_power_mw=round(10 ** ((rx_dbm + rx_offset + drift) / 10), 4),
+                tx_power_mw=round(10 ** ((tx_dbm + drift) / 10), 4),
+                tx_bias_ma=bias_ma,
             )
-        serial = int(unit_random(self.seed, "sn", node, rail) * 99999)
+            for rx_offset, tx_dbm, bias_ma in fixed.lanes
+        )
         return OpticsView(
             identifier="0x19 (OSFP 8X Pluggable Transceiver)",
             vendor_name="NVIDIA",
             vendor_pn="MMA4Z00-NS400",
-            vendor_sn=f"MT2330FT{serial:05d}",
-            temp_c=round(41.0 + 12.0 * unit_random(self.seed, "otemp", node, rail) + 20 * drift, 2),
-            voltage_v=round(3.29 + 0.03 * unit_random(self.seed, "volt", node, rail), 4),
-            lanes=tuple(lanes),
+            vendor_sn=fixed.serial,
+            temp_c=round(fixed.temp_c + 20 * drift, 2),
+            voltage_v=fixed.voltage_v,
+            lanes=lanes,
         )
+
+    def _optics_fixed(self, node: str, rail: int) -> _OpticsFixed:
+        """A module's seeded constants (serial, per-lane offsets, bias), drawn once per run."""
+        fixed = self._optics_constants.get((node, rail))
+        if fixed is None:
+            fixed = _OpticsFixed(
+                serial=f"MT2330FT{int(unit_random(self.seed, 'sn', node, rail) * 99999):05d}",
+                drift_phase=6.283 * unit_random(self.seed, "drift", node, rail),
+                temp_c=41.0 + 12.0 * unit_random(self.seed, "otemp", node, rail),
+                voltage_v=round(3.29 + 0.03 * unit_random(self.seed, "volt", node, rail), 4),
+                lanes=tuple(
+                    (
+                        0.6 * (unit_random(self.seed, "lane", node, rail, lane) - 0.5),
+                        0.2 + 1.2 * unit_random(self.seed, "tx", node, rail, lane),
+                        round(7.4 + 1.2 * unit_random(self.seed, "bias", node, rail, lane), 3),
+                    )
+                    for lane in range(4)
+                ),
+            )
+            self._optics_constants[(node, rail)] = fixed
+        return fixed
 
     def _gids(self, node: str, rail: int, mac: str, guid: str) -> tuple[GidView, ...]:
         netdev = self.netdev(rail)
@@ -709,6 +759,13 @@ class FleetModel:
         return tuple(qps)
 
     def _switch_neighbor(self, switch: str, port: str) -> LldpNeighbor:
+        """What a switch port announces over LLDP: fixed for the run, so built once per port."""
+        neighbor = self._neighbors.get((switch, port))
+        if neighbor is None:
+            neighbor = self._neighbors[(switch, port)] = self._announce(switch, port)
+        return neighbor
+
+    def _announce(self, switch: str, port: str) -> LldpNeighbor:
         os_name = self.topology.os_of(switch)
         index = self.topology.port_index(switch, port)
         if os_name == "sonic":

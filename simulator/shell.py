@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import re
 import shlex
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from simulator import agent_stream, perftest, switch_cli
@@ -126,6 +127,23 @@ def _redirect(command: _Command, stream: str, target: str) -> None:
         command.bad_redirect = f"sh: 1: cannot create {target}: Read-only file system\n"
 
 
+@dataclass
+class _Snapshot:
+    """The machine as one command line sees it: one view for all its stateless commands.
+
+    A line such as ``echo a; grep -H . <files>; echo b; lldpctl -f json; ls ...``
+    is answered from one snapshot (one instant) instead of one per command; a
+    stateful command (perftest, all-reduce, a switch change) takes time, so the
+    snapshot is dropped after it and the next command sees the machine afresh.
+    """
+
+    context: ToolContext | None = None
+
+
+_LINE: ContextVar[_Snapshot | None] = ContextVar("simulator_line_snapshot", default=None)
+"""The snapshot of the command line running in this task (and the tasks it starts)."""
+
+
 class Shell:
     """One machine's command interpreter."""
 
@@ -162,6 +180,13 @@ class Shell:
         if pipeline.error:
             io.stderr(pipeline.error)
             return 2
+        token = _LINE.set(_Snapshot())
+        try:
+            return await self._run_steps(pipeline, io)
+        finally:
+            _LINE.reset(token)
+
+    async def _run_steps(self, pipeline: _Pipeline, io: StreamIO) -> int:
         status = 0
         for operator, commands in pipeline.steps:
             if (operator == "&&" and status != 0) or (operator == "||" and status == 0):
@@ -227,7 +252,12 @@ class Shell:
             return self._command_v(argv, io)
         handler = self._handler(argv)
         if handler is not None:
-            return await handler(self.machine, argv, io)
+            try:
+                return await handler(self.machine, argv, io)
+            finally:
+                snapshot = _LINE.get()
+                if snapshot is not None:
+                    snapshot.context = None
         tool = REGISTRY.get(name)
         if tool is None:
             io.stderr(f"sh: 1: {name}: not found\n")
@@ -240,8 +270,13 @@ class Shell:
         return output.exit_status
 
     def run_tool(self, argv: list[str]) -> ToolOutput:
-        """A stateless renderer, on a fresh snapshot of this machine."""
-        return REGISTRY[argv[0]](self.tool_context(self.machine.model.now()), argv)
+        """A stateless renderer, on this command line's snapshot of the machine (a fresh one outside a line)."""
+        snapshot = _LINE.get()
+        if snapshot is None:
+            return REGISTRY[argv[0]](self.tool_context(self.machine.model.now()), argv)
+        if snapshot.context is None:
+            snapshot.context = self.tool_context(self.machine.model.now())
+        return REGISTRY[argv[0]](snapshot.context, argv)
 
     def _handler(self, argv: list[str]) -> Handler | None:
         name = argv[0]
