@@ -93,11 +93,11 @@ def _switch_marks(ctx: Context, switch: str) -> float:
 def _ecmp(ctx: Context) -> list[Finding]:
     """Uplink imbalance per leaf, judged by fabric.ecmp over the window's samples.
 
-    The imbalance must hold for fabric.ecmp's sustain time, capped at half the time the samples cover
-    (the newer half), so that a diagnosis right after a short collection can still judge.
+    The imbalance must hold for fabric.ecmp's sustain time, capped at the time the samples cover (then
+    at every sample), so that a diagnosis right after a short collection can still judge.
     """
     observed_s = max((ts[-1] - ts[0] for ts, _ in ctx.data.uplink_tx_gbps.values() if ts), default=0.0)
-    thresholds = replace(ctx.t.ecmp, sustain_s=min(ctx.t.ecmp.sustain_s, observed_s / 2))
+    thresholds = replace(ctx.t.ecmp, sustain_s=min(ctx.t.ecmp.sustain_s, observed_s))
     by_leaf: dict[str, list[UplinkSeries]] = defaultdict(list)
     spine_of = {(link.a.host, link.a.port): link.b.host for link in ctx.data.graph.uplinks()}
     for (leaf, port), (ts, gbps) in sorted(ctx.data.uplink_tx_gbps.items()):

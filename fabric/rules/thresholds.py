@@ -105,7 +105,8 @@ class Thresholds:
     # --- ECMP -------------------------------------------------------------------
     ecmp: EcmpThresholds = field(default_factory=EcmpThresholds)
     """Uplink imbalance limits (fabric.ecmp: max/mean >= 1.5 with a hot uplink >= 90 %); the sustain
-    time is capped at half the time the uplink samples cover so a short history can still judge."""
+    time is capped at the time the uplink samples cover (then every sample must show it) so a short
+    history can still judge."""
 
 
 def with_overrides(base: Thresholds, overrides: Mapping[str, str]) -> Thresholds:

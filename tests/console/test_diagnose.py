@@ -105,18 +105,6 @@ async def test_gpu_and_nic_faults(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     }
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(90)
-async def test_ecmp_collision_names_the_leaf_and_its_hot_uplink(tmp_path: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    findings = await _diagnose("ecmp", tmp_path, monkeypatch)
-    assert {key(f) for f in findings} == {("ecmp_imbalance", "leaf01", "")}
-    [finding] = findings
-    assert finding.evidence["imbalance_max_over_mean"] >= 1.5
-    assert finding.port in finding.evidence["uplinks_tx_gbps"]
-    assert set(finding.job.split(",")) == {"5101", "5102"}  # the jobs with nodes behind leaf01
-
-
 INCIDENT_ALWAYS: set[Key] = {
     ("optics_low_rx_power", "gpu003", "mlx5_2"), ("gpu_thermal", "gpu014", "gpu5"),
     ("node_unreachable", "gpu031", ""), ("node_unresponsive", "gpu032", ""), ("node_slow", "gpu030", ""),
