@@ -84,6 +84,8 @@ class Context:
         self.peer_of: dict[Endpoint, Endpoint] = {}
         for link in data.graph.links:
             self.peer_of[link.a], self.peer_of[link.b] = link.b, link.a
+        self._nic_ports = sorted(self._by_metric.get("port_state", {}))
+        self._jobs_behind: dict[str, list[str]] | None = None
         self.flagged_nics: set[tuple[str, str]] = set()
         """NICs an earlier rule already explained (link, optics, storm...): later rules look past them."""
 
@@ -121,7 +123,7 @@ class Context:
 
     def nic_ports(self) -> list[tuple[str, str, str]]:
         """Every (node, device, port) that reported a port state, sorted."""
-        return sorted(self.each("port_state"))
+        return self._nic_ports
 
     def expected_rate_gbps(self) -> float | None:
         if self.t.expected_rate_gbps is not None:
@@ -131,8 +133,13 @@ class Context:
 
     def jobs_behind(self, switch: str) -> list[str]:
         """Jobs with a node cabled to ``switch`` (by LLDP, else by the plan)."""
-        nodes = {node for node, nic, _ in self.nic_ports() if self.switch_end(node, nic)[0] == switch}
-        return sorted({self.job_of[n] for n in nodes if n in self.job_of})
+        if self._jobs_behind is None:
+            behind: dict[str, set[str]] = defaultdict(set)
+            for node, nic, _ in self._nic_ports:
+                if node in self.job_of:
+                    behind[self.switch_end(node, nic)[0]].add(self.job_of[node])
+            self._jobs_behind = {leaf: sorted(jobs) for leaf, jobs in behind.items()}
+        return self._jobs_behind.get(switch, [])
 
     def role(self, host: str) -> str:
         return self.data.roles.get(host, "")
