@@ -10,7 +10,6 @@ mean congestion control is not working and PFC does all the work.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import replace
 
 from fabric.ecmp import UplinkSeries, assess_leaf
 from fabric.events import Finding, Severity
@@ -93,11 +92,9 @@ def _switch_marks(ctx: Context, switch: str) -> float:
 def _ecmp(ctx: Context) -> list[Finding]:
     """Uplink imbalance per leaf, judged by fabric.ecmp over the window's samples.
 
-    The imbalance must hold for fabric.ecmp's sustain time, capped at the time the samples cover (then
-    at every sample), so that a diagnosis right after a short collection can still judge.
+    fabric.ecmp's sustain time holds as it is: a shorter history cannot tell a hash collision from a
+    burst, so a diagnosis right after a few seconds of collection does not judge ECMP at all.
     """
-    observed_s = max((ts[-1] - ts[0] for ts, _ in ctx.data.uplink_tx_gbps.values() if ts), default=0.0)
-    thresholds = replace(ctx.t.ecmp, sustain_s=min(ctx.t.ecmp.sustain_s, observed_s))
     by_leaf: dict[str, list[UplinkSeries]] = defaultdict(list)
     spine_of = {(link.a.host, link.a.port): link.b.host for link in ctx.data.graph.uplinks()}
     for (leaf, port), (ts, gbps) in sorted(ctx.data.uplink_tx_gbps.items()):
@@ -105,7 +102,7 @@ def _ecmp(ctx: Context) -> list[Finding]:
         by_leaf[leaf].append(UplinkSeries(port, spine, _speed_gbps(ctx, leaf, port), ts, gbps))
     found = []
     for leaf, uplinks in sorted(by_leaf.items()):
-        balance = assess_leaf(leaf, uplinks, thresholds, ctx.jobs_behind(leaf))
+        balance = assess_leaf(leaf, uplinks, ctx.t.ecmp, ctx.jobs_behind(leaf))
         if not balance.flagged:
             continue
         found.append(Finding(

@@ -104,9 +104,8 @@ class Thresholds:
     DOMAIN.md), so sub-microsecond jitter on a 1.6 us path is not a regression."""
     # --- ECMP -------------------------------------------------------------------
     ecmp: EcmpThresholds = field(default_factory=EcmpThresholds)
-    """Uplink imbalance limits (fabric.ecmp: max/mean >= 1.5 with a hot uplink >= 90 %); the sustain
-    time is capped at the time the uplink samples cover (then every sample must show it) so a short
-    history can still judge."""
+    """Uplink imbalance limits (fabric.ecmp: max/mean >= 1.5 with a hot uplink >= 90 %, held 60 s: with a
+    few flows per uplink a shorter look cannot tell a hash collision from a burst)."""
 
 
 def with_overrides(base: Thresholds, overrides: Mapping[str, str]) -> Thresholds:
