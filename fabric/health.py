@@ -205,7 +205,10 @@ def summarize_node(
     device_fields: dict[str, dict[str, float]] = {}
     """Device-wide values of a NIC (port ""): QP count, module temperature and voltage."""
     host_up: float | None = None
+    errors = ERROR_METRICS
     for (metric, device, port), value in values.items():
+        if metric in errors:
+            continue  # raw error counters: their rise arrives in ``error_deltas``
         if not device:
             if metric == "host_up":
                 host_up = value
