@@ -8,6 +8,7 @@ Calls are serialised by a lock, so one reader may be shared by worker threads.
 
 from __future__ import annotations
 
+import gc
 import json
 import threading
 import time
@@ -134,15 +135,25 @@ class StoreReader:
             cached = self._latest_hosts(hosts)
             wanted = self._metric_filter(metrics)
             found: list[Point] = []
-            for entry in cached:
-                if entry.points is None:
-                    entry.points = self._arrays((entry.sids, entry.ts_ms, entry.values)).points()
-                if wanted is None:
-                    found.extend(entry.points)
-                else:
-                    pts = entry.points
-                    found.extend([pts[i] for i in np.flatnonzero(np.isin(entry.sids, wanted)).tolist()])
+            collecting = gc.isenabled()  # see PointArrays.points()
+            gc.disable()
+            try:
+                self._gather(cached, wanted, found)
+            finally:
+                if collecting:
+                    gc.enable()
             return found
+
+    def _gather(self, cached: list[_HostLatest], wanted: I64 | None, found: list[Point]) -> None:
+        """Append the points of ``cached`` hosts (of ``wanted`` sids) to ``found``, building stale ones."""
+        for entry in cached:
+            if entry.points is None:
+                entry.points = self._arrays((entry.sids, entry.ts_ms, entry.values)).points()
+            if wanted is None:
+                found.extend(entry.points)
+            else:
+                pts = entry.points
+                found.extend([pts[i] for i in np.flatnonzero(np.isin(entry.sids, wanted)).tolist()])
 
     def latest_arrays(self, hosts: Sequence[str] | None = None,
                       metrics: Sequence[str] | None = None) -> PointArrays:
