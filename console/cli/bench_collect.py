@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+import hostlist
 
 from collectors.commands import Command, Glob, command
 from collectors.engine import Collector
@@ -161,6 +162,15 @@ def ssh_config_for(hosts: tuple[InventoryHost, ...], known_hosts: Path | None) -
     return "\n".join(lines) + "\n"
 
 
+def node_set(names: list[str]) -> str:
+    """A ClusterShell node set; one range per name length, since clush refuses
+    ``gpu[001-1024]`` (the padding changes) but takes ``gpu[001-999],gpu[1000-1024]``."""
+    by_length: dict[int, list[str]] = {}
+    for name in names:
+        by_length.setdefault(len(name), []).append(name)
+    return ",".join(hostlist.collect_hostlist(group) for _, group in sorted(by_length.items()))
+
+
 def _clush_round(inventory: Inventory, workdir: Path, sim_pid: int, fanout: int, timeout_s: float) -> dict[str, Any]:
     """The same round by ClusterShell over OpenSSH; wall time and the CPU of clush and its ssh children."""
     clush = shutil.which("clush", path=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
@@ -170,7 +180,7 @@ def _clush_round(inventory: Inventory, workdir: Path, sim_pid: int, fanout: int,
         return {"available": False, "reason": f"{missing} is not installed"}
     config = workdir / "ssh_config"
     config.write_text(ssh_config_for(inventory.nodes, inventory.known_hosts), encoding="utf-8")
-    names = ",".join(h.name for h in inventory.nodes)  # clush refuses gpu[001-1024] (padding changes)
+    names = node_set([h.name for h in inventory.nodes])
     argv = [clush, "-f", str(fanout), "-w", names, "-o", f"-F {config}", "-u", str(int(timeout_s)),
             ROUND_COMMAND.text]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -207,6 +217,7 @@ def _ratios(open_: RoundResult, new: RoundResult, clush: dict[str, Any], nodes: 
 def bench(nodes: int, window_s: float, fanout: int, round_timeout_s: float, with_clush: bool,
           stream_interval_s: float | None) -> dict[str, Any]:
     """Run every measurement against one simulator; the JSON document ``--json`` prints."""
+    load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="fleet-bench-collect-") as temp:
         workdir = Path(temp)
         click.echo(f"starting the simulator with {nodes} nodes...", err=True)
@@ -238,6 +249,7 @@ def bench(nodes: int, window_s: float, fanout: int, round_timeout_s: float, with
     return {
         "nodes": nodes,
         "cpu_count": os.cpu_count(),
+        "load_average_1m": {"before": round(load_before, 2), "after": round(os.getloadavg()[0], 2)},
         "sim_start_to_ready_s": round(sim.ready_s - sim.started_s, 2),
         "round_command": ROUND_COMMAND.text,
         "round_new_connections": new.as_json(),

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from collectors.inventory import InventoryHost
-from console.cli.bench_collect import ssh_config_for
+from console.cli.bench_collect import node_set, ssh_config_for
 
 
 @pytest.mark.timeout(90)
@@ -47,3 +47,8 @@ def test_ssh_config_names_each_hosts_own_port() -> None:
     assert "gpu001\n  HostName 127.42.0.1\n  Port 40001\n  User fleet\n  IdentityFile /k/id" in blocks[1]
     assert "Port 40002" in blocks[2]
     assert "UserKnownHostsFile /k/known_hosts" in text and "StrictHostKeyChecking yes" in text
+
+
+def test_node_set_keeps_each_padding_apart_for_clush() -> None:
+    names = [f"gpu{i:03d}" for i in range(1, 1025)]
+    assert node_set(names) == "gpu[001-999],gpu[1000-1024]"
