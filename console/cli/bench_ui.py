@@ -72,8 +72,13 @@ async def _measure(db: Path, now_ts: float, refreshes: int, size: tuple[int, int
         view = app.view if app.view is not None else await asyncio.wait_for(app.next_view(), 60)
         await pilot.pause()
         first_frame_s = time.perf_counter() - started
-        while not view.snapshot.complete:
-            view = await asyncio.wait_for(app.next_view(), 60)
+        while app.view is None or not app.view.snapshot.complete:
+            try:
+                await asyncio.wait_for(app.next_view(), 60)
+            except TimeoutError:
+                problems = "; ".join(str(n.message) for n in app._notifications) or "none shown"
+                raise click.ClickException(f"no view with values within 60 s (problems: {problems})") from None
+        view = app.view
         await pilot.pause()
         full_frame_s = time.perf_counter() - started
         screen = app.screen
