@@ -84,7 +84,6 @@ class FleetApp(App[None]):
         self._refreshing = False
         self._refresh_again = False
         self._view_waiters: list[asyncio.Future[ConsoleView]] = []
-        self.refreshes_skipped = 0
         self._last_read_s = 0.0
         self._last_read_end = 0.0
         self.set_reactive(FleetApp.cursor_ts, config.at_ts)
@@ -109,12 +108,10 @@ class FleetApp(App[None]):
         timer ticks (``force`` False), the last read was too recent for its cost."""
         if self._refreshing:
             self._refresh_again = self._refresh_again or force
-            self.refreshes_skipped += 1
             return
         if not force and time.monotonic() - self._last_read_end < self._last_read_s:
             # A read that took r seconds is followed by at least r idle seconds: on a big fleet
             # the reads (and their GIL time) never starve the collector running beside them.
-            self.refreshes_skipped += 1
             return
         self._refreshing = True
         self.refresh_view(self.cursor_ts, first=self.view is None)

@@ -77,7 +77,6 @@ class Snapshot:
     """Newest first, up to the moment shown."""
     ports: tuple[PortRecord, ...]
     newest_sample_ts: float | None
-    span: tuple[float, float] | None
     read_s: float = 0.0
     """Seconds the read took (the console shows it when it grows)."""
     node_names: tuple[str, ...] = field(default=())
@@ -202,7 +201,6 @@ class SnapshotLoader:
             events=tuple(reader.events(until=moment, limit=EVENTS_SHOWN)),
             ports=self._ports,
             newest_sample_ts=newest,
-            span=reader.time_span(),
             read_s=time.perf_counter() - started,
             node_names=_node_names(hosts, values, statuses),
             complete=with_values,

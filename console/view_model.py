@@ -99,7 +99,6 @@ class TenantRow:
 class ConsoleView:
     snapshot: Snapshot
     rows: tuple[NodeRow, ...]
-    summaries: Mapping[str, NodeSummary]
     healths: Mapping[str, NodeHealth]
     summary: FleetSummary
     jobs: tuple[JobRow, ...]
@@ -133,7 +132,6 @@ def build_view(
             jobs_of.setdefault(node, []).append(job.job_id)
             tenants_of.setdefault(node, set()).add(job.account)
     rows: list[NodeRow] = []
-    summaries: dict[str, NodeSummary] = {}
     healths: dict[str, NodeHealth] = {}
     for name in snapshot.node_names:
         summary = summarize_node(snapshot.values.get(name, {}), snapshot.error_deltas.get(name))
@@ -141,7 +139,6 @@ def build_view(
         health = classify(status, summary, t)
         if not snapshot.complete and health.health is not Health.DOWN:
             health = NodeHealth(Health.UNKNOWN, ("reading the store",))
-        summaries[name] = summary
         healths[name] = health
         if status is not None and status.state.is_failure:
             # The last values of a host we cannot read are stale; the Node screen still has them.
@@ -157,7 +154,7 @@ def build_view(
             tenants=tuple(sorted(tenants_of.get(name, ()))),
         ))
     return ConsoleView(
-        snapshot=snapshot, rows=tuple(rows), summaries=summaries, healths=healths,
+        snapshot=snapshot, rows=tuple(rows), healths=healths,
         summary=_summarize(snapshot, rows, refresh_s),
         jobs=_job_rows(snapshot, rows), tenants=_tenant_rows(snapshot, rows),
     )
