@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from helpers.simfleet import running_fleet, small_scenario
+from prometheus_client.metrics_core import Metric
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
 from prometheus_client.parser import text_string_to_metric_families as parse_prometheus
 
@@ -166,3 +167,33 @@ async def test_scraped_values_and_labels_match_the_store(tmp_path: Path) -> None
     finally:
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=10) == 0
+
+
+async def test_export_with_collect_serves_what_it_collects_and_stops_on_sigterm(tmp_path: Path) -> None:
+    async with running_fleet(small_scenario(FAULT), tmp_path / "sim") as inventory_path:
+        process = subprocess.Popen(
+            [sys.executable, "-c", "from console.cli import main; main()", "export", "--listen", "127.0.0.1:0",
+             "--collect", "--inventory", str(inventory_path), "--db", str(tmp_path / "fleet.db")],
+            stderr=subprocess.PIPE, text=True)
+        try:
+            assert process.stderr is not None
+            line = await asyncio.wait_for(asyncio.to_thread(process.stderr.readline), timeout=30)
+            assert line.startswith(READY_PREFIX), line
+            url = line[len(READY_PREFIX):].strip()
+
+            async def rates_served() -> dict[str, Metric]:
+                while True:
+                    _, text = await asyncio.to_thread(_scrape, url, OPENMETRICS)
+                    families = {f.name: f for f in parse_openmetrics(text)}
+                    gbps = families.get("fleet_nic_tx_gbps")
+                    if gbps is not None and any(s.labels["node"] == "gpu001" for s in gbps.samples):
+                        return families
+                    await asyncio.sleep(0.2)
+
+            families = await asyncio.wait_for(rates_served(), timeout=40)
+        finally:
+            process.send_signal(signal.SIGTERM)
+            status = await asyncio.to_thread(process.wait, 30)
+    assert status == 0
+    up = {s.labels["node"]: s.labels["state"] for s in families["fleet_host_up"].samples}
+    assert up["gpu001"] == "ok" and up["gpu006"] == "unreachable"
