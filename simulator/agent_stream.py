@@ -69,7 +69,8 @@ async def run_python(machine: Machine, argv: list[str], io: StreamIO) -> int:
             t = model.now()
         seq += 1
         view = model.node_view(machine.host, t)
-        io.stdout(json.dumps(agent_line(view, model.unix(t), seq, interval, optics=(seq - 1) % optics_every == 0)) + "\n")
+        line = agent_line(view, model.unix(t), seq, interval, optics=(seq - 1) % optics_every == 0)
+        io.stdout(json.dumps(line, separators=(",", ":")) + "\n")  # compact, as the real agent prints
         await io.drain()  # a client that reads slowly slows the stream, as a pipe would
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(io.stdin_eof.wait(), interval)

@@ -6,7 +6,14 @@ console. The link test runs exactly as ``fleet linktest --rails R`` does
 baseline runs a sample of the same pairs sequentially with the same probe
 settings (GID indices already known, connections already open: the baseline
 gets every advantage) and extrapolates its mean to all pairs; the JSON says
-that it is extrapolated and from how many pairs.
+that it is extrapolated and from how many pairs. The JSON also says how much
+CPU each side spent per pair during the link test (the console's own process
+and the simulator's), because on a small machine that, not waiting, bounds it.
+
+``--compare-sim PATH`` runs the same benchmark a second time, in the same
+invocation, against the simulator of another source tree (an earlier commit
+checked out with ``git worktree add PATH REV``), so a simulator change is
+measured side by side under the same load.
 """
 
 from __future__ import annotations
@@ -40,7 +47,7 @@ seed = 1
 
 
 async def _measure(inventory_path: Path, rail: int, iterations: int | None, sample: int,
-                   max_parallel: int) -> dict[str, Any]:
+                   max_parallel: int, sim_pid: int) -> dict[str, Any]:
     from collectors.inventory import load_inventory
     from collectors.probes.linktest import LinktestSpec, run_linktest
     from collectors.probes.perftest_probe import GidCache, PerftestSpec, run_perftest
@@ -53,9 +60,10 @@ async def _measure(inventory_path: Path, rail: int, iterations: int | None, samp
     nodes = tuple(host.name for host in inventory.nodes)
     try:
         spec = LinktestSpec(nodes, rails=(rail,), iterations=iterations, max_parallel=max_parallel)
-        started = time.monotonic()
+        started, console_cpu, sim_cpu = time.monotonic(), time.process_time(), _cpu_s(sim_pid)
         report = await run_linktest(pool, spec, cabling=inventory.cabling)
         parallel_s = time.monotonic() - started
+        console_cpu, sim_cpu = time.process_time() - console_cpu, _cpu_s(sim_pid) - sim_cpu
         pairs = [t for r in schedule(nodes, (rail,)) for t in r]
         step = max(1, len(pairs) // sample)
         chosen = pairs[::step][:sample]
@@ -81,6 +89,8 @@ async def _measure(inventory_path: Path, rail: int, iterations: int | None, samp
         "rounds": report.rounds,
         "iterations": iterations,
         "linktest_s": round(parallel_s, 2),
+        "linktest_console_cpu_ms_per_pair": round(console_cpu / len(pairs) * 1e3, 2),
+        "linktest_sim_cpu_ms_per_pair": round(sim_cpu / len(pairs) * 1e3, 2),
         "linktest_bad_pairs": len(report.bad),
         "linktest_suspects": len(report.suspects),
         "sequential_sample_pairs": len(chosen),
@@ -98,6 +108,43 @@ async def _measure(inventory_path: Path, rail: int, iterations: int | None, samp
     }
 
 
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process, from /proc (0 where there is no /proc)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _bench(nodes: int, rail: int, iterations: int | None, sample: int, max_parallel: int,
+           sim_tree: Path | None) -> dict[str, Any]:
+    """One benchmark against a fresh ``fleet sim``; ``sim_tree``: run the simulator from that source tree."""
+    from console.cli.common import fail
+    from console.cli.sim_process import SimulatorFailed, start_sim
+
+    with tempfile.TemporaryDirectory(prefix="fleet-bench-linktest-") as temp:
+        scenario = Path(temp) / "bench.toml"
+        scenario.write_text(BENCH_SCENARIO.format(nodes=nodes, per_leaf=max(1, -(-nodes // 4))), encoding="utf-8")
+        saved = os.environ.get("PYTHONPATH")
+        if sim_tree is not None:  # the child imports simulator/ (and its CLI) from there first
+            os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(sim_tree.resolve()), saved) if p)
+        try:
+            sim = start_sim(str(scenario), Path(temp) / "sim")
+        except SimulatorFailed as error:
+            fail(f"simulator did not start: {error}")
+        finally:
+            if sim_tree is not None:
+                if saved is None:
+                    os.environ.pop("PYTHONPATH", None)
+                else:
+                    os.environ["PYTHONPATH"] = saved
+        try:
+            return asyncio.run(_measure(sim.inventory, rail, iterations, sample, max_parallel, sim.process.pid))
+        finally:
+            sim.stop()
+
+
 @click.command("linktest")
 @click.option("--nodes", type=click.IntRange(2, 4096), default=128, show_default=True)
 @click.option("--rail", type=click.IntRange(0, 7), default=0, show_default=True)
@@ -105,27 +152,27 @@ async def _measure(inventory_path: Path, rail: int, iterations: int | None, samp
 @click.option("--sample", type=click.IntRange(1, 100_000), default=64, show_default=True,
               help="Pairs measured one at a time for the baseline (extrapolated to all pairs).")
 @click.option("--max-parallel", type=int, default=512, show_default=True)
+@click.option("--compare-sim", "compare_sim", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              default=None, help="Also run against the simulator of this source tree (e.g. a git worktree of an "
+                                 "earlier commit), first, and report both.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document (the only output on stdout).")
 def bench_linktest(nodes: int, rail: int, iterations: int | None, sample: int, max_parallel: int,
-                   as_json: bool) -> None:
+                   compare_sim: Path | None, as_json: bool) -> None:
     """Full-mesh link test on one rail of a simulated fleet vs the same pairs one at a time."""
-    from console.cli.common import fail
-    from console.cli.sim_process import SimulatorFailed, start_sim
-
-    with tempfile.TemporaryDirectory(prefix="fleet-bench-linktest-") as temp:
-        scenario = Path(temp) / "bench.toml"
-        scenario.write_text(BENCH_SCENARIO.format(nodes=nodes, per_leaf=max(1, -(-nodes // 4))), encoding="utf-8")
-        try:
-            sim = start_sim(str(scenario), Path(temp) / "sim")
-        except SimulatorFailed as error:
-            fail(f"simulator did not start: {error}")
-        try:
-            result = asyncio.run(_measure(sim.inventory, rail, iterations, sample, max_parallel))
-        finally:
-            sim.stop()
+    if compare_sim is not None and not (compare_sim / "simulator" / "main.py").is_file():
+        raise click.BadParameter(f"{compare_sim} has no simulator/main.py", param_hint="--compare-sim")
+    other = _bench(nodes, rail, iterations, sample, max_parallel, compare_sim) if compare_sim is not None else None
+    result = _bench(nodes, rail, iterations, sample, max_parallel, None)
+    if other is not None:
+        result["compare_sim"] = {"tree": str(compare_sim), **other}
+        result["linktest_faster_than_compare"] = round(other["linktest_s"] / result["linktest_s"], 2)
+        result["sequential_faster_than_compare"] = round(other["sequential_s"] / result["sequential_s"], 2)
     if as_json:
         click.echo(json.dumps(result, indent=2, sort_keys=True))
         return
+    if other is not None:
+        click.echo(f"simulator of {compare_sim}: link test {other['linktest_s']} s, one at a time "
+                   f"{other['sequential_s']} s, {other['speedup']}x")
     click.echo(f"{result['pairs']} pairs of {nodes} nodes on rail {rail}: link test {result['linktest_s']} s, "
                f"one at a time {result['sequential_s']} s (extrapolated from {result['sequential_sample_pairs']}), "
                f"{result['speedup']}x (target {TARGET_SPEEDUP:g}x, {TARGET_WALL_S:g} s)")
