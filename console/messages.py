@@ -59,3 +59,24 @@ class JobChosen(Message):
     """The user picked a job; its nodes are highlighted on the Fleet and Topology screens."""
 
     job_id: str
+
+
+@dataclass
+class EcmpStepReported(Message):
+    """The guarded ECMP apply told one step (snapshot, measure, apply, verify, rollback, verdict, probe)."""
+
+    step: str
+    words: str
+
+
+@dataclass
+class SuiteProgressed(Message):
+    """The acceptance suite moved on: ``step`` with ``done`` of ``total`` and a line of words."""
+
+    step: str
+    done: int
+    total: int
+    detail: str
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, SuiteProgressed) and message.step == self.step
