@@ -7,11 +7,16 @@ per-host status is worth drawing.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from textual.message import Message
 
 from console.view_model import ConsoleView
-from fabric.records import HostStatus
+from fabric.records import HostStatus, ProbeRecord
+
+if TYPE_CHECKING:  # the probe modules pull in asyncssh: not on the console's start-up path
+    from collectors.probes.history import BaselineValue
+    from collectors.probes.linktest import LinktestReport
 
 
 @dataclass
@@ -80,3 +85,45 @@ class SuiteProgressed(Message):
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, SuiteProgressed) and message.step == self.step
+
+
+@dataclass
+class ProbeProgressed(Message):
+    """A probe or link test started by a key moved on: ``text`` says where it is (a stage name or
+    "done/total"); ``done``/``total`` probes and ``eta_s`` seconds for a link test (None otherwise)."""
+
+    label: str
+    text: str
+    done: int | None = None
+    total: int | None = None
+    eta_s: float | None = None
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, ProbeProgressed) and message.label == self.label
+
+
+@dataclass
+class ProbeFinished(Message):
+    """A latency or bandwidth probe ended (``record.ok`` False: failed, the reason in its result),
+    with the same pair's previous result and the last baseline's value when the store has them."""
+
+    record: ProbeRecord
+    previous: ProbeRecord | None
+    baseline: BaselineValue | None
+
+
+@dataclass
+class LinktestFinished(Message):
+    """A link test started by a key ended; its report holds the matrices and the suspects."""
+
+    report: LinktestReport
+
+
+@dataclass
+class DiagnosisRan(Message):
+    """The diagnosis worker judged one window: findings newly raised and cleared (stored as events)."""
+
+    end_ts: float
+    open_findings: int
+    raised: int
+    cleared: int
