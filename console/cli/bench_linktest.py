@@ -126,19 +126,21 @@ def _bench(nodes: int, rail: int, iterations: int | None, sample: int, max_paral
     with tempfile.TemporaryDirectory(prefix="fleet-bench-linktest-") as temp:
         scenario = Path(temp) / "bench.toml"
         scenario.write_text(BENCH_SCENARIO.format(nodes=nodes, per_leaf=max(1, -(-nodes // 4))), encoding="utf-8")
-        saved = os.environ.get("PYTHONPATH")
-        if sim_tree is not None:  # the child imports simulator/ (and its CLI) from there first
-            os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(sim_tree.resolve()), saved) if p)
+        saved_path, saved_cwd = os.environ.get("PYTHONPATH"), os.getcwd()
+        if sim_tree is not None:  # the child (python -c: its working directory first) imports from there
+            os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(sim_tree.resolve()), saved_path) if p)
+            os.chdir(sim_tree)
         try:
             sim = start_sim(str(scenario), Path(temp) / "sim")
         except SimulatorFailed as error:
             fail(f"simulator did not start: {error}")
         finally:
             if sim_tree is not None:
-                if saved is None:
+                os.chdir(saved_cwd)
+                if saved_path is None:
                     os.environ.pop("PYTHONPATH", None)
                 else:
-                    os.environ["PYTHONPATH"] = saved
+                    os.environ["PYTHONPATH"] = saved_path
         try:
             return asyncio.run(_measure(sim.inventory, rail, iterations, sample, max_parallel, sim.process.pid))
         finally:
