@@ -9,7 +9,7 @@ from typing import Any
 
 import sqlite_utils
 
-from store.schema import check_not_newer, connect, schema_version
+from store.schema import SCHEMA_VERSION, check_not_newer, connect, schema_version
 
 COUNTED_TABLES = ("hosts", "ports", "series", "frames", "chunks", "changes", "latest", "rollup_1m",
                   "rollup_1h", "events", "probes", "jobs", "host_status", "baselines", "actions")
@@ -59,10 +59,12 @@ def db_info(path: Path | str) -> DbInfo:
         for sql in ("SELECT sum(n) FROM chunks", "SELECT sum(n) FROM frames WHERE sealed = 0"):
             stored += int(conn.execute(sql).fetchone()[0] or 0)
         stored += rows.get("changes", 0)
-        from store.reader import StoreReader
+        span = None
+        if schema_version(db) == SCHEMA_VERSION:
+            from store.reader import StoreReader
 
-        with StoreReader(path) as reader:
-            span = reader.time_span()
+            with StoreReader(path) as reader:
+                span = reader.time_span()
         size = _file_bytes(path)
         return DbInfo(str(path), size, schema_version(db), rows, span, stored,
                       size / stored if stored else None, _table_bytes(conn))

@@ -38,7 +38,7 @@ from store.points import (
     rollup_rows,
 )
 from store.rollup import STAT_COUNT, STAT_MAX, STAT_MIN, STAT_P50, STAT_P99, STAT_SUM, rollup_kind
-from store.schema import check_not_newer, connect
+from store.schema import check_current, connect
 from store.types import Point, PointArrays, SeriesData
 
 AS_OF_WINDOW_MS = 600_000
@@ -60,7 +60,7 @@ class StoreReader:
             raise FileNotFoundError(f"no fleet history at {self.path}")
         self._conn = connect(self.path, read_only=True)
         self._lock = threading.RLock()
-        check_not_newer(sqlite_utils.Database(self._conn), self.path)
+        check_current(sqlite_utils.Database(self._conn), self.path)
         self._keys: list[tuple[str, str, str, str] | None] = [None]
         self._kind: list[str] = [""]
         self._group: list[int] = [0]

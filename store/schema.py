@@ -22,6 +22,20 @@ class SchemaTooNewError(RuntimeError):
     """The file was written by a newer fleet; this version must not touch it."""
 
 
+class SchemaTooOldError(RuntimeError):
+    """The file predates this fleet's schema and no writer has upgraded it yet (readers never write)."""
+
+
+def check_current(db: sqlite_utils.Database, path: Path | str) -> None:
+    """For readers: raise unless ``db`` is at exactly this code's schema version."""
+    check_not_newer(db, path)
+    found = schema_version(db)
+    if found < SCHEMA_VERSION:
+        raise SchemaTooOldError(
+            f"{path} has schema version {found}, older than this fleet's ({SCHEMA_VERSION}); "
+            "start the collector on it once (it upgrades the file), then read it")
+
+
 @MIGRATIONS(name="m001_core")
 def _m001_core(db: sqlite_utils.Database) -> None:
     """Inventory, series, points (frames, chunks, changes, latest) and records."""

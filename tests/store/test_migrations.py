@@ -13,6 +13,7 @@ from store.schema import (
     MIGRATIONS,
     SCHEMA_VERSION,
     SchemaTooNewError,
+    SchemaTooOldError,
     open_for_writing,
     schema_version,
 )
@@ -38,6 +39,8 @@ def test_older_file_is_upgraded_and_keeps_its_rows(tmp_path: Path) -> None:
     db.conn.commit()
     assert "rollup_1m" not in db.table_names()
     db.close()
+    with pytest.raises(SchemaTooOldError, match="start the collector on it once"):
+        StoreReader(path)  # readers never write, so they cannot upgrade
 
     StoreWriter(path).close()
 
