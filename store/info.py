@@ -56,7 +56,9 @@ def db_info(path: Path | str) -> DbInfo:
         rows = {t: int(conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0])
                 for t in COUNTED_TABLES if t in present}
         stored = 0
-        for sql in ("SELECT sum(n) FROM chunks", "SELECT sum(n) FROM frames WHERE sealed = 0"):
+        frame_columns = {r[1] for r in conn.execute("PRAGMA table_info(frames)")}
+        unsealed = " WHERE sealed = 0" if "sealed" in frame_columns else ""
+        for sql in ("SELECT sum(n) FROM chunks", f"SELECT sum(n) FROM frames{unsealed}"):
             stored += int(conn.execute(sql).fetchone()[0] or 0)
         stored += rows.get("changes", 0)
         span = None

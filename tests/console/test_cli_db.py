@@ -59,3 +59,16 @@ def test_vacuum_keeps_the_data(tmp_path: Path) -> None:
     assert str(path) in result.output
     info = json.loads(CliRunner().invoke(main, ["db", "info", "--db", str(path), "--json"]).output)
     assert info["stored_samples"] == 60
+
+
+def test_info_describes_an_older_file_without_upgrading_it(tmp_path: Path) -> None:
+    import sqlite_utils
+
+    from store.schema import MIGRATIONS
+
+    path = tmp_path / "old.db"
+    MIGRATIONS.apply(sqlite_utils.Database(path), stop_before="m002_rollups")
+    result = CliRunner().invoke(main, ["db", "info", "--db", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    info = json.loads(result.output)
+    assert info["schema_version"] == 1 and info["time_span"] is None
