@@ -1,19 +1,26 @@
 """The Topology screen: spines and leaves by group and rail, uplink balance per leaf (ECMP),
-each switch's links coloured by utilization and errors, cables that differ from the plan."""
+each switch's links coloured by utilization and errors, cables that differ from the plan.
+
+The uplink balance is ``collectors.ecmp_status.leaf_balances`` over the configured window
+(the numbers `fleet ecmp status` and the ECMP plan judge), read on the reader thread at most
+every ``BALANCE_EVERY_S``; ``e`` on a leaf opens its ECMP plan."""
 
 from __future__ import annotations
 
-from typing import ClassVar
+import time
+from typing import Any, ClassVar
 
 from rich.text import Text
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Static
 
+from console.ecmp_ops import read_balances, roles_inventory
 from console.formatting import count, number
 from console.screens.base import FleetScreenBase, fixed_columns
+from console.screens.ecmp_plan import EcmpPlanScreen, settings_of
 from console.topology_model import (
     PlannedCable,
     SwitchRow,
@@ -22,11 +29,12 @@ from console.topology_model import (
     build_topology,
 )
 from console.view_model import ConsoleView
+from fabric.ecmp import LeafBalance
 
 UTIL_BUSY_PCT = 80.0
 """Links above 80% are where the incident study's balanced fabrics sat; above it queues build."""
-IMBALANCE_WARN_PCT = 30.0
-"""Uplinks of one leaf further apart than this are an ECMP hash collision, not noise."""
+BALANCE_EVERY_S = 5.0
+"""Seconds between two balance reads while live: a window of raw series per uplink of every leaf."""
 
 
 def plan_of(inventory: object) -> tuple[PlannedCable, ...]:
@@ -38,6 +46,7 @@ class TopologyScreen(FleetScreenBase):
     TITLE_TEXT = "Topology"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("tab", "focus_next", "Switch/links", show=False, id="topology.focus_next"),
+        Binding("e", "ecmp_plan", "ECMP plan", id="topology.ecmp_plan"),
     ]
 
     def compose_body(self) -> ComposeResult:
@@ -52,8 +61,11 @@ class TopologyScreen(FleetScreenBase):
         self._topology: TopologyView | None = None
         self._switch_rows: tuple[tuple[Text, ...], ...] = ()
         self._link_rows: tuple[tuple[Text, ...], ...] = ()
+        self.balances: dict[str, LeafBalance] = {}
+        """Each leaf's uplink balance (``leaf_balances``), by leaf name."""
+        self._balance_read: tuple[float | None, float] | None = None  # (cursor, monotonic time) of the last read
         fixed_columns(self.query_one("#switches", DataTable), ("switch", 8), ("role", 5), ("grp", 3),
-                      ("rail", 4), ("up", 7), ("max util %", 10), ("uplinks", 16), ("spread %", 8),
+                      ("rail", 4), ("up", 7), ("max util %", 10), ("uplinks", 16), ("max/mean", 12),
                       ("drops Δ", 7), ("cabling", 7))
         fixed_columns(self.query_one("#links", DataTable), ("port", 10), ("peer", 16), ("up", 4),
                       ("util %", 6), ("rx Gb/s", 7), ("tx Gb/s", 7), ("drops Δ", 7), ("PFC", 7),
@@ -61,6 +73,7 @@ class TopologyScreen(FleetScreenBase):
         self.query_one("#switches", DataTable).focus()
 
     def show_view(self, view: ConsoleView) -> None:
+        self._maybe_read_balances(view)
         topology = build_topology(view.snapshot, plan_of(self.fleet_app.inventory))
         self._topology = topology
         v = self.app.theme_variables
@@ -85,6 +98,23 @@ class TopologyScreen(FleetScreenBase):
                 table.move_cursor(row=min(keep, len(rows) - 1))
         self._show_links()
 
+    def _maybe_read_balances(self, view: ConsoleView) -> None:
+        cursor = self.fleet_app.cursor_ts
+        last = self._balance_read
+        if last is not None and last[0] == cursor and (cursor is not None or
+                                                       time.monotonic() - last[1] < BALANCE_EVERY_S):
+            return
+        self._balance_read = (cursor, time.monotonic())
+        inventory = self.fleet_app.inventory or roles_inventory((h.name, h.role) for h in view.snapshot.hosts)
+        self.read_balances(inventory, cursor)
+
+    @work(group="topology-balance", exclusive=True, exit_on_error=False)
+    async def read_balances(self, inventory: Any, cursor: float | None) -> None:
+        settings = settings_of(self)
+        self.balances = await self.fleet_app.feed.read(lambda reader: read_balances(reader, inventory, settings, cursor))
+        if self.fleet_app.view is not None and self.is_current:
+            self.show_view(self.fleet_app.view)
+
     def _util_style(self, util: float | None, errors: float = 0.0) -> str:
         v = self.app.theme_variables
         if errors:
@@ -93,16 +123,26 @@ class TopologyScreen(FleetScreenBase):
             return v.get("health-degraded", "")
         return ""
 
+    def _balance_cells(self, name: str) -> tuple[Text, Text]:
+        """Uplink bars and max/mean (FLAGGED when sustained) of a leaf's measured balance."""
+        balance = self.balances.get(name)
+        if balance is None or not balance.uplinks:
+            return Text(""), Text("")
+        v = self.app.theme_variables
+        bars = Text(balance_bars([u.util_pct for u in balance.uplinks]))
+        if balance.flagged:
+            return bars, Text(f"{balance.imbalance:.2f} FLAG", style=f"bold {v.get('health-down', '')}".strip())
+        return bars, Text(f"{balance.imbalance:.2f}", style=v.get("health-degraded", "") if balance.imbalanced_now
+                          else "")
+
     def _switch_cells(self, s: SwitchRow) -> tuple[Text, ...]:
         v = self.app.theme_variables
-        spread = s.imbalance_pct
+        bars, imbalance = self._balance_cells(s.name)
         return (
             Text(s.name), Text(s.role), Text("" if s.group < 0 else str(s.group)),
             Text("" if s.rail < 0 else str(s.rail)), Text(f"{s.ports_up}/{s.ports_total}"),
             Text(number(s.max_util_pct, 0), style=self._util_style(s.max_util_pct)),
-            Text(balance_bars(s.uplink_utils)),
-            Text(number(spread, 0), style=v.get("health-degraded", "")
-                 if spread is not None and spread >= IMBALANCE_WARN_PCT else ""),
+            bars, imbalance,
             Text(count(s.drops_delta) if s.drops_delta else "", style=v.get("health-down", "")),
             Text(str(s.cable_problems) if s.cable_problems else "", style=v.get("health-down", "")),
         )
@@ -122,8 +162,10 @@ class TopologyScreen(FleetScreenBase):
             title.update("no switches in the store")
             rows: tuple[tuple[Text, ...], ...] = ()
         else:
-            title.update(Text(f" {switch.name}: {switch.ports_up}/{switch.ports_total} ports up, "
-                              f"uplinks {balance_bars(switch.uplink_utils) or '-'}"))
+            balance = self.balances.get(switch.name)
+            words = f", {balance.reason}" if balance is not None and balance.reason else ""
+            title.update(Text(f" {switch.name}: {switch.ports_up}/{switch.ports_total} ports up"
+                              f"{words}{'  (e: ECMP plan)' if switch.role == 'leaf' else ''}"))
             v = self.app.theme_variables
             rows = tuple(
                 (
@@ -145,6 +187,13 @@ class TopologyScreen(FleetScreenBase):
             table = self.query_one("#links", DataTable)
             table.clear()
             table.add_rows(rows)
+
+    def action_ecmp_plan(self) -> None:
+        switch = self._selected()
+        if switch is None or switch.role != "leaf":
+            self.notify("choose a leaf: ECMP balances a leaf's uplinks", severity="warning")
+            return
+        self.app.push_screen(EcmpPlanScreen(switch.name))
 
     @on(DataTable.RowHighlighted, "#switches")
     def _switch_moved(self) -> None:

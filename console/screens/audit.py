@@ -1,0 +1,94 @@
+"""`A`: the append-only audit table, newest first: who changed which machine, how, and the verdict.
+
+Read from the store on a fresh connection each time the screen opens or ``r``
+is pressed; the highlighted row's commands, output and before/after numbers
+are shown in full below the table.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.widgets import DataTable, Static
+
+from console.ecmp_ops import read_audit
+from console.screens.base import FleetScreenBase, fixed_columns
+from fabric.records import ActionRecord
+
+
+def detail_text(row: ActionRecord) -> Text:
+    """One audit row in full, every field as plain text."""
+    text = Text(f"{row.action} {row.step} on {row.target} by {row.actor}\n", style="bold")
+    if row.verdict:
+        text.append(f"verdict: {row.verdict}\n")
+    for line in row.commands:
+        text.append(f"  $ {line}\n")
+    if row.output:
+        text.append(f"output:\n{row.output}\n")
+    for label, numbers in (("before", row.before), ("after", row.after)):
+        if numbers:
+            text.append(f"{label}: {json.dumps(numbers, sort_keys=True)[:600]}\n")
+    return text
+
+
+class AuditScreen(FleetScreenBase):
+    TITLE_TEXT = "Audit"
+    DEFAULT_CSS = """
+    #audit-table { height: 1fr; }
+    #audit-scroll { height: 12; border-top: solid $primary; padding: 0 1; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("r", "reload", "Reload", id="audit.reload"),
+        Binding("escape", "back", "Back", id="audit.back"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: list[ActionRecord] = []
+        self.loaded = asyncio.Event()
+        """Set each time the rows on screen were read."""
+
+    def compose_body(self) -> ComposeResult:
+        yield DataTable(id="audit-table", cursor_type="row")
+        with VerticalScroll(id="audit-scroll"):
+            yield Static(id="audit-detail")
+
+    def build(self) -> None:
+        fixed_columns(self.query_one("#audit-table", DataTable), ("time (UTC)", 19), ("actor", 18), ("target", 10),
+                      ("action", 13), ("step", 9), ("verdict / commands", 70))
+        self.query_one("#audit-table", DataTable).focus()
+        self.load()
+
+    @work(group="audit", exclusive=True, exit_on_error=False)
+    async def load(self) -> None:
+        self.loaded.clear()
+        self.rows = list(reversed(await read_audit(self.fleet_app.config.db_path)))
+        table = self.query_one("#audit-table", DataTable)
+        table.clear()
+        for index, row in enumerate(self.rows):
+            what = row.verdict or "; ".join(row.commands)
+            table.add_row(Text(time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(row.ts))), Text(row.actor),
+                          Text(row.target), Text(row.action), Text(row.step), Text(what), key=str(index))
+        if not self.rows:
+            self.query_one("#audit-detail", Static).update("no change to a machine recorded yet")
+        self.loaded.set()
+
+    @on(DataTable.RowHighlighted, "#audit-table")
+    def _row_moved(self, event: DataTable.RowHighlighted) -> None:
+        key = event.row_key.value
+        if key is not None and key.isdigit() and int(key) < len(self.rows):
+            self.query_one("#audit-detail", Static).update(detail_text(self.rows[int(key)]))
+
+    def action_reload(self) -> None:
+        self.load()
+
+    def action_back(self) -> None:
+        self.app.pop_screen()
