@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import sqlite_utils
 
 from fabric.events import Event
@@ -112,10 +113,18 @@ class StoreReader:
         if len(sids) and int(sids.max()) > self._max_sid:
             self._refresh()
 
-    def _metric_filter(self, metrics: Sequence[str] | None) -> I64 | None:
+    def _metric_filter(self, metrics: Sequence[str] | None) -> npt.NDArray[np.bool_] | None:
+        """A mask over series ids: True for the series of ``metrics`` (None: no filter).
+
+        A lookup table, not ``np.isin``: whole-fleet filters test ~400,000 ids
+        against tens of thousands, once per host.
+        """
         if metrics is None:
             return None
-        return np.array(sorted(s for m in metrics for s in self._metric_sids.get(m, [])), dtype=np.int64)
+        mask = np.zeros(self._max_sid + 1, dtype=np.bool_)
+        for metric in metrics:
+            mask[self._metric_sids.get(metric, [])] = True
+        return mask
 
     def _arrays(self, points: Points) -> PointArrays:
         s, t, v = points
@@ -131,6 +140,8 @@ class StoreReader:
         the points built then, so a console polling faster than the collector
         writes pays only for the hosts that changed.
         """
+        if metrics is not None:  # a few metrics: build only their points, cache nothing
+            return self.latest_arrays(hosts, metrics).points()
         with self._lock:
             cached = self._latest_hosts(hosts)
             wanted = self._metric_filter(metrics)
@@ -144,7 +155,8 @@ class StoreReader:
                     gc.enable()
             return found
 
-    def _gather(self, cached: list[_HostLatest], wanted: I64 | None, found: list[Point]) -> None:
+    def _gather(self, cached: list[_HostLatest], wanted: npt.NDArray[np.bool_] | None,
+                found: list[Point]) -> None:
         """Append the points of ``cached`` hosts (of ``wanted`` sids) to ``found``, building stale ones."""
         for entry in cached:
             if entry.points is None:
@@ -153,7 +165,7 @@ class StoreReader:
                 found.extend(entry.points)
             else:
                 pts = entry.points
-                found.extend([pts[i] for i in np.flatnonzero(np.isin(entry.sids, wanted)).tolist()])
+                found.extend([pts[i] for i in np.flatnonzero(_select(wanted, entry.sids)).tolist()])
 
     def latest_arrays(self, hosts: Sequence[str] | None = None,
                       metrics: Sequence[str] | None = None) -> PointArrays:
@@ -164,7 +176,7 @@ class StoreReader:
             parts = [(e.sids, e.ts_ms, e.values) for e in cached]
             s, t, v = concat(parts)
             if wanted is not None:
-                keep = np.isin(s, wanted)
+                keep = _select(wanted, s)
                 s, t, v = s[keep], t[keep], v[keep]
             return self._arrays((s, t, v))
 
@@ -211,7 +223,7 @@ class StoreReader:
                 if sids is None or len(sids) == 0:
                     continue
                 if wanted is not None:
-                    sids = sids[np.isin(sids, wanted)]
+                    sids = sids[_select(wanted, sids)]
                     if len(sids) == 0:
                         continue
                 parts.append(self._host_as_of(host, sids, start, end, complete=wanted is None))
@@ -220,7 +232,7 @@ class StoreReader:
                 error_sids = np.array(sorted(s for h in hosts for s in self._host_sids.get(h, [])
                                              if self._kind[s] == "error"), dtype=np.int64)
             if wanted is not None:
-                error_sids = error_sids[np.isin(error_sids, wanted)]
+                error_sids = error_sids[_select(wanted, error_sids)]
             if len(error_sids):
                 parts.append(self._errors_as_of(error_sids, end))
             return self._arrays(concat(parts))
@@ -568,6 +580,16 @@ class _HostLatest:
     ts_ms: I64
     values: F64
     points: list[Point] | None = None
+
+
+def _select(mask: npt.NDArray[np.bool_], sids: I64) -> npt.NDArray[np.bool_]:
+    """``mask[sids]``, False for ids past the mask (series newer than the mask)."""
+    inside = sids < len(mask)
+    if inside.all():
+        return mask[sids]
+    chosen = np.zeros(len(sids), dtype=np.bool_)
+    chosen[inside] = mask[sids[inside]]
+    return chosen
 
 
 def _batches(items: list[Any], size: int = 500) -> list[list[Any]]:
