@@ -172,6 +172,7 @@ class StoreReader:
         """:meth:`latest` as arrays (no per-point objects)."""
         with self._lock:
             cached = self._latest_hosts(hosts)
+            self._refresh()
             wanted = self._metric_filter(metrics)
             parts = [(e.sids, e.ts_ms, e.values) for e in cached]
             s, t, v = concat(parts)

@@ -64,3 +64,17 @@ def test_a_reader_sees_new_values_and_reuses_unchanged_hosts(fresh_db: Path) -> 
     arrays = reader.latest_arrays(metrics=["gpu_temp_c"])
     assert sorted(arrays.values.tolist()) == [40.0, 41.0]
     assert arrays.points() == reader.latest(metrics=["gpu_temp_c"])
+
+
+def test_a_filter_sees_series_created_after_the_reader_opened(fresh_db: Path) -> None:
+    writer = StoreWriter(fresh_db).start()
+    writer.put_samples(nic_sample("n1", T0, 0, nics=1))
+    assert writer.flush(10)
+    reader = StoreReader(fresh_db)
+    assert len(reader.latest(metrics=["tx_bytes"])) == 1
+    writer.put_samples(nic_sample("n2", T0 + 10, 1, nics=1))
+    assert writer.flush(10)
+    writer.close()
+    assert sorted(p.host for p in reader.latest(metrics=["tx_bytes"])) == ["n1", "n2"]
+    assert sorted(p.host for p in reader.as_of(T0 + 10, metrics=["tx_bytes", "symbol_error"])
+                  if p.metric == "symbol_error") == ["n1", "n2"]
