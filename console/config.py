@@ -11,6 +11,10 @@ inventory = "/etc/fleet/inventory.toml"
 read_only = true
 theme = "fleet-high-contrast"
 refresh_s = 1.0
+criteria = "/etc/fleet/acceptance.toml"  # the walkthrough's criteria file (W)
+ecmp_window_s = 60.0  # uplink throughput judged per leaf (topology bars, ECMP plan)
+ecmp_sustain_s = 60.0  # an imbalance held this long flags the leaf
+ecmp_verify_s = 10.0  # fresh counters before and after an ECMP change
 
 [keymap]            # binding id = keys (comma separated)
 "fleet.filter" = "slash,f"
@@ -48,9 +52,18 @@ class Config:
     """Seconds between two reads of the store for the screens."""
     keymap: Mapping[str, str] = field(default_factory=dict)
     """Binding id -> keys, handed to ``App.set_keymap``."""
+    criteria_path: Path | None = None
+    """Acceptance criteria TOML the walkthrough offers first."""
+    ecmp_window_s: float = 60.0
+    """Seconds of uplink throughput judged per leaf (``fabric.ecmp``'s default window)."""
+    ecmp_sustain_s: float = 60.0
+    """Seconds an imbalance must hold before a leaf is flagged (``fabric.ecmp``'s default)."""
+    ecmp_verify_s: float = 10.0
+    """Seconds of fresh counters before and after an ECMP change (``ApplySettings``' default)."""
 
 
-_FILE_KEYS = {"db", "inventory", "read_only", "theme", "refresh_s", "keymap"}
+_FILE_KEYS = {"db", "inventory", "read_only", "theme", "refresh_s", "keymap", "criteria", "ecmp_window_s",
+              "ecmp_sustain_s", "ecmp_verify_s"}
 _ENV_KEYS = {
     "FLEET_DB": "db",
     "FLEET_INVENTORY": "inventory",
@@ -130,6 +143,9 @@ def load_config(
     if refresh_s <= 0:
         raise ConfigError("refresh_s must be above zero")
     inventory = merged.get("inventory")
+    criteria = merged.get("criteria")
+    ecmp_s = {key: _seconds(merged, key, default) for key, default in
+              (("ecmp_window_s", 60.0), ("ecmp_sustain_s", 60.0), ("ecmp_verify_s", 10.0))}
     return Config(
         db_path=Path(merged["db"]).expanduser() if merged.get("db") else default_db_path(env),
         inventory_path=Path(inventory).expanduser() if inventory else None,
@@ -138,4 +154,16 @@ def load_config(
         at_ts=at_ts,
         refresh_s=refresh_s,
         keymap=dict(merged.get("keymap", {})),
+        criteria_path=Path(criteria).expanduser() if criteria else None,
+        **ecmp_s,
     )
+
+
+def _seconds(merged: Mapping[str, Any], key: str, default: float) -> float:
+    try:
+        value = float(merged.get(key, default))
+    except (TypeError, ValueError) as error:
+        raise ConfigError(f"{key} must be a number of seconds: {error}") from error
+    if value <= 0:
+        raise ConfigError(f"{key} must be above zero")
+    return value
