@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 from typing import Any, ClassVar
 
 from textual import on, work
@@ -14,7 +15,7 @@ from textual.reactive import reactive
 from textual.worker import Worker, WorkerState
 
 from console.actions import is_machine_changing
-from console.commands import FleetCommands, JobCommands, NodeCommands
+from console.commands import FleetCommands, JobCommands, NodeCommands, ToolCommands
 from console.config import Config
 from console.feed import Feed, run_collector
 from console.messages import (
@@ -24,13 +25,18 @@ from console.messages import (
     NodeChosen,
     SnapshotLoaded,
 )
+from console.screens.audit import AuditScreen
+from console.screens.baselines import BaselinesScreen
+from console.screens.ecmp_plan import EcmpPlanScreen
 from console.screens.events import EventsScreen
 from console.screens.fleet import FleetScreen
 from console.screens.help import HelpScreen
 from console.screens.jobs import JobsScreen
 from console.screens.jump import JumpScreen
 from console.screens.node import NodeScreen
+from console.screens.path_prompt import PathPrompt
 from console.screens.topology import TopologyScreen
+from console.screens.walkthrough import WalkthroughScreen
 from console.theming import load_themes, stylesheet_path
 from console.view_model import ConsoleView
 from fabric.records import HostStatus
@@ -44,7 +50,7 @@ REPLAY_BIG_STEP_S = 600.0
 class FleetApp(App[None]):
     CSS_PATH = stylesheet_path()
     TITLE = "fleet"
-    COMMANDS: ClassVar = App.COMMANDS | {NodeCommands, JobCommands, FleetCommands}
+    COMMANDS: ClassVar = App.COMMANDS | {NodeCommands, JobCommands, FleetCommands, ToolCommands}
     MODES: ClassVar = {
         "fleet": FleetScreen, "events": EventsScreen, "jobs": JobsScreen, "topology": TopologyScreen,
     }
@@ -64,6 +70,9 @@ class FleetApp(App[None]):
                 id="app.replay_forward_big"),
         Binding("t", "replay_jump", "Go to time", id="app.replay_jump"),
         Binding("L", "replay_live", "Live", id="app.replay_live"),
+        Binding("B", "baselines", "Baselines", id="app.baselines"),
+        Binding("W", "walkthrough", "Walkthrough", id="app.walkthrough"),
+        Binding("A", "audit", "Audit", id="app.audit"),
         Binding("q", "quit", "Quit", id="app.quit"),
     ]
 
@@ -209,6 +218,25 @@ class FleetApp(App[None]):
     # --- navigation
     def action_help(self) -> None:
         self.push_screen(HelpScreen(self.screen))
+
+    def action_baselines(self) -> None:
+        self.push_screen(BaselinesScreen())
+
+    def action_audit(self) -> None:
+        self.push_screen(AuditScreen())
+
+    def action_ecmp_plan(self, leaf: str) -> None:
+        self.push_screen(EcmpPlanScreen(leaf))
+
+    def action_walkthrough(self) -> None:
+        """Ask for the criteria file (the configured one offered first), then walk through it."""
+
+        def chosen(path: Path | None) -> None:
+            if path is not None:
+                self.push_screen(WalkthroughScreen(path))
+
+        self.push_screen(PathPrompt("Acceptance criteria file (TOML):", self.config.criteria_path,
+                                    must_exist=True), chosen)
 
     def on_node_chosen(self, message: NodeChosen) -> None:
         if isinstance(self.screen, NodeScreen):

@@ -86,3 +86,30 @@ class FleetCommands(Provider):
             score = matcher.match(name)
             if score > 0:
                 yield Hit(score, matcher.highlight(name), callback, help=help_text)  # type: ignore[arg-type]
+
+
+class ToolCommands(Provider):
+    """ECMP plan of any leaf, the audit, the baselines and the acceptance walkthrough."""
+
+    def _commands(self) -> list[tuple[str, str, object]]:
+        app = _app(self)
+        commands: list[tuple[str, str, object]] = [
+            ("Screen: Baselines", "diff two stored baselines, write the report", app.action_baselines),
+            ("Acceptance walkthrough", "run the agreed checks one by one (high contrast)", app.action_walkthrough),
+            ("Audit", "every change to a machine, newest first", app.action_audit),
+        ]
+        leaves = sorted({h.name for h in app.view.snapshot.hosts if h.role == "leaf"}) if app.view else []
+        commands += [(f"ECMP plan: {leaf}", "uplink balance and remedies of this leaf",
+                      partial(app.action_ecmp_plan, leaf)) for leaf in leaves]
+        return commands
+
+    async def discover(self) -> Hits:
+        for name, help_text, callback in self._commands()[:3]:
+            yield DiscoveryHit(escape(name), callback, help=help_text)  # type: ignore[arg-type]
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for name, help_text, callback in self._commands():
+            score = matcher.match(name)
+            if score > 0:
+                yield Hit(score, matcher.highlight(escape(name)), callback, help=help_text)  # type: ignore[arg-type]

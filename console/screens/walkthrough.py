@@ -27,6 +27,7 @@ from textual.widgets import DataTable, Static
 
 from collectors.accept_run import AcceptanceRun, run_acceptance
 from collectors.baseline_run import SuiteProgress
+from collectors.inventory import Inventory
 from console.messages import SuiteProgressed
 from console.report_write import write_report
 from console.screens.base import FleetScreenBase, fixed_columns
@@ -51,6 +52,8 @@ def measured_words(result: CheckResult) -> str:
     if not m:
         return "-"
     unit = result.check.spec.unit
+    if not {"min", "median", "max"} <= set(m):  # counts (cables matching of all compared)
+        return ", ".join(f"{key} {_num(value)}" for key, value in m.items())
     if m.get("count", 0) <= 1:
         return f"{_num(m['max'])} {unit}".rstrip()
     return f"{_num(m['min'])} / {_num(m['median'])} / {_num(m['max'])} {unit}".rstrip()
@@ -94,10 +97,12 @@ class WalkthroughScreen(FleetScreenBase):
         Binding("escape", "back", "Back", id="walkthrough.back"),
     ]
 
-    def __init__(self, criteria_path: Path, *, run: AcceptanceRun | None = None) -> None:
+    def __init__(self, criteria_path: Path, *, run: AcceptanceRun | None = None,
+                 inventory: Inventory | None = None) -> None:
         """``run`` given: its results are walked through as they are (tests, screenshots); else the
-        suite is measured on the app's inventory when the screen opens."""
+        suite is measured when the screen opens, on ``inventory`` (default: the app's)."""
         super().__init__()
+        self._inventory = inventory
         self.criteria_path = criteria_path
         self.criteria: Criteria | None = run.criteria if run is not None else None
         self.run: AcceptanceRun | None = run
@@ -132,7 +137,7 @@ class WalkthroughScreen(FleetScreenBase):
         self._fill_checks()
         if self.run is not None:
             self._measured(self.run)
-        elif self.fleet_app.inventory is None:
+        elif self._inventory is None and self.fleet_app.inventory is None:
             self._progress(Text("No inventory: nothing to measure (start the console with --inventory)."))
         else:
             self.measure(self.criteria)
@@ -161,7 +166,7 @@ class WalkthroughScreen(FleetScreenBase):
     # --- measuring
     @work(group="walkthrough", exclusive=True, exit_on_error=False)
     async def measure(self, criteria: Criteria) -> None:
-        inventory = self.fleet_app.inventory
+        inventory = self._inventory or self.fleet_app.inventory
         db_path = self.fleet_app.config.db_path
         self._progress(Text("measuring: starting the suite ..."))
         writer = StoreWriter(db_path).start()
