@@ -207,7 +207,10 @@ class EcmpPlanScreen(FleetScreenBase):
             self.notify("refused: read-only mode never changes a machine", severity="error")
             return
         remedy = self.selected_remedy()
-        if self.plan is None or remedy is None or self._ops is None or self.applying:
+        if self.plan is None or remedy is None or self.applying:
+            return
+        if self._ops is None:
+            self.notify("no inventory: the switch cannot be reached (start with --inventory)", severity="error")
             return
         if remedy.advice_only:
             self.notify("this remedy is advice for the next job start; nothing to apply on the switch",

@@ -1,0 +1,171 @@
+"""The ECMP plan, audit, baselines and walkthrough screens on fixed data and a real store file:
+what each shows, read-only hiding the apply, reports written; the simulator runs are in
+test_ecmp_console.py and test_walkthrough_live.py."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from collections.abc import Callable
+from pathlib import Path
+
+from conftest import view_where
+from textual.widgets import DataTable, Static
+from tooldata import T_BASE, baseline, leaf01_plan
+
+from collectors.accept_run import AcceptanceRun
+from collectors.baseline_run import SuiteRun
+from console.app import FleetApp
+from console.ecmp_ops import EcmpOps, EcmpSettings, roles_inventory
+from console.screens.baselines import BaselinesScreen
+from console.screens.ecmp_confirm import ConfirmApplyScreen
+from console.screens.ecmp_plan import EcmpPlanScreen
+from console.screens.path_prompt import PathPrompt
+from console.screens.walkthrough import WALKTHROUGH_THEME, WalkthroughScreen
+from fabric.acceptance import evaluate, parse_criteria
+from store.writer import StoreWriter
+
+SIZE = (160, 40)
+MakeApp = Callable[..., FleetApp]
+EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "acceptance-criteria.example.toml"
+
+
+def _active(app: FleetApp) -> set[str]:
+    return {b.binding.id or "" for b in app.screen.active_bindings.values()
+            if app.screen.check_action(b.binding.action, ()) is not False}
+
+
+def _cells(table: DataTable[object], column: int) -> list[str]:
+    return [str(table.get_row_at(i)[column]) for i in range(table.row_count)]
+
+
+async def test_plan_lists_remedies_least_disruptive_first_with_their_commands(make_app: MakeApp,
+                                                                             tmp_path: Path) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await view_where(app, lambda v: len(v.rows) == 8)
+        # nothing connects until an apply is confirmed; this one is cancelled
+        ops = EcmpOps(roles_inventory([("leaf01", "leaf")]), tmp_path / "unused.db", EcmpSettings())
+        screen = EcmpPlanScreen("leaf01", plan=leaf01_plan(), ops=ops)
+        await app.push_screen(screen)
+        await asyncio.wait_for(screen.planned.wait(), 5)
+        remedies = screen.query_one("#remedies", DataTable)
+        assert _cells(remedies, 0) == ["host-qps", "hash-fields", "hash-seed", "adaptive-routing"]
+        assert _cells(remedies, 2)[0] == "advice"
+        assert _cells(remedies, 3) == ["no", "no", "switchd", "switchd"]
+        assert screen.selected_remedy() is not None and screen.selected_remedy().id == "hash-fields"  # type: ignore[union-attr]
+        detail = str(screen.query_one("#remedy-detail", Static).render())
+        assert "$ nv set system forwarding ecmp-hash ingress-interface on" in detail
+        assert "Rollback:" in detail and "ingress-interface off" in detail
+        balance = str(screen.query_one("#ecmp-balance", Static).render())
+        assert "FLAGGED" in balance and "spine01" in balance and "5101, 5102" in balance
+        # a restart is said plainly on the confirmation, with the exact commands
+        remedies.move_cursor(row=2)
+        await pilot.pause()
+        await pilot.press("a")
+        await pilot.pause()
+        confirm = app.screen
+        assert isinstance(confirm, ConfirmApplyScreen) and confirm.remedy.id == "hash-seed"
+        text = str(confirm.query_one("#confirm-text", Static).render())
+        assert "RESTARTS switchd" in text
+        assert all(f"$ {line}" in text for line in confirm.remedy.command_lines)
+        await pilot.press("n")
+        await pilot.pause()
+        assert app.screen is screen and not screen.applying
+        assert not (tmp_path / "unused.db").exists()
+
+
+async def test_read_only_hides_and_refuses_the_apply(make_app: MakeApp) -> None:
+    app = make_app(read_only=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await view_where(app, lambda v: len(v.rows) == 8)
+        screen = EcmpPlanScreen("leaf01", plan=leaf01_plan())
+        await app.push_screen(screen)
+        await asyncio.wait_for(screen.planned.wait(), 5)
+        active = _active(app)
+        assert "ecmp_plan.replan" in active and "ecmp_plan.apply" not in active
+        await pilot.press("a")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.screen is screen  # no confirmation opened
+
+
+async def test_baselines_screen_diffs_two_stored_baselines_and_writes_the_report(
+        make_app: MakeApp, store: tuple[Path, StoreWriter], tmp_path: Path) -> None:
+    _path, writer = store
+    before = baseline("March", T_BASE)
+    after = baseline("April", T_BASE + 30 * 86400, bw_gbps=340.0, p99_usec=2.5)
+    parts = dict(after.parts)
+    parts["node/gpu003"] = parts.pop("node/gpu002")
+    after = replace(after, parts=parts)
+    for b in (before, after):
+        writer.put_baseline(b.label, b.ts, b.to_json())
+    assert writer.flush(timeout=10)
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await view_where(app, lambda v: len(v.rows) == 8)
+        await pilot.press("B")
+        screen = app.screen
+        assert isinstance(screen, BaselinesScreen)
+        await asyncio.wait_for(screen.loaded.wait(), 5)
+        assert _cells(screen.query_one("#baselines-table", DataTable), 3) == ["March", "April"]
+        await pilot.press("space", "down", "space")
+        await pilot.pause()
+        assert screen.result is not None
+        diff_table = screen.query_one("#diff-table", DataTable)
+        kinds = _cells(diff_table, 1)
+        parts = _cells(diff_table, 2)
+        # regressions first: bandwidth -13 % on every NIC; then latency improved on both rails
+        assert kinds[:4] == ["regression"] * 4 and all(p.startswith("nic/") for p in parts[:4])
+        assert "improvement" in kinds and any(p.startswith("pair/") for p in parts)
+        summary = str(screen.query_one("#diff-summary", Static).render())
+        assert "gone: " in summary and "node/gpu002" in summary and "new: " in summary and "node/gpu003" in summary
+        await pilot.press("w")
+        await pilot.pause()
+        prompt = app.screen
+        assert isinstance(prompt, PathPrompt)
+        prompt.dismiss(tmp_path / "diff.html")
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        assert screen.report_written == (tmp_path / "diff.html", tmp_path / "diff.md")
+        assert "<html" in (tmp_path / "diff.html").read_text()
+        assert "nic/gpu001/mlx5_0" in (tmp_path / "diff.md").read_text()
+
+
+def fixed_run(bad_optic: bool = False) -> AcceptanceRun:
+    """The example criteria judged on a fixed two-node baseline (evidence without the simulator's noise)."""
+    criteria = parse_criteria(EXAMPLE.read_text(), source=str(EXAMPLE))
+    measured = baseline("Acceptance", T_BASE, rx_dbm=-4.5 if bad_optic else 1.2)
+    results = tuple(evaluate(criteria, measured))
+    return AcceptanceRun(criteria, SuiteRun(measured, None, "suite-fixed"), (), results)
+
+
+async def test_walkthrough_turns_each_check_in_turn_on_the_high_contrast_theme(make_app: MakeApp) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await view_where(app, lambda v: len(v.rows) == 8)
+        run = fixed_run(bad_optic=True)
+        screen = WalkthroughScreen(EXAMPLE, run=run)
+        await app.push_screen(screen)
+        await asyncio.wait_for(screen.measured.wait(), 5)
+        assert app.theme == WALKTHROUGH_THEME
+        checks = screen.query_one("#walk-checks", DataTable)
+        assert _cells(checks, 0) == ["…"] * 8
+        await pilot.press("space")
+        await pilot.pause()
+        assert _cells(checks, 0)[:2] == ["PASS", "…"]
+        evidence = str(screen.query_one("#walk-evidence", Static).render())
+        assert evidence.startswith("PASS  allreduce-node") and "0.96" in evidence and "0.94" in evidence
+        await pilot.press("a")
+        await pilot.pause()
+        verdicts = dict(zip(_cells(checks, 1), _cells(checks, 0), strict=True))
+        assert verdicts["optics"] == "FAIL" and list(verdicts.values()).count("FAIL") == 1
+        checks.move_cursor(row=_cells(checks, 1).index("optics"))
+        await pilot.pause()
+        evidence = str(screen.query_one("#walk-evidence", Static).render())
+        assert "FAIL nic/gpu001/mlx5_0: -4.5" in evidence and "-3" in evidence
+        summary = str(screen.query_one("#walk-summary", Static).render())
+        assert summary.startswith("NOT ACCEPTED: 1 of 8 checks failed: optics")
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.theme == "fleet-dark"
