@@ -5,8 +5,8 @@ test_ecmp_console.py and test_walkthrough_live.py."""
 from __future__ import annotations
 
 import asyncio
-from dataclasses import replace
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from conftest import view_where
