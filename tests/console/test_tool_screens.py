@@ -95,9 +95,9 @@ async def test_baselines_screen_diffs_two_stored_baselines_and_writes_the_report
     _path, writer = store
     before = baseline("March", T_BASE)
     after = baseline("April", T_BASE + 30 * 86400, bw_gbps=340.0, p99_usec=2.5)
-    parts = dict(after.parts)
-    parts["node/gpu003"] = parts.pop("node/gpu002")
-    after = replace(after, parts=parts)
+    moved = dict(after.parts)
+    moved["node/gpu003"] = moved.pop("node/gpu002")
+    after = replace(after, parts=moved)
     for b in (before, after):
         writer.put_baseline(b.label, b.ts, b.to_json())
     assert writer.flush(timeout=10)
