@@ -1,0 +1,93 @@
+"""The ECMP screens against the simulator's `ecmp` scenario over real SSH: the topology flags
+leaf01 from switch counters, the plan is read from the switch, a confirmed apply ends with a
+verdict, before/after bars and audit rows. Short windows (store 4 s, sustain 2 s, verify 3 s)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from helpers.simfleet import running_fleet
+from textual.widgets import DataTable, Static
+
+from collectors.ecmp_status import collect_switches
+from collectors.inventory import load_inventory
+from console.app import FleetApp
+from console.config import Config
+from console.ecmp_ops import EcmpOps, EcmpSettings
+from console.feed import Feed, open_store_loader
+from console.screens.audit import AuditScreen
+from console.screens.ecmp_confirm import ConfirmApplyScreen
+from console.screens.ecmp_plan import EcmpPlanScreen
+from console.screens.topology import TopologyScreen
+from simulator.scenario import load_scenario
+from store.writer import StoreWriter
+
+SIZE = (160, 45)
+SETTINGS = EcmpSettings(window_s=4.0, sustain_s=2.0, verify_window_s=3.0, interval_s=0.5)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(90)
+async def test_topology_flags_leaf01_and_a_confirmed_apply_ends_with_a_verdict_and_an_audit(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+    db = tmp_path / "fleet.db"
+    async with running_fleet(load_scenario("ecmp"), tmp_path / "sim") as inventory_path:
+        inventory = load_inventory(inventory_path)
+        writer = StoreWriter(db).start()
+        await collect_switches(inventory, writer, SETTINGS.window_s + 2.0, SETTINGS.interval_s)
+        assert await asyncio.to_thread(writer.flush, 30.0)
+        await asyncio.to_thread(writer.close, 10.0)
+        # replay of what was collected (no in-console collector): the balances come from the store alone
+        config = Config(db_path=db, refresh_s=0.5, ecmp_window_s=SETTINGS.window_s,
+                        ecmp_sustain_s=SETTINGS.sustain_s, ecmp_verify_s=SETTINGS.verify_window_s)
+        app = FleetApp(config, Feed(lambda: open_store_loader(db), refresh_s=0.5))
+        async with app.run_test(size=SIZE) as pilot:
+            await app.next_view()
+            await pilot.press("4")
+            topology = app.screen
+            assert isinstance(topology, TopologyScreen)
+
+            async def balances_read() -> None:
+                while "leaf01" not in topology.balances:
+                    await app.next_view()
+
+            await asyncio.wait_for(balances_read(), 15)
+            flagged = sorted(name for name, b in topology.balances.items() if b.flagged)
+            assert flagged == ["leaf01"]
+            switches = topology.query_one("#switches", DataTable)
+            row = [str(switches.get_row_at(i)[0]) for i in range(switches.row_count)].index("leaf01")
+            assert str(switches.get_row_at(row)[7]).endswith("FLAG")
+
+            ops = EcmpOps(inventory, db, SETTINGS)
+            plan_screen = EcmpPlanScreen("leaf01", ops=ops)
+            await app.push_screen(plan_screen)
+            await asyncio.wait_for(plan_screen.planned.wait(), 20)
+            remedy = plan_screen.selected_remedy()
+            assert remedy is not None and remedy.id == "hash-fields"
+            await pilot.press("a")
+            await pilot.pause()
+            confirm = app.screen
+            assert isinstance(confirm, ConfirmApplyScreen)
+            text = str(confirm.query_one("#confirm-text", Static).render())
+            assert "$ nv set system forwarding ecmp-hash ingress-interface on" in text
+            await pilot.press("y")
+            await asyncio.wait_for(plan_screen.finished.wait(), 60)
+            outcome = plan_screen.outcome
+            assert outcome is not None and outcome.state == "kept", outcome
+            assert outcome.after is not None and outcome.before is not None
+            assert outcome.after.imbalance < outcome.before.imbalance
+            progress = str(plan_screen.query_one("#ecmp-progress", Static).render())
+            assert "KEPT: kept hash-fields on leaf01" in progress and "✓ verify" in progress
+            after = str(plan_screen.query_one("#ecmp-after", Static).render())
+            assert after.startswith("after") and "balanced" in after
+            await ops.close()
+            await pilot.press("A")
+            audit = app.screen
+            assert isinstance(audit, AuditScreen)
+            await asyncio.wait_for(audit.loaded.wait(), 10)
+            assert [r.step for r in audit.rows] == ["verdict", "verify", "apply", "measure", "snapshot"]
+            assert audit.rows[0].verdict.startswith("kept hash-fields on leaf01")
