@@ -22,6 +22,7 @@ import hostlist
 
 from collectors.inventory import Inventory
 from collectors.probes.allreduce import AllreduceSpec, run_allreduce
+from collectors.probes.history import previous_probe
 from collectors.probes.linktest import LinktestReport, LinktestSpec, run_linktest
 from collectors.probes.perftest_probe import BW_TESTS, LAT_TESTS, PerftestSpec, run_perftest
 from collectors.sshpool import SshPool
@@ -93,12 +94,7 @@ def _previous(db_path: Path | None, record: ProbeRecord) -> ProbeRecord | None:
     if not path.exists():
         return None
     with StoreReader(path) as reader:
-        for old in reader.probes(kind=record.kind, host=record.src, until=record.ts - 1e-6, limit=200):
-            same = (old.src, old.dst, old.src_nic, old.dst_nic) == (record.src, record.dst, record.src_nic,
-                                                                    record.dst_nic)
-            if same and old.ok and old.params.get("test") == record.params.get("test"):
-                return old
-    return None
+        return previous_probe(reader, record)
 
 
 def _record_json(record: ProbeRecord, *, raw: bool = True) -> dict[str, Any]:
