@@ -20,11 +20,16 @@ from console.config import Config
 from console.feed import Feed, run_collector
 from console.messages import (
     CollectorRoundFinished,
+    DiagnosisRan,
     HostStatusChanged,
     JobChosen,
+    LinktestFinished,
     NodeChosen,
+    ProbeFinished,
+    ProbeProgressed,
     SnapshotLoaded,
 )
+from console.probe_control import ProbeControl
 from console.screens.audit import AuditScreen
 from console.screens.baselines import BaselinesScreen
 from console.screens.ecmp_plan import EcmpPlanScreen
@@ -35,6 +40,7 @@ from console.screens.jobs import JobsScreen
 from console.screens.jump import JumpScreen
 from console.screens.node import NodeScreen
 from console.screens.path_prompt import PathPrompt
+from console.screens.probes import ProbesScreen
 from console.screens.topology import TopologyScreen
 from console.screens.walkthrough import WalkthroughScreen
 from console.theming import load_themes, stylesheet_path
@@ -53,6 +59,7 @@ class FleetApp(App[None]):
     COMMANDS: ClassVar = App.COMMANDS | {NodeCommands, JobCommands, FleetCommands, ToolCommands}
     MODES: ClassVar = {
         "fleet": FleetScreen, "events": EventsScreen, "jobs": JobsScreen, "topology": TopologyScreen,
+        "probes": ProbesScreen,
     }
     DEFAULT_MODE = "fleet"
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -68,7 +75,8 @@ class FleetApp(App[None]):
                 id="app.replay_back_big"),
         Binding("right_curly_bracket", f"replay_step({REPLAY_BIG_STEP_S})", "+10 min", show=False,
                 id="app.replay_forward_big"),
-        Binding("t", "replay_jump", "Go to time", id="app.replay_jump"),
+        Binding("p", "switch_mode('probes')", "Probes", id="app.probes"),
+        Binding("g", "replay_jump", "Go to time", id="app.replay_jump"),
         Binding("L", "replay_live", "Live", id="app.replay_live"),
         Binding("B", "baselines", "Baselines", id="app.baselines"),
         Binding("W", "walkthrough", "Walkthrough", id="app.walkthrough"),
@@ -96,6 +104,9 @@ class FleetApp(App[None]):
         self._last_read_s = 0.0
         self._last_read_end = 0.0
         self.set_reactive(FleetApp.cursor_ts, config.at_ts)
+        self.writer: StoreWriter | None = None
+        """The in-console collector's store writer (live with an inventory); probes and findings share it."""
+        self.probes = ProbeControl(self)
 
     def on_mount(self) -> None:
         for theme in load_themes():
@@ -104,9 +115,14 @@ class FleetApp(App[None]):
         self.set_keymap(dict(self.config.keymap))
         if self.inventory is not None and self.cursor_ts is None:
             # The writer creates the store file now, before the first read looks for it.
-            self.collect(StoreWriter(self.config.db_path).start())
+            self.writer = StoreWriter(self.config.db_path).start()
+            self.collect(self.writer)
+            if self.config.job_latency_enabled:
+                self.probes.start_job_sampler()
         self.set_interval(self.config.refresh_s, self.request_refresh)
         self.request_refresh()
+        if self.config.diagnose:
+            self.probes.start_diagnosis()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         return not (self.config.read_only and is_machine_changing(self, action))
@@ -163,7 +179,8 @@ class FleetApp(App[None]):
     @work(group="collector", exit_on_error=False)
     async def collect(self, writer: StoreWriter) -> None:
         await run_collector(self.inventory, writer, on_status=self._status_seen,
-                            on_round=self._round_done, on_writer_problem=self._writer_problem)
+                            on_round=self._round_done, on_writer_problem=self._writer_problem,
+                            on_start=lambda collector: self.probes.use_collector_pool(collector.pool))
 
     def _status_seen(self, status: HostStatus) -> None:
         self.post_message(HostStatusChanged(status))
@@ -191,6 +208,8 @@ class FleetApp(App[None]):
         """Every worker failure ends here and is shown; nothing fails silently."""
         if event.state is WorkerState.ERROR:
             error = event.worker.error
+            if event.worker.group == "probe":
+                self.probes.failed(f"{type(error).__name__}: {error}")
             self.notify(f"{event.worker.name} failed: {error!r}", title="worker failed",
                         severity="error", timeout=10, markup=False)
 
@@ -248,5 +267,13 @@ class FleetApp(App[None]):
         job = next((j for j in view.jobs if j.job_id == message.job_id), None) if view else None
         self.highlighted_nodes = frozenset(job.nodes) if job else frozenset()
 
-    def on_unmount(self) -> None:
+    @on(ProbeProgressed)
+    @on(ProbeFinished)
+    @on(LinktestFinished)
+    @on(DiagnosisRan)
+    def _probe_news(self, message: ProbeProgressed | ProbeFinished | LinktestFinished | DiagnosisRan) -> None:
+        self.probes.seen(message)
+
+    async def on_unmount(self) -> None:
+        await self.probes.close()
         self.feed.close()

@@ -11,6 +11,8 @@ inventory = "/etc/fleet/inventory.toml"
 read_only = true
 theme = "fleet-high-contrast"
 refresh_s = 1.0
+diagnose = true      # judge the store every 30 s (and each replayed moment), findings -> events
+job_latency = "auto"  # per-job latency sampler: auto (on unless read-only), on, off
 criteria = "/etc/fleet/acceptance.toml"  # the walkthrough's criteria file (W)
 ecmp_window_s = 60.0  # uplink throughput judged per leaf (topology bars, ECMP plan)
 ecmp_sustain_s = 60.0  # an imbalance held this long flags the leaf
@@ -60,16 +62,30 @@ class Config:
     """Seconds an imbalance must hold before a leaf is flagged (``fabric.ecmp``'s default)."""
     ecmp_verify_s: float = 10.0
     """Seconds of fresh counters before and after an ECMP change (``ApplySettings``' default)."""
+    diagnose: bool = True
+    """Run the diagnosis inside the console (every 30 s live, on each replayed moment) and store what
+    it newly finds or sees cleared as events."""
+    job_latency: str = "auto"
+    """Per-job latency sampler (probes inside running jobs): "auto" runs it when live and not
+    read-only, "on" also in read-only mode, "off" never."""
+
+    @property
+    def job_latency_enabled(self) -> bool:
+        """Whether the live console runs the per-job latency sampler."""
+        return self.job_latency == "on" or (self.job_latency == "auto" and not self.read_only)
 
 
-_FILE_KEYS = {"db", "inventory", "read_only", "theme", "refresh_s", "keymap", "criteria", "ecmp_window_s",
-              "ecmp_sustain_s", "ecmp_verify_s"}
+_FILE_KEYS = {"db", "inventory", "read_only", "theme", "refresh_s", "keymap", "job_latency", "diagnose", "criteria",
+              "ecmp_window_s", "ecmp_sustain_s", "ecmp_verify_s"}
+JOB_LATENCY_CHOICES = ("auto", "on", "off")
 _ENV_KEYS = {
     "FLEET_DB": "db",
     "FLEET_INVENTORY": "inventory",
     "FLEET_READ_ONLY": "read_only",
     "FLEET_THEME": "theme",
     "FLEET_REFRESH_S": "refresh_s",
+    "FLEET_JOB_LATENCY": "job_latency",
+    "FLEET_DIAGNOSE": "diagnose",
 }
 
 
@@ -115,7 +131,7 @@ def _bool(value: Any, source: str) -> bool:
         return True
     if text in {"0", "false", "no", "off", ""}:
         return False
-    raise ConfigError(f"{source}: read_only must be true or false, not {value!r}")
+    raise ConfigError(f"{source} must be true or false, not {value!r}")
 
 
 def load_config(
@@ -142,6 +158,9 @@ def load_config(
         raise ConfigError(f"refresh_s must be a number of seconds: {error}") from error
     if refresh_s <= 0:
         raise ConfigError("refresh_s must be above zero")
+    job_latency = str(merged.get("job_latency", "auto")).strip().lower()
+    if job_latency not in JOB_LATENCY_CHOICES:
+        raise ConfigError(f"job_latency must be one of {', '.join(JOB_LATENCY_CHOICES)}, not {job_latency!r}")
     inventory = merged.get("inventory")
     criteria = merged.get("criteria")
     ecmp_s = {key: _seconds(merged, key, default) for key, default in
@@ -154,6 +173,8 @@ def load_config(
         at_ts=at_ts,
         refresh_s=refresh_s,
         keymap=dict(merged.get("keymap", {})),
+        job_latency=job_latency,
+        diagnose=_bool(merged.get("diagnose", True), "diagnose"),
         criteria_path=Path(criteria).expanduser() if criteria else None,
         **ecmp_s,
     )

@@ -64,9 +64,11 @@ async def run_collector(
     on_status: Callable[[HostStatus], None],
     on_round: Callable[[Any], None],
     on_writer_problem: Callable[[str], None],
+    on_start: Callable[[Any], None] | None = None,
 ) -> None:
     """Collect from the inventory into the store until cancelled (live mode only); closes the
-    writer (``store.writer.StoreWriter``, started) when done."""
+    writer (``store.writer.StoreWriter``, started) when done. ``on_start`` gets the
+    ``collectors.engine.Collector`` before it runs (the probes share its SSH pool)."""
     from collectors.engine import Collector
 
     def round_done(summary: Any) -> None:
@@ -78,6 +80,8 @@ async def run_collector(
         on_round(summary)
 
     collector = Collector(inventory, writer, on_status=on_status, on_round=round_done)
+    if on_start is not None:
+        on_start(collector)
     try:
         await collector.run()
     finally:

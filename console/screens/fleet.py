@@ -15,18 +15,24 @@ from console.filtering import FilterError, NodeFilter, parse_filter
 from console.formatting import health_text
 from console.messages import NodeChosen
 from console.screens.base import FleetScreenBase
+from console.screens.probe_keys import ProbeKeys
 from console.view_model import ConsoleView, NodeRow
 from console.widgets.fleet_table import COLUMN_BY_KEY, COLUMNS, FleetTable
 from console.widgets.legend import HealthLegend
+from console.widgets.probe_panel import ProbePanel
 
 
-class FleetScreen(FleetScreenBase):
+class FleetScreen(ProbeKeys, FleetScreenBase):
     TITLE_TEXT = "Fleet"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("slash", "filter", "Filter", id="fleet.filter"),
         Binding("s", "sort_next", "Sort column", id="fleet.sort_next"),
         Binding("S", "sort_reverse", "Reverse sort", id="fleet.sort_reverse"),
         Binding("escape", "clear_filter", "Clear filter", show=False, id="fleet.clear_filter"),
+        Binding("space", "toggle_mark", "Mark", id="fleet.mark"),
+        Binding("t", "latency", "Latency", id="fleet.latency"),
+        Binding("b", "bandwidth", "Bandwidth", id="fleet.bandwidth"),
+        Binding("l", "linktest", "Link test", id="fleet.linktest"),
     ]
 
     sort_column: reactive[str] = reactive("state")
@@ -35,12 +41,15 @@ class FleetScreen(FleetScreenBase):
     """True: largest (worst, busiest) first."""
     node_filter: reactive[NodeFilter] = reactive(parse_filter(""))
     """The `/` filter in effect; empty shows every node."""
+    marked: reactive[tuple[str, ...]] = reactive(())
+    """Nodes marked with space for a probe (``t``/``b`` between two, ``l`` over them), in marking order."""
 
     def compose_body(self) -> ComposeResult:
         yield Input(placeholder="filter: gpu[001-064] state:degraded job:1234 tenant:acme group:2 !word",
                     id="filter")
         yield FleetTable(id="fleet-table")
         yield Static(id="reasons")
+        yield ProbePanel(id="probe-panel")
         yield HealthLegend(id="legend")
 
     def build(self) -> None:
@@ -75,6 +84,8 @@ class FleetScreen(FleetScreenBase):
         line.append(Text("; ".join(row.reasons) or "no problem found"))
         if row.jobs:
             line.append(f"  │ jobs {', '.join(row.jobs)} ({', '.join(row.tenants)})")
+        if self.marked:
+            line.append(Text(f"  │ marked {' '.join(self.marked)}"))
         reasons.update(line)
 
     def _redraw(self) -> None:
@@ -89,6 +100,21 @@ class FleetScreen(FleetScreenBase):
 
     def watch_node_filter(self) -> None:
         self._redraw()
+
+    def watch_marked(self) -> None:
+        self._show_reasons()
+
+    def probe_nodes(self) -> tuple[str, ...]:
+        if self.marked:
+            return self.marked
+        name = self.query_one(FleetTable).current_node()
+        return (name,) if name is not None else ()
+
+    def action_toggle_mark(self) -> None:
+        name = self.query_one(FleetTable).current_node()
+        if name is None:
+            return
+        self.marked = tuple(n for n in self.marked if n != name) if name in self.marked else (*self.marked, name)
 
     def action_filter(self) -> None:
         box = self.query_one("#filter", Input)

@@ -1,4 +1,4 @@
-"""`t`: ask for a moment to replay (ISO time, -15m, or unix seconds)."""
+"""`g`: ask for a moment to replay (ISO time, -15m, or unix seconds)."""
 
 from __future__ import annotations
 

@@ -16,9 +16,11 @@ from textual.widgets import DataTable, Static
 from console.formatting import count, health_text, number
 from console.node_history import NodeHistory, load_history, load_values
 from console.screens.base import FleetScreenBase, fixed_columns
+from console.screens.probe_keys import ProbeKeys
 from console.timespec import format_moment
 from console.view_model import ConsoleView
 from console.widgets.plot import PlotData, PlotWidget
+from console.widgets.probe_panel import ProbePanel
 from fabric.health import HealthThresholds, NodeSummary, optics_margin_db, summarize_node
 from fabric.samples import SeriesKey
 
@@ -33,10 +35,12 @@ def _cells(*values: str | Text) -> tuple[Text, ...]:
     return tuple(v if isinstance(v, Text) else Text(v) for v in values)
 
 
-class NodeScreen(FleetScreenBase):
+class NodeScreen(ProbeKeys, FleetScreenBase):
     TITLE_TEXT = "Node"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape,backspace", "app.pop_screen", "Back", id="node.back"),
+        Binding("t", "latency", "Latency", id="node.latency"),
+        Binding("b", "bandwidth", "Bandwidth", id="node.bandwidth"),
     ]
 
     def __init__(self, name: str) -> None:
@@ -50,7 +54,11 @@ class NodeScreen(FleetScreenBase):
         self.drawn = asyncio.Event()
         """Set once the node's values and its last hour are on screen (tests, benchmarks)."""
 
+    def probe_nodes(self) -> tuple[str, ...]:
+        return (self.node_name,)
+
     def compose_body(self) -> ComposeResult:
+        yield ProbePanel(id="probe-panel")
         with VerticalScroll(id="node-body"):
             yield Static(id="node-title")
             yield DataTable(id="ports", cursor_type="row")

@@ -31,9 +31,11 @@ def make_app(store: tuple[Path, StoreWriter]) -> Callable[..., FleetApp]:
     path, _writer = store
 
     def make(*, at: float | None = None, read_only: bool = False, theme: str = "fleet-dark",
-             refresh_s: float = 0.2, keymap: dict[str, str] | None = None) -> FleetApp:
+             refresh_s: float = 0.2, keymap: dict[str, str] | None = None,
+             diagnose: bool = False) -> FleetApp:
+        # The diagnosis worker adds finding events to the store; tests of other features leave it off.
         config = Config(db_path=path, read_only=read_only, theme=theme, at_ts=at,
-                        refresh_s=refresh_s, keymap=keymap or {})
+                        refresh_s=refresh_s, keymap=keymap or {}, diagnose=diagnose)
         return FleetApp(config, Feed(lambda: open_store_loader(path), refresh_s=refresh_s,
                                      now=lambda: NOW))
 

@@ -145,7 +145,7 @@ async def test_replay_keys_step_and_jump(make_app: MakeApp) -> None:
         assert app.cursor_ts == NOW - 660
         await pilot.press("right_curly_bracket", "right_curly_bracket")
         assert app.cursor_ts is None  # past now: live again
-        await pilot.press("t")
+        await pilot.press("g")
         await pilot.pause()
         box = app.screen.query_one("#jump-input", Input)
         box.value = "2027-01-15T07:55:00Z"
@@ -339,7 +339,7 @@ async def test_a_bad_time_is_explained_and_typed_text_is_not_markup(make_app: Ma
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await view_where(app, lambda v: len(v.rows) == 8)
-        await pilot.press("t")
+        await pilot.press("g")
         await pilot.pause()
         app.screen.query_one("#jump-input", Input).value = "[bold]soon"
         await pilot.press("enter")

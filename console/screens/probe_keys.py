@@ -1,0 +1,91 @@
+"""`t` latency, `b` bandwidth, `l` link test: the probe keys the Fleet and Node screens share.
+
+A screen says which nodes the keys act on (``probe_nodes``: the marked nodes, or the
+node under the cursor / shown); the keys ask what is missing in a small dialog and
+hand the probe to ``app.probes``. Probes start perftest on the nodes and put traffic
+on the tenants' fabric, so they are marked ``changes_machine``: read-only hides them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, cast
+
+from console.actions import changes_machine
+from console.probe_control import ProbeUnavailable
+from console.screens.linktest_dialog import LinktestDialog
+from console.screens.probe_dialog import ProbeDialog
+
+if TYPE_CHECKING:
+    from textual.screen import Screen
+
+    from console.app import FleetApp
+
+WHAT = {"lat": "Latency (ib_send_lat)", "bw": "Bandwidth (ib_send_bw)"}
+
+
+class ProbeKeys:
+    """Mixin for a ``FleetScreenBase`` screen; see the module doc."""
+
+    def probe_nodes(self) -> tuple[str, ...]:
+        """The nodes a probe key acts on, first the one under the cursor."""
+        raise NotImplementedError
+
+    def _fleet(self) -> FleetApp:
+        from console.app import FleetApp
+
+        return cast(FleetApp, cast("Screen[None]", self).app)
+
+    def _all_nodes(self) -> list[str]:
+        view = self._fleet().view
+        return sorted(r.name for r in view.rows) if view is not None else []
+
+    def _pair_dialog(self, kind: str) -> None:
+        app = self._fleet()
+        if not app.probes.can_probe:
+            app.notify("no inventory: start the console with --inventory to run probes", severity="warning")
+            return
+        nodes = self.probe_nodes()
+        if not nodes:
+            app.notify("no node chosen", severity="warning")
+            return
+        if len(nodes) > 2:
+            app.notify(f"{len(nodes)} nodes marked: mark two (space), or one and pick its peer", severity="warning")
+            return
+        src, peer = nodes[0], nodes[1] if len(nodes) == 2 else ""
+
+        def chosen(answer: tuple[str, str] | None) -> None:
+            if answer is not None:
+                self._start(lambda: app.probes.start_pair(kind, src, answer[0], answer[1]))
+
+        app.push_screen(ProbeDialog(WHAT[kind], src, self._all_nodes(), peer=peer), chosen)
+
+    def _start(self, start: Callable[[], None]) -> None:
+        app = self._fleet()
+        try:
+            start()
+        except (ProbeUnavailable, ValueError) as problem:
+            app.notify(str(problem), title="probe not started", severity="warning", markup=False)
+
+    @changes_machine
+    def action_latency(self) -> None:
+        self._pair_dialog("lat")
+
+    @changes_machine
+    def action_bandwidth(self) -> None:
+        self._pair_dialog("bw")
+
+    @changes_machine
+    def action_linktest(self) -> None:
+        app = self._fleet()
+        if not app.probes.can_probe:
+            app.notify("no inventory: start the console with --inventory to run probes", severity="warning")
+            return
+        marked = self.probe_nodes()
+        known = self._all_nodes()
+
+        def chosen(answer: tuple[tuple[str, ...], tuple[int, ...]] | None) -> None:
+            if answer is not None:
+                self._start(lambda: app.probes.start_linktest(answer[0], answer[1]))
+
+        app.push_screen(LinktestDialog(marked if len(marked) >= 2 else known, known), chosen)

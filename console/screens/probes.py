@@ -1,0 +1,184 @@
+"""The Probes screen: the last link test's pair matrix per rail and its suspects, and the probe history.
+
+Reads the store (the newest link test summary at or before the moment shown,
+and the probes before it, newest first), so replay shows the link test of that
+time through the same code. ``l`` runs a new link test; ``r`` shows the next
+rail; ``enter`` on a suspect or a probe opens its node.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, VerticalScroll
+from textual.widgets import DataTable, Static
+
+from console.messages import NodeChosen
+from console.probe_control import ProbeState
+from console.screens.base import FleetScreenBase, fixed_columns
+from console.screens.probe_keys import ProbeKeys
+from console.view_model import ConsoleView
+from console.widgets.pair_matrix import PairMatrix
+from console.widgets.probe_panel import ProbePanel
+from fabric.records import ProbeRecord
+
+HISTORY_ROWS = 200
+"""Probes listed; the store keeps them all (``fleet db`` / the CLI's ``--json`` for more)."""
+REREAD_S = 5.0
+"""Probes arrive at most every few seconds (a link test writes them as it goes): reading more often shows nothing new."""
+
+
+def probe_summary(record: ProbeRecord) -> str:
+    """One probe's numbers in a line, units included."""
+    r = record.result
+    if not record.ok:
+        return str(r.get("error", "failed"))
+    if record.kind == "lat":
+        return f"typical {r.get('t_typical_usec')} usec, p99 {r.get('p99_usec')} usec"
+    if record.kind == "bw":
+        return f"avg {r.get('bw_avg_gbps')} Gb/s, peak {r.get('bw_peak_gbps')} Gb/s"
+    if record.kind == "linktest":
+        return (f"{r.get('probes')} probes in {r.get('seconds')} s, {len(r.get('bad_pairs', []))} bad, "
+                f"{len(r.get('suspects', []))} suspects")
+    if record.kind == "allreduce":
+        return f"peak bus bandwidth {r.get('peak_busbw_gbytes_s')} GB/s"
+    return ""
+
+
+class ProbesScreen(ProbeKeys, FleetScreenBase):
+    TITLE_TEXT = "Probes"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("l", "linktest", "Link test", id="probes.linktest"),
+        Binding("r", "next_rail", "Next rail", id="probes.next_rail"),
+    ]
+    DEFAULT_CSS = """
+    #probes-top { height: 1fr; }
+    #matrix-scroll { width: 2fr; height: 1fr; }
+    #suspects { width: 1fr; height: 1fr; }
+    #probe-history { height: 1fr; }
+    #linktest-title { height: 1; padding: 0 1; background: $surface; }
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.linktest: ProbeRecord | None = None
+        """The link test summary shown (kind "linktest"); None before any ran."""
+        self.rail_index = 0
+        self._history: tuple[ProbeRecord, ...] = ()
+        self._read_at: float | None = None
+        self._read_moment: float | None = None
+        self._loading = False
+
+    def compose_body(self) -> ComposeResult:
+        yield ProbePanel(id="probe-panel")
+        yield Static(id="linktest-title")
+        with Horizontal(id="probes-top"):
+            with VerticalScroll(id="matrix-scroll"):
+                yield PairMatrix(id="pair-matrix")
+            yield DataTable(id="suspects", cursor_type="row")
+        yield DataTable(id="probe-history", cursor_type="row")
+
+    def build(self) -> None:
+        fixed_columns(self.query_one("#suspects", DataTable), ("suspect", 7), ("part", 16), ("bad/total", 9),
+                      ("evidence", 60))
+        fixed_columns(self.query_one("#probe-history", DataTable), ("time", 19), ("kind", 8), ("from", 16),
+                      ("to", 16), ("ok", 3), ("result", 80))
+        self.query_one("#probe-history", DataTable).focus()
+        self.fleet_app.probes.changed.subscribe(self, self._probe_state)
+        self.query_one(PairMatrix).show(None)
+
+    def probe_nodes(self) -> tuple[str, ...]:
+        return ()
+
+    def _probe_state(self, state: ProbeState) -> None:
+        if state.linktest is not None or state.result is not None:
+            self._read_at = None  # a probe finished: read the store again now
+            view = self.fleet_app.view
+            if view is not None and self.is_current:
+                self.show_view(view)
+
+    def show_view(self, view: ConsoleView) -> None:
+        moment = view.snapshot.moment_ts
+        due = (self._read_at is None or time.monotonic() - self._read_at >= REREAD_S
+               or (moment != self._read_moment and not view.snapshot.live))
+        if due and not self._loading:
+            self._loading = True
+            self.load_probes(None if view.snapshot.live else moment)
+
+    @work(group="probes-read", exclusive=True, exit_on_error=False)
+    async def load_probes(self, until: float | None) -> None:
+        def read(reader: Any) -> tuple[list[ProbeRecord], list[ProbeRecord]]:
+            return (reader.probes(kind="linktest", until=until, limit=1),
+                    reader.probes(until=until, limit=HISTORY_ROWS))
+
+        try:
+            linktests, history = await self.fleet_app.feed.read(read)
+        finally:
+            self._loading = False
+        self._read_at = time.monotonic()
+        self._read_moment = until
+        self.linktest = linktests[0] if linktests else None
+        self._draw_linktest()
+        self._draw_history(tuple(history))
+
+    def _matrices(self) -> list[dict[str, Any]]:
+        return list(self.linktest.result.get("matrices", [])) if self.linktest is not None else []
+
+    def _draw_linktest(self) -> None:
+        matrices = self._matrices()
+        title = self.query_one("#linktest-title", Static)
+        if self.linktest is None or not matrices:
+            title.update("")
+            self.query_one(PairMatrix).show(None)
+            self._fill_suspects([])
+            return
+        self.rail_index %= len(matrices)
+        r = self.linktest.result
+        title.update(Text(
+            f"link test {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(self.linktest.ts))}: "
+            f"{r.get('probes')} probes, {len(r.get('nodes', []))} nodes, rails "
+            f"{','.join(str(m.get('rail')) for m in matrices)} (r: next rail), {r.get('seconds')} s; "
+            f"unreachable: {', '.join(sorted(r.get('unreachable', {}))) or 'none'}"))
+        self.query_one(PairMatrix).show(matrices[self.rail_index])
+        self._fill_suspects(list(r.get("suspects", [])) + [
+            {"kind": "nic", "part": f"{p.get('node')}:{p.get('nic')}", "node": p.get("node", ""),
+             "reason": "; ".join(p.get("problems", []))}
+            for p in r.get("nic_problems", [])])
+
+    def _fill_suspects(self, suspects: list[dict[str, Any]]) -> None:
+        table = self.query_one("#suspects", DataTable)
+        table.clear()
+        for index, s in enumerate(suspects):
+            counts = f"{s.get('bad')}/{s.get('total')}" if s.get("total") else ""
+            table.add_row(Text(str(s.get("kind", ""))), Text(str(s.get("part", ""))), Text(counts),
+                          Text(str(s.get("reason", ""))), key=f"{index}:{s.get('node', '')}")
+
+    def _draw_history(self, history: tuple[ProbeRecord, ...]) -> None:
+        if history == self._history:
+            return
+        self._history = history
+        table = self.query_one("#probe-history", DataTable)
+        table.clear()
+        v = self.app.theme_variables
+        for index, p in enumerate(history):
+            table.add_row(
+                Text(time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(p.ts))), Text(p.kind),
+                Text(f"{p.src} {p.src_nic}".strip()), Text(f"{p.dst} {p.dst_nic}".strip()),
+                Text("ok" if p.ok else "no", style=v.get("health-ok" if p.ok else "health-down", "")),
+                Text(probe_summary(p)), key=f"{index}:{p.src}")
+
+    def action_next_rail(self) -> None:
+        if self._matrices():
+            self.rail_index += 1
+            self._draw_linktest()
+
+    @on(DataTable.RowSelected)
+    def _chosen(self, event: DataTable.RowSelected) -> None:
+        node = str(event.row_key.value or "").partition(":")[2]
+        if node:
+            self.post_message(NodeChosen(node))

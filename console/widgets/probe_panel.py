@@ -1,0 +1,105 @@
+"""The probe panel: the probe running now (stage, or a link test's progress bar and ETA), then its result
+beside the same pair's previous result and the last baseline's value, or why it failed.
+
+Draws ``ProbeState`` as published by ``app.probes.changed``; no I/O. Everything
+in it that came from a machine (node names, perftest's error text) is ``Text``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any, cast
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import ProgressBar, Static
+
+from console.probe_control import ProbeState
+from fabric.records import ProbeRecord
+
+if TYPE_CHECKING:
+    from console.app import FleetApp
+
+
+def _when(ts: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts))
+
+
+def result_words(record: ProbeRecord) -> str:
+    """A probe's numbers in words with units: latency in usec, bandwidth in Gb/s."""
+    r = record.result
+
+    def usec(key: str) -> str:
+        value = r.get(key)
+        return f"{value:.2f}" if isinstance(value, int | float) else "-"
+
+    if record.kind == "lat":
+        return (f"min {usec('t_min_usec')}  typical {usec('t_typical_usec')}  avg {usec('t_avg_usec')}  "
+                f"p99 {usec('p99_usec')}  p99.9 {usec('p999_usec')} usec")
+    avg, peak = r.get("bw_avg_gbps"), r.get("bw_peak_gbps")
+    return (f"avg {avg:.1f}  peak {peak:.1f} Gb/s" if isinstance(avg, int | float) and isinstance(peak, int | float)
+            else "no bandwidth reported")
+
+
+def state_text(state: ProbeState, v: dict[str, str]) -> Text:
+    """The panel's lines for ``state``."""
+    text = Text()
+    text.append(Text(state.label, style="bold"))
+    if state.running:
+        text.append(f"  {state.text}")
+        if state.eta_s is not None:
+            text.append(f"  ETA {state.eta_s:.0f} s")
+        return text
+    if state.result is not None:
+        record = state.result.record
+        if record.ok:
+            text.append(": ")
+            text.append(result_words(record), style=v.get("health-ok", ""))
+            previous, baseline = state.result.previous, state.result.baseline
+            text.append("\n  previous: ")
+            text.append(f"{result_words(previous)} ({_when(previous.ts)})" if previous is not None else "none stored")
+            text.append("\n  baseline: ")
+            if baseline is not None:
+                unit = "usec" if baseline.metric.endswith("usec") else "Gb/s"
+                text.append(Text(f"{baseline.metric} {baseline.value:.2f} {unit} ({baseline.label}, "
+                                 f"{_when(baseline.ts)})"))
+            else:
+                text.append("none stored")
+            return text
+    if state.error:
+        text.append(": failed: ", style=v.get("health-down", ""))
+        text.append(Text(state.error))
+        return text
+    if state.linktest is not None:
+        report = state.linktest
+        text.append(f": {state.text}; {len(report.bad)} bad pairs, {len(report.suspects)} suspects, "
+                    f"{len(report.unreachable)} unreachable (p: Probes screen)")
+    return text
+
+
+class ProbePanel(Vertical):
+    """Hidden until a probe starts; then its progress and its outcome."""
+
+    DEFAULT_CSS = """
+    ProbePanel { height: auto; max-height: 6; background: $panel; padding: 0 1; }
+    ProbePanel ProgressBar { height: 1; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="probe-text")
+        yield ProgressBar(show_eta=False, id="probe-progress")
+
+    def on_mount(self) -> None:
+        probes = cast("FleetApp", self.app).probes
+        probes.changed.subscribe(self, self.show)
+        self.show(probes.state)
+
+    def show(self, state: ProbeState) -> None:
+        self.display = bool(state.label)
+        bar = self.query_one(ProgressBar)
+        bar.display = state.running and state.total is not None
+        if state.total is not None:
+            bar.update(total=state.total, progress=state.done or 0)
+        variables: dict[str, Any] = dict(self.app.theme_variables)
+        self.query_one("#probe-text", Static).update(state_text(state, variables))
