@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import ClassVar
 
@@ -46,7 +47,7 @@ def _number(value: float) -> str:
     return f"{value:,.3g}" if abs(value) < 1000 else f"{value:,.0f}"
 
 
-def summary_text(result: BaselineDiff, theme_variables: dict[str, str]) -> Text:
+def summary_text(result: BaselineDiff, theme_variables: Mapping[str, str]) -> Text:
     """The counts, then new/gone parts, lost metrics, software and cabling changes, in words."""
     down = theme_variables.get("health-down", "")
     text = Text(f"{result.before.label} ({utc_words(result.before.ts)}) -> "
@@ -62,6 +63,7 @@ def summary_text(result: BaselineDiff, theme_variables: dict[str, str]) -> Text:
     for change in (*result.software, *result.cabling):
         text.append(f"{change.rank.name.lower()}: {change.subject}: {change.before or '-'} -> "
                     f"{change.after or '-'}\n")
+    text.rstrip()
     return text
 
 

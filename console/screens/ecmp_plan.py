@@ -75,8 +75,8 @@ class EcmpPlanScreen(FleetScreenBase):
     #ecmp-balance { width: 1fr; height: auto; padding: 0 1; }
     #ecmp-config { width: 1fr; height: auto; padding: 0 1; }
     #ecmp-middle { height: 1fr; }
-    #remedies { width: 2fr; height: 1fr; }
-    #remedy-scroll { width: 3fr; height: 1fr; border-left: solid $primary; padding: 0 1; }
+    #remedies { width: 1fr; height: 1fr; }
+    #remedy-scroll { width: 1fr; height: 1fr; border-left: solid $primary; padding: 0 1; }
     #ecmp-progress { height: auto; max-height: 10; padding: 0 1; background: $surface; }
     #ecmp-result { height: auto; }
     #ecmp-before, #ecmp-after { width: 1fr; height: auto; padding: 0 1; }
@@ -118,7 +118,7 @@ class EcmpPlanScreen(FleetScreenBase):
             yield UplinkBars(id="ecmp-after")
 
     def build(self) -> None:
-        fixed_columns(self.query_one("#remedies", DataTable), ("remedy", 14), ("what", 40), ("disruption", 10),
+        fixed_columns(self.query_one("#remedies", DataTable), ("remedy", 16), ("what", 36), ("disruption", 10),
                       ("restarts", 8))
         self.query_one("#remedies", DataTable).focus()
         self.query_one("#ecmp-progress", Static).display = False
@@ -153,7 +153,8 @@ class EcmpPlanScreen(FleetScreenBase):
             config.append(f"configuration not readable: {plan.snapshot.reason}\n",
                           style=self.app.theme_variables.get("health-down", ""))
         for key, value in plan.snapshot.config.as_json().items():
-            config.append(f"  {key}: {value}\n")
+            shown = ", ".join(map(str, value)) if isinstance(value, list | tuple) else value
+            config.append(f"  {key}: {shown}\n")
         config.append("read with: " + "; ".join(plan.snapshot.commands))
         self.query_one("#ecmp-config", Static).update(config)
         table = self.query_one("#remedies", DataTable)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import ClassVar
 
@@ -59,7 +60,7 @@ def measured_words(result: CheckResult) -> str:
     return f"{_num(m['min'])} / {_num(m['median'])} / {_num(m['max'])} {unit}".rstrip()
 
 
-def evidence_text(result: CheckResult, theme_variables: dict[str, str]) -> Text:
+def evidence_text(result: CheckResult, theme_variables: Mapping[str, str]) -> Text:
     """The whole evidence of one check: what it promises, the numbers, the worst part, every failure."""
     verdict_style = theme_variables.get("health-ok" if result.passed else "health-down", "")
     check = result.check
