@@ -78,9 +78,9 @@ class FleetApp(App[None]):
         Binding("p", "switch_mode('probes')", "Probes", id="app.probes"),
         Binding("g", "replay_jump", "Go to time", id="app.replay_jump"),
         Binding("L", "replay_live", "Live", id="app.replay_live"),
-        Binding("B", "baselines", "Baselines", id="app.baselines"),
-        Binding("W", "walkthrough", "Walkthrough", id="app.walkthrough"),
-        Binding("A", "audit", "Audit", id="app.audit"),
+        Binding("B", "baselines", "Baselines", show=False, id="app.baselines"),
+        Binding("W", "walkthrough", "Walkthrough", show=False, id="app.walkthrough"),
+        Binding("A", "audit", "Audit", show=False, id="app.audit"),
         Binding("q", "quit", "Quit", id="app.quit"),
     ]
 
