@@ -85,13 +85,22 @@ def leaf_balances(reader: StoreReader, inventory: Inventory, thresholds: EcmpThr
 
 async def collect_switches(inventory: Inventory, writer: StoreWriter, duration_s: float,
                            interval_s: float) -> None:
-    """Collect the switches and the Slurm head (ports, counters, jobs) for ``duration_s`` seconds."""
+    """Collect the switches and the Slurm head (ports, counters, jobs) for ``duration_s`` seconds.
+
+    The seconds count from the first poll of every switch that answers (or
+    from the hung timeout), so that connection set-up on a busy machine does
+    not eat into the window the balance is judged over.
+    """
     hosts = tuple(h for h in inventory.hosts if h.role in ("leaf", "spine", "head"))
     sub = dataclasses.replace(inventory, hosts=hosts)
     settings = CollectSettings(interval_s=interval_s, hung_after_s=max(6.0, 3 * interval_s))
     collector = Collector(sub, writer, settings=settings)
     task = asyncio.ensure_future(collector.run())
     try:
+        started = asyncio.get_running_loop().time()
+        while (not task.done() and asyncio.get_running_loop().time() - started < settings.hung_after_s
+               and any(p.polls == 0 and not collector.status_failed(p.host.name) for p in collector.switches)):
+            await asyncio.sleep(interval_s / 4)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.shield(task), timeout=duration_s)
     finally:

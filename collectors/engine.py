@@ -89,6 +89,11 @@ class Collector:
         return RoundSummary(time.time(), ok, dict(failed), self.counters.samples,
                             time.monotonic() - self._started, states)
 
+    def status_failed(self, host: str) -> bool:
+        """Whether ``host``'s last state is a failure (it will not answer this round)."""
+        status = self.status.get(host)
+        return status is not None and status.state.is_failure
+
     async def run(self) -> None:
         """Collect until cancelled or ``close()``; never raises for a machine's fault."""
         self._started = time.monotonic()

@@ -34,6 +34,11 @@ class SwitchPoller:
         self._counters = counters
         self._polls = 0
 
+    @property
+    def polls(self) -> int:
+        """Successful polls so far."""
+        return self._polls
+
     async def poll(self) -> bool:
         """One poll; True when it produced samples."""
         result = await self._pool.run(self.host.name, self.driver.poll_command(),
