@@ -20,6 +20,7 @@ from console.cli.common import (
     open_inventory,
     print_json,
 )
+from fabric.records import JobRecord
 from store.writer import StoreWriter
 
 
@@ -30,14 +31,18 @@ from store.writer import StoreWriter
 @click.option("--duration", type=float, default=None, help="Collect for this many seconds, then exit.")
 @click.option("--interval", type=float, default=None, help="Seconds between samples (default: the inventory's).")
 @click.option("--tofu", is_flag=True, help="Trust unknown host keys on first use and record them.")
+@click.option("--job-latency", is_flag=True,
+              help="Also probe RDMA latency between a few node pairs of every running Slurm job each minute "
+                   "(the console's Jobs screen plots it). Puts light traffic on the jobs' links.")
 @json_option
 def collect(inventory_path: Path | None, db_path: Path | None, once: bool, duration: float | None,
-            interval: float | None, tofu: bool, as_json: bool) -> None:
+            interval: float | None, tofu: bool, job_latency: bool, as_json: bool) -> None:
     """Collect every node, switch and the Slurm head into the history database."""
     inventory = open_inventory(inventory_path)
     writer = StoreWriter(db_path_or_default(db_path)).start()
     try:
-        summary = asyncio.run(_collect(inventory, writer, once, duration, interval, tofu))
+        summary = asyncio.run(_collect(inventory, writer, once, duration, interval, tofu,
+                                       job_latency and not once))
     except KeyboardInterrupt:
         summary = None
     finally:
@@ -56,12 +61,22 @@ def collect(inventory_path: Path | None, db_path: Path | None, once: bool, durat
 
 
 async def _collect(inventory: Inventory, writer: StoreWriter, once: bool, duration: float | None,
-                   interval: float | None, tofu: bool) -> RoundSummary:
-    collector = Collector(inventory, writer, interval_s=interval, tofu=tofu,
-                          on_round=_progress if sys.stderr.isatty() else None)
+                   interval: float | None, tofu: bool, job_latency: bool = False) -> RoundSummary:
+    first_round = asyncio.Event()
+    show = sys.stderr.isatty()
+
+    def round_done(summary: RoundSummary) -> None:
+        first_round.set()
+        if show:
+            _progress(summary)
+
+    collector = Collector(inventory, writer, interval_s=interval, tofu=tofu, on_round=round_done)
     if once:
         return await collector.run_once()
     task = asyncio.ensure_future(collector.run())
+    sampler_stop = asyncio.Event()
+    if job_latency:
+        task = asyncio.ensure_future(_with_job_sampler(collector, writer, task, sampler_stop, first_round))
     started = time.monotonic()
     try:
         if duration is None:
@@ -70,11 +85,40 @@ async def _collect(inventory: Inventory, writer: StoreWriter, once: bool, durati
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(task), timeout=duration)
     finally:
+        sampler_stop.set()
         await collector.close()
         await task
     summary = collector.summary()
     return RoundSummary(summary.ts, summary.hosts_ok, summary.hosts_failed, summary.samples,
                         time.monotonic() - started, summary.states)
+
+
+async def _with_job_sampler(collector: Collector, writer: StoreWriter, collecting: asyncio.Future[None],
+                            stop: asyncio.Event, first_round: asyncio.Event) -> None:
+    """The per-job latency sampler beside the collector, over its SSH pool, on the jobs its Slurm poller saw
+    (from the end of the first round, when it has seen them); it stops when the collector does."""
+    from collectors.probes.job_latency import JobLatencySampler
+
+    def running_jobs() -> list[JobRecord]:
+        jobs = collector.slurm.jobs if collector.slurm is not None else ()
+        return [job for job in jobs if job.state.upper() in ("R", "RUNNING")]
+
+    async def collected_once() -> None:
+        await first_round.wait()
+
+    async def sample() -> None:
+        first = asyncio.ensure_future(collected_once())
+        await asyncio.wait({first, collecting}, return_when=asyncio.FIRST_COMPLETED)
+        first.cancel()
+        if not collecting.done():
+            await JobLatencySampler(collector.pool, running_jobs, writer.put_probe).run(stop)
+
+    sampler = asyncio.ensure_future(sample())
+    try:
+        await collecting
+    finally:
+        stop.set()
+        await sampler
 
 
 def _progress(summary: RoundSummary) -> None:
