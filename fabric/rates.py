@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from fabric.counters import IB_SATURATING_COUNTER_BITS
 from fabric.samples import METRICS, HostSample, MetricKind, SeriesKey
 
 
@@ -63,20 +64,7 @@ def _saturating(bits: int) -> CounterSpec:
 COUNTER_SPECS: dict[str, CounterSpec] = {
     "tx_bytes": CounterSpec(4 * 2**64, saturates=False),  # 64-bit word counter x 4
     "rx_bytes": CounterSpec(4 * 2**64, saturates=False),
-    # IB PortCounters widths (IBA vol. 1, PortCounters; DOMAIN.md lists the common ones)
-    "symbol_error": _saturating(16),
-    "link_error_recovery": _saturating(8),
-    "link_downed": _saturating(8),
-    "port_rcv_errors": _saturating(16),
-    "port_rcv_remote_physical_errors": _saturating(16),
-    "port_rcv_switch_relay_errors": _saturating(16),
-    "port_xmit_discards": _saturating(16),
-    "port_xmit_constraint_errors": _saturating(8),
-    "port_rcv_constraint_errors": _saturating(8),
-    "local_link_integrity_errors": _saturating(4),
-    "excessive_buffer_overrun_errors": _saturating(4),
-    "VL15_dropped": _saturating(16),
-    "port_xmit_wait": _saturating(32),
+    **{name: _saturating(bits) for name, bits in IB_SATURATING_COUNTER_BITS.items()},
 }
 """Counters that are not plain 64-bit wrapping counters (everything else is ``WRAP64``)."""
 

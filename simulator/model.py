@@ -22,6 +22,7 @@ from typing import NamedTuple
 
 import hostlist
 
+from fabric.counters import IB_SATURATING_COUNTER_BITS
 from fabric.naming import RAILS_PER_NODE, nic_name
 from simulator import faults as fault_rules
 from simulator.faults import ECC_XIDS, FaultEffects, NicKey
@@ -120,22 +121,6 @@ HW_COUNTERS_ROCE = tuple(
 IPOIB_ETHTOOL = ("rx_packets", "rx_bytes", "tx_packets", "tx_bytes", "tx_queue_dropped", "rx_out_of_buffer")
 """``ethtool -S`` of an IPoIB netdev: software counters only."""
 
-SATURATE_BITS = {
-    "symbol_error": 16,
-    "link_error_recovery": 8,
-    "link_downed": 8,
-    "port_rcv_errors": 16,
-    "port_rcv_remote_physical_errors": 16,
-    "port_rcv_switch_relay_errors": 16,
-    "port_xmit_discards": 16,
-    "port_xmit_constraint_errors": 8,
-    "port_rcv_constraint_errors": 8,
-    "local_link_integrity_errors": 4,
-    "excessive_buffer_overrun_errors": 4,
-    "VL15_dropped": 16,
-    "port_xmit_wait": 32,
-}
-"""PortCounters widths: these IB counters stick at their maximum instead of wrapping."""
 
 Source = tuple[tuple[str, float], ...]
 """A counter as a sum of model rate totals times factors."""
@@ -278,7 +263,7 @@ class CounterTable:
 def _table(names: tuple[str, ...], sources: Mapping[str, Source]) -> CounterTable:
     unbounded = 2**64 - 1
     sourced = [
-        (name, sources[name], 2 ** SATURATE_BITS[name] - 1 if name in SATURATE_BITS else unbounded)
+        (name, sources[name], 2 ** IB_SATURATING_COUNTER_BITS[name] - 1 if name in IB_SATURATING_COUNTER_BITS else unbounded)
         for name in names
         if name in sources
     ]

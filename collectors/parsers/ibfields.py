@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from fabric.counters import IB_SATURATING_COUNTER_BITS
+
 _RATE_RE = re.compile(r"^\s*([0-9.]+)\s*Gb/sec(?:\s*\((\d+X)\s*([A-Za-z0-9]*)\))?", re.IGNORECASE)
 _STATE_RE = re.compile(r"^\s*(\d+)\s*:\s*(\S.*?)\s*$")
 
@@ -69,19 +71,7 @@ def link_rate_gbps(width: str, speed: str) -> float | None:
 
 # Bit widths of the IBA PortCounters (non-extended) fields, by sysfs file name.
 SYSFS_COUNTER_BITS: dict[str, int] = {
-    "symbol_error": 16,
-    "link_error_recovery": 8,
-    "link_downed": 8,
-    "port_rcv_errors": 16,
-    "port_rcv_remote_physical_errors": 16,
-    "port_rcv_switch_relay_errors": 16,
-    "port_xmit_discards": 16,
-    "port_xmit_constraint_errors": 8,
-    "port_rcv_constraint_errors": 8,
-    "local_link_integrity_errors": 4,
-    "excessive_buffer_overrun_errors": 4,
-    "VL15_dropped": 16,
-    "port_xmit_wait": 32,
+    **IB_SATURATING_COUNTER_BITS,
     # Data and packet counters are 64-bit when the HCA supports PortCountersExtended
     # (the usual case); on HCAs that do not, they are the 32-bit PortCounters fields.
     # A value sitting exactly at 2**32-1 is then saturated.
