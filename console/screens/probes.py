@@ -22,6 +22,7 @@ from console.messages import NodeChosen
 from console.probe_control import ProbeState
 from console.screens.base import FleetScreenBase, fixed_columns
 from console.screens.probe_keys import ProbeKeys
+from console.timespec import format_moment
 from console.view_model import ConsoleView
 from console.widgets.pair_matrix import PairMatrix
 from console.widgets.probe_panel import ProbePanel
@@ -36,15 +37,15 @@ REREAD_S = 5.0
 def probe_summary(record: ProbeRecord) -> str:
     """One probe's numbers in a line, units included."""
     r = record.result
+    if record.kind == "linktest":  # not ok: something was found; the numbers say what
+        return (f"{r.get('probes')} probes in {r.get('seconds')} s, {len(r.get('bad_pairs', []))} bad pairs, "
+                f"{len(r.get('suspects', []))} suspects, {len(r.get('unreachable', {}))} unreachable")
     if not record.ok:
         return str(r.get("error", "failed"))
     if record.kind == "lat":
         return f"typical {r.get('t_typical_usec')} usec, p99 {r.get('p99_usec')} usec"
     if record.kind == "bw":
         return f"avg {r.get('bw_avg_gbps')} Gb/s, peak {r.get('bw_peak_gbps')} Gb/s"
-    if record.kind == "linktest":
-        return (f"{r.get('probes')} probes in {r.get('seconds')} s, {len(r.get('bad_pairs', []))} bad, "
-                f"{len(r.get('suspects', []))} suspects")
     if record.kind == "allreduce":
         return f"peak bus bandwidth {r.get('peak_busbw_gbytes_s')} GB/s"
     return ""
@@ -58,7 +59,7 @@ class ProbesScreen(ProbeKeys, FleetScreenBase):
     ]
     DEFAULT_CSS = """
     #probes-top { height: 1fr; }
-    #matrix-scroll { width: 2fr; height: 1fr; }
+    #matrix-scroll { width: auto; max-width: 60%; height: 1fr; }
     #suspects { width: 1fr; height: 1fr; }
     #probe-history { height: 1fr; }
     #linktest-title { height: 1; padding: 0 1; background: $surface; }
@@ -85,8 +86,8 @@ class ProbesScreen(ProbeKeys, FleetScreenBase):
 
     def build(self) -> None:
         fixed_columns(self.query_one("#suspects", DataTable), ("suspect", 7), ("part", 16), ("bad/total", 9),
-                      ("evidence", 60))
-        fixed_columns(self.query_one("#probe-history", DataTable), ("time", 19), ("kind", 8), ("from", 16),
+                      ("evidence", 90))
+        fixed_columns(self.query_one("#probe-history", DataTable), ("time", 20), ("kind", 8), ("from", 16),
                       ("to", 16), ("ok", 3), ("result", 80))
         self.query_one("#probe-history", DataTable).focus()
         self.fleet_app.probes.changed.subscribe(self, self._probe_state)
@@ -140,7 +141,7 @@ class ProbesScreen(ProbeKeys, FleetScreenBase):
         self.rail_index %= len(matrices)
         r = self.linktest.result
         title.update(Text(
-            f"link test {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(self.linktest.ts))}: "
+            f"link test {format_moment(self.linktest.ts)}: "
             f"{r.get('probes')} probes, {len(r.get('nodes', []))} nodes, rails "
             f"{','.join(str(m.get('rail')) for m in matrices)} (r: next rail), {r.get('seconds')} s; "
             f"unreachable: {', '.join(sorted(r.get('unreachable', {}))) or 'none'}"))
@@ -167,7 +168,7 @@ class ProbesScreen(ProbeKeys, FleetScreenBase):
         v = self.app.theme_variables
         for index, p in enumerate(history):
             table.add_row(
-                Text(time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(p.ts))), Text(p.kind),
+                Text(format_moment(p.ts)), Text(p.kind),
                 Text(f"{p.src} {p.src_nic}".strip()), Text(f"{p.dst} {p.dst_nic}".strip()),
                 Text("ok" if p.ok else "no", style=v.get("health-ok" if p.ok else "health-down", "")),
                 Text(probe_summary(p)), key=f"{index}:{p.src}")

@@ -7,7 +7,6 @@ in it that came from a machine (node names, perftest's error text) is ``Text``.
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, Any, cast
 
 from rich.text import Text
@@ -16,14 +15,11 @@ from textual.containers import Vertical
 from textual.widgets import ProgressBar, Static
 
 from console.probe_control import ProbeState
+from console.timespec import format_moment
 from fabric.records import ProbeRecord
 
 if TYPE_CHECKING:
     from console.app import FleetApp
-
-
-def _when(ts: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts))
 
 
 def result_words(record: ProbeRecord) -> str:
@@ -58,12 +54,12 @@ def state_text(state: ProbeState, v: dict[str, str]) -> Text:
             text.append(result_words(record), style=v.get("health-ok", ""))
             previous, baseline = state.result.previous, state.result.baseline
             text.append("\n  previous: ")
-            text.append(f"{result_words(previous)} ({_when(previous.ts)})" if previous is not None else "none stored")
+            text.append(f"{result_words(previous)} ({format_moment(previous.ts)})" if previous is not None else "none stored")
             text.append("\n  baseline: ")
             if baseline is not None:
                 unit = "usec" if baseline.metric.endswith("usec") else "Gb/s"
                 text.append(Text(f"{baseline.metric} {baseline.value:.2f} {unit} ({baseline.label}, "
-                                 f"{_when(baseline.ts)})"))
+                                 f"{format_moment(baseline.ts)})"))
             else:
                 text.append("none stored")
             return text
