@@ -3,7 +3,8 @@ each switch's links coloured by utilization and errors, cables that differ from 
 
 The uplink balance is ``collectors.ecmp_status.leaf_balances`` over the configured window
 (the numbers `fleet ecmp status` and the ECMP plan judge), read on the reader thread at most
-every ``BALANCE_EVERY_S``; ``e`` on a leaf opens its ECMP plan."""
+every ``BALANCE_EVERY_S`` (or ten times its own cost, on a big fleet); ``e`` on a leaf opens its
+ECMP plan."""
 
 from __future__ import annotations
 
@@ -64,6 +65,7 @@ class TopologyScreen(FleetScreenBase):
         self.balances: dict[str, LeafBalance] = {}
         """Each leaf's uplink balance (``leaf_balances``), by leaf name."""
         self._balance_read: tuple[float | None, float] | None = None  # (cursor, monotonic time) of the last read
+        self._balance_cost_s = 0.0
         fixed_columns(self.query_one("#switches", DataTable), ("switch", 8), ("role", 5), ("grp", 3),
                       ("rail", 4), ("up", 7), ("max util %", 10), ("uplinks", 16), ("max/mean", 12),
                       ("drops Δ", 7), ("cabling", 7))
@@ -101,9 +103,11 @@ class TopologyScreen(FleetScreenBase):
     def _maybe_read_balances(self, view: ConsoleView) -> None:
         cursor = self.fleet_app.cursor_ts
         last = self._balance_read
-        if last is not None and last[0] == cursor and (cursor is not None or
-                                                       time.monotonic() - last[1] < BALANCE_EVERY_S):
-            return
+        if last is not None and last[0] == cursor:
+            if cursor is not None:
+                return  # a replayed moment does not change
+            if time.monotonic() - last[1] < max(BALANCE_EVERY_S, 10 * self._balance_cost_s):
+                return
         self._balance_read = (cursor, time.monotonic())
         inventory = self.fleet_app.inventory or roles_inventory((h.name, h.role) for h in view.snapshot.hosts)
         self.read_balances(inventory, cursor)
@@ -111,7 +115,9 @@ class TopologyScreen(FleetScreenBase):
     @work(group="topology-balance", exclusive=True, exit_on_error=False)
     async def read_balances(self, inventory: Any, cursor: float | None) -> None:
         settings = settings_of(self)
+        started = time.monotonic()
         self.balances = await self.fleet_app.feed.read(lambda reader: read_balances(reader, inventory, settings, cursor))
+        self._balance_cost_s = time.monotonic() - started
         if self.fleet_app.view is not None and self.is_current:
             self.show_view(self.fleet_app.view)
 

@@ -169,3 +169,48 @@ async def test_walkthrough_turns_each_check_in_turn_on_the_high_contrast_theme(m
         await pilot.press("escape")
         await pilot.pause()
         assert app.theme == "fleet-dark"
+
+
+async def test_e_on_a_leaf_the_palette_and_w_open_the_screens(make_app: MakeApp) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await view_where(app, lambda v: len(v.rows) == 8)
+        await pilot.press("4")
+        await pilot.pause()
+        topology = app.screen
+        switches = topology.query_one("#switches", DataTable)
+        switches.move_cursor(row=0)  # spine01: no ECMP plan for a spine
+        await pilot.press("e")
+        await pilot.pause()
+        assert app.screen is topology
+        switches.move_cursor(row=1)
+        await pilot.press("e")
+        await pilot.pause()
+        plan = app.screen
+        assert isinstance(plan, EcmpPlanScreen) and plan.leaf == "leaf01"
+        assert "No inventory" in str(plan.query_one("#ecmp-config", Static).render())
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.press("colon")
+        await pilot.pause()
+        await pilot.press(*"ECMP plan: leaf02")
+        await pilot.press("enter")
+
+        async def opened() -> None:
+            while not isinstance(app.screen, EcmpPlanScreen):
+                await pilot.pause()
+
+        await asyncio.wait_for(opened(), 5)
+        assert isinstance(app.screen, EcmpPlanScreen) and app.screen.leaf == "leaf02"
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.press("W")
+        await pilot.pause()
+        prompt = app.screen
+        assert isinstance(prompt, PathPrompt)
+        prompt.dismiss(EXAMPLE)
+        await pilot.pause()
+        walk = app.screen
+        assert isinstance(walk, WalkthroughScreen) and walk.criteria is not None
+        assert "No inventory" in str(walk.query_one("#walk-progress", Static).render())
+        assert app.theme == WALKTHROUGH_THEME
