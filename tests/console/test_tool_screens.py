@@ -201,14 +201,15 @@ async def test_e_on_a_leaf_the_palette_and_w_open_the_screens(make_app: MakeApp)
                 await pilot.pause()
 
         await asyncio.wait_for(opened(), 5)
-        assert isinstance(app.screen, EcmpPlanScreen) and app.screen.leaf == "leaf02"
+        palette_plan = app.screen
+        assert isinstance(palette_plan, EcmpPlanScreen) and palette_plan.leaf == "leaf02"
         await pilot.press("escape")
         await pilot.pause()
         await pilot.press("W")
         await pilot.pause()
-        prompt = app.screen
-        assert isinstance(prompt, PathPrompt)
-        prompt.dismiss(EXAMPLE)
+        criteria_prompt = app.screen
+        assert isinstance(criteria_prompt, PathPrompt)
+        criteria_prompt.dismiss(EXAMPLE)
         await pilot.pause()
         walk = app.screen
         assert isinstance(walk, WalkthroughScreen) and walk.criteria is not None
