@@ -28,6 +28,7 @@ from console.messages import (
     ProbeFinished,
     ProbeProgressed,
     SnapshotLoaded,
+    SwitchChosen,
 )
 from console.probe_control import ProbeControl
 from console.screens.audit import AuditScreen
@@ -261,6 +262,12 @@ class FleetApp(App[None]):
         if isinstance(self.screen, NodeScreen):
             self.pop_screen()
         self.push_screen(NodeScreen(message.name))
+
+    async def on_switch_chosen(self, message: SwitchChosen) -> None:
+        await self.switch_mode("topology")
+        screen = self.screen
+        if isinstance(screen, TopologyScreen):
+            screen.select_switch(message.name)
 
     def on_job_chosen(self, message: JobChosen) -> None:
         view = self.view

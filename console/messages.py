@@ -127,3 +127,10 @@ class DiagnosisRan(Message):
     open_findings: int
     raised: int
     cleared: int
+
+
+@dataclass
+class SwitchChosen(Message):
+    """The user picked a switch (an event about a switch); the Topology screen shows its links."""
+
+    name: str

@@ -11,7 +11,7 @@ from textual.binding import Binding, BindingType
 from textual.reactive import reactive
 from textual.widgets import DataTable, Input
 
-from console.messages import JobChosen, NodeChosen
+from console.messages import JobChosen, NodeChosen, SwitchChosen
 from console.screens.base import FleetScreenBase, fixed_columns
 from console.timespec import format_moment
 from console.view_model import ConsoleView
@@ -105,7 +105,9 @@ class EventsScreen(FleetScreenBase):
         if index >= len(self._shown):
             return
         chosen = self._shown[index]
-        if chosen.host:
+        if chosen.switch and chosen.host in ("", chosen.switch):
+            self.post_message(SwitchChosen(chosen.switch))
+        elif chosen.host:
             self.post_message(NodeChosen(chosen.host))
         elif chosen.job:
             self.post_message(JobChosen(chosen.job))

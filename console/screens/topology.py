@@ -66,6 +66,7 @@ class TopologyScreen(FleetScreenBase):
         """Each leaf's uplink balance (``leaf_balances``), by leaf name."""
         self._balance_read: tuple[float | None, float] | None = None  # (cursor, monotonic time) of the last read
         self._balance_cost_s = 0.0
+        self._wanted_switch: str | None = None  # chosen elsewhere (an event) before its row existed
         fixed_columns(self.query_one("#switches", DataTable), ("switch", 8), ("role", 5), ("grp", 3),
                       ("rail", 4), ("up", 7), ("max util %", 10), ("uplinks", 16), ("max/mean", 12),
                       ("drops Δ", 7), ("cabling", 7))
@@ -98,6 +99,8 @@ class TopologyScreen(FleetScreenBase):
                 table.add_row(*row, key=switch.name)
             if rows:
                 table.move_cursor(row=min(keep, len(rows) - 1))
+        if self._wanted_switch is not None:
+            self.select_switch(self._wanted_switch)
         self._show_links()
 
     def _maybe_read_balances(self, view: ConsoleView) -> None:
@@ -152,6 +155,15 @@ class TopologyScreen(FleetScreenBase):
             Text(count(s.drops_delta) if s.drops_delta else "", style=v.get("health-down", "")),
             Text(str(s.cable_problems) if s.cable_problems else "", style=v.get("health-down", "")),
         )
+
+    def select_switch(self, name: str) -> None:
+        """Put the cursor on switch ``name`` (now, or once the store's switches are drawn)."""
+        self._wanted_switch = name
+        names = [s.name for s in self._topology.switches] if self._topology is not None else []
+        if name in names:
+            self._wanted_switch = None
+            self.query_one("#switches", DataTable).move_cursor(row=names.index(name))
+            self._show_links()
 
     def _selected(self) -> SwitchRow | None:
         table = self.query_one("#switches", DataTable)
