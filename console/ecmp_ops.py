@@ -73,6 +73,38 @@ def read_balances(reader: StoreReader, inventory: Inventory, settings: EcmpSetti
     return {b.leaf: b for b in balances}
 
 
+@dataclass(frozen=True, slots=True)
+class LastChange:
+    """A leaf's newest audited ECMP verdict with the uplink utilizations (%) measured before and after."""
+
+    ts: float
+    verdict: str
+    before_util_pct: tuple[float, ...]
+    after_util_pct: tuple[float, ...]
+
+
+def _utils(numbers: dict[str, object]) -> tuple[float, ...]:
+    balance = numbers.get("balance")
+    uplinks = balance.get("uplinks", []) if isinstance(balance, dict) else []
+    return tuple(float(u.get("util_pct", 0.0)) for u in uplinks if isinstance(u, dict))
+
+
+def last_changes(rows: Iterable[ActionRecord]) -> dict[str, LastChange]:
+    """Each switch's newest ECMP verdict that has numbers before and after (the audit is oldest first)."""
+    found: dict[str, LastChange] = {}
+    for row in rows:
+        if row.step == "verdict" and row.action.startswith("ecmp.") and row.before and row.after:
+            found[row.target] = LastChange(row.ts, row.verdict, _utils(row.before), _utils(row.after))
+    return found
+
+
+def read_balances_and_changes(reader: StoreReader, inventory: Inventory, settings: EcmpSettings,
+                              end: float | None = None) -> tuple[dict[str, LeafBalance], dict[str, LastChange]]:
+    """The topology's one read: every leaf's balance and its last audited change (up to ``end``)."""
+    rows = [r for r in reader.audit() if end is None or r.ts <= end]
+    return read_balances(reader, inventory, settings, end), last_changes(rows)
+
+
 async def read_audit(db_path: Path) -> list[ActionRecord]:
     """Every audit row, oldest first, on a fresh connection (sees what another writer just wrote)."""
 
@@ -150,4 +182,5 @@ class EcmpOps:
             await asyncio.to_thread(writer.close, 10.0)
 
 
-__all__ = ["EcmpOps", "EcmpSettings", "actor", "read_audit", "read_balances", "roles_inventory"]
+__all__ = ["EcmpOps", "EcmpSettings", "LastChange", "actor", "last_changes", "read_audit", "read_balances",
+           "read_balances_and_changes", "roles_inventory"]

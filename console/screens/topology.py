@@ -18,7 +18,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Static
 
-from console.ecmp_ops import read_balances, roles_inventory
+from console.ecmp_ops import LastChange, read_balances_and_changes, roles_inventory
 from console.formatting import count, number
 from console.screens.base import FleetScreenBase, fixed_columns
 from console.screens.ecmp_plan import EcmpPlanScreen, settings_of
@@ -64,6 +64,8 @@ class TopologyScreen(FleetScreenBase):
         self._link_rows: tuple[tuple[Text, ...], ...] = ()
         self.balances: dict[str, LeafBalance] = {}
         """Each leaf's uplink balance (``leaf_balances``), by leaf name."""
+        self.last_changes: dict[str, LastChange] = {}
+        """Each leaf's newest audited ECMP change, its uplinks before and after."""
         self._balance_read: tuple[float | None, float] | None = None  # (cursor, monotonic time) of the last read
         self._balance_cost_s = 0.0
         self._wanted_switch: str | None = None  # chosen elsewhere (an event) before its row existed
@@ -119,7 +121,8 @@ class TopologyScreen(FleetScreenBase):
     async def read_balances(self, inventory: Any, cursor: float | None) -> None:
         settings = settings_of(self)
         started = time.monotonic()
-        self.balances = await self.fleet_app.feed.read(lambda reader: read_balances(reader, inventory, settings, cursor))
+        self.balances, self.last_changes = await self.fleet_app.feed.read(
+            lambda reader: read_balances_and_changes(reader, inventory, settings, cursor))
         self._balance_cost_s = time.monotonic() - started
         if self.fleet_app.view is not None and self.is_current:
             self.show_view(self.fleet_app.view)
@@ -182,8 +185,14 @@ class TopologyScreen(FleetScreenBase):
         else:
             balance = self.balances.get(switch.name)
             words = f", {balance.reason}" if balance is not None and balance.reason else ""
-            title.update(Text(f" {switch.name}: {switch.ports_up}/{switch.ports_total} ports up"
-                              f"{words}{'  (e: ECMP plan)' if switch.role == 'leaf' else ''}"))
+            line = Text(f" {switch.name}: {switch.ports_up}/{switch.ports_total} ports up"
+                        f"{words}{'  (e: ECMP plan)' if switch.role == 'leaf' else ''}")
+            change = self.last_changes.get(switch.name)
+            if change is not None:
+                state = change.verdict.split(" ", 1)[0]
+                line.append(f"  last change {time.strftime('%H:%M', time.gmtime(change.ts))} {state}: "
+                            f"{balance_bars(change.before_util_pct)} → {balance_bars(change.after_util_pct)}")
+            title.update(line)
             v = self.app.theme_variables
             rows = tuple(
                 (
@@ -205,6 +214,9 @@ class TopologyScreen(FleetScreenBase):
             table = self.query_one("#links", DataTable)
             table.clear()
             table.add_rows(rows)
+
+    def on_screen_resume(self) -> None:
+        self._balance_read = None  # back from a plan or an apply: read the balances now
 
     def action_ecmp_plan(self) -> None:
         switch = self._selected()

@@ -91,3 +91,17 @@ async def test_topology_flags_leaf01_and_a_confirmed_apply_ends_with_a_verdict_a
             await asyncio.wait_for(audit.loaded.wait(), 10)
             assert [r.step for r in audit.rows] == ["verdict", "verify", "apply", "measure", "snapshot"]
             assert audit.rows[0].verdict.startswith("kept hash-fields on leaf01")
+            # back on the topology, leaf01's line shows its uplinks before and after the change
+            await pilot.press("escape", "escape")
+            await pilot.pause()
+            assert app.screen is topology
+
+            async def change_read() -> None:
+                while "leaf01" not in topology.last_changes:
+                    await app.next_view()
+
+            await asyncio.wait_for(change_read(), 10)
+            switches.move_cursor(row=row)
+            await pilot.pause()
+            title = str(topology.query_one("#switch-title", Static).render())
+            assert "last change" in title and " kept: " in title and " → " in title
