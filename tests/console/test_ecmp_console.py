@@ -94,7 +94,7 @@ async def test_topology_flags_leaf01_and_a_confirmed_apply_ends_with_a_verdict_a
             # back on the topology, leaf01's line shows its uplinks before and after the change
             await pilot.press("escape", "escape")
             await pilot.pause()
-            assert app.screen is topology
+            assert isinstance(app.screen, TopologyScreen) and app.screen.balances is topology.balances
 
             async def change_read() -> None:
                 while "leaf01" not in topology.last_changes:
