@@ -23,6 +23,7 @@ from console.screens.ecmp_plan import EcmpPlanScreen
 from console.screens.path_prompt import PathPrompt
 from console.screens.walkthrough import WALKTHROUGH_THEME, WalkthroughScreen
 from fabric.acceptance import evaluate, parse_criteria
+from fabric.ecmp_plan import plan_remedies
 from store.writer import StoreWriter
 
 SIZE = (160, 40)
@@ -140,7 +141,8 @@ def fixed_run(bad_optic: bool = False) -> AcceptanceRun:
     return AcceptanceRun(criteria, SuiteRun(measured, None, "suite-fixed"), (), results)
 
 
-async def test_walkthrough_turns_each_check_in_turn_on_the_high_contrast_theme(make_app: MakeApp) -> None:
+async def test_walkthrough_turns_each_check_in_turn_on_the_high_contrast_theme(make_app: MakeApp,
+                                                                                tmp_path: Path) -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
         await view_where(app, lambda v: len(v.rows) == 8)
@@ -166,6 +168,16 @@ async def test_walkthrough_turns_each_check_in_turn_on_the_high_contrast_theme(m
         assert "FAIL nic/gpu001/mlx5_0: -4.5" in evidence and "-3" in evidence
         summary = str(screen.query_one("#walk-summary", Static).render())
         assert summary.startswith("NOT ACCEPTED: 1 of 8 checks failed: optics")
+        await pilot.press("w")
+        await pilot.pause()
+        report_prompt = app.screen
+        assert isinstance(report_prompt, PathPrompt)
+        report_prompt.dismiss(tmp_path / "acceptance.html")
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        assert screen.report_written == (tmp_path / "acceptance.html", tmp_path / "acceptance.md")
+        markdown = (tmp_path / "acceptance.md").read_text()
+        assert markdown.startswith("# Acceptance of the 64-node H100 RoCE cluster") and "optics" in markdown
         await pilot.press("escape")
         await pilot.pause()
         assert app.theme == "fleet-dark"
@@ -215,3 +227,15 @@ async def test_e_on_a_leaf_the_palette_and_w_open_the_screens(make_app: MakeApp)
         assert isinstance(walk, WalkthroughScreen) and walk.criteria is not None
         assert "No inventory" in str(walk.query_one("#walk-progress", Static).render())
         assert app.theme == WALKTHROUGH_THEME
+
+
+async def test_the_confirmation_shows_machine_text_as_typed(make_app: MakeApp) -> None:
+    leaf = "leaf[bold]01"
+    remedy = next(r for r in plan_remedies(leaf, leaf01_plan().snapshot.config) if r.id == "hash-fields")
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await view_where(app, lambda v: len(v.rows) == 8)
+        await app.push_screen(ConfirmApplyScreen(leaf, remedy))
+        await pilot.pause()
+        text = str(app.screen.query_one("#confirm-text", Static).render())
+        assert "Change leaf[bold]01:" in text and "on leaf[bold]01'" in text
