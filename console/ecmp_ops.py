@@ -1,8 +1,10 @@
 """What the console's ECMP screens do to machines and the store, without Textual.
 
-One :class:`EcmpOps` per open plan screen: it owns an SSH pool (switch
-configuration, the guarded apply and its probe) and a store writer (the audit
-rows and the probes the apply records), and closes both when the screen goes.
+One :class:`EcmpOps` per open plan screen: an SSH pool (switch configuration,
+the guarded apply and its probe) and a store writer (the audit rows and the
+probes the apply records). The console hands it the app's shared pool and
+writer (``app.probes``: the collector's when it runs); given none it makes its
+own and closes them when the screen goes.
 Balances and the audit are read from the store only; in replay without an
 inventory file the roles the store knows stand in for it.
 """
@@ -120,22 +122,25 @@ async def read_audit(db_path: Path) -> list[ActionRecord]:
 class EcmpOps:
     """The plan and the guarded apply of one leaf (see the module doc)."""
 
-    def __init__(self, inventory: Inventory, db_path: Path, settings: EcmpSettings) -> None:
+    def __init__(self, inventory: Inventory, db_path: Path, settings: EcmpSettings, *,
+                 pool: SshPool | None = None, writer: StoreWriter | None = None) -> None:
         self.inventory = inventory
         self.db_path = db_path
         self.settings = settings
-        self._pool: SshPool | None = None
-        self._writer: StoreWriter | None = None
+        self._pool = pool
+        self._writer = writer
+        self._own_pool: SshPool | None = None
+        self._own_writer: StoreWriter | None = None
 
     @property
     def pool(self) -> SshPool:
         if self._pool is None:
-            self._pool = SshPool(self.inventory.hosts, known_hosts=self.inventory.known_hosts)
+            self._pool = self._own_pool = SshPool(self.inventory.hosts, known_hosts=self.inventory.known_hosts)
         return self._pool
 
     def _writer_started(self) -> StoreWriter:
         if self._writer is None:
-            self._writer = StoreWriter(self.db_path).start()
+            self._writer = self._own_writer = StoreWriter(self.db_path).start()
         return self._writer
 
     async def balance(self, leaf: str) -> LeafBalance | None:
@@ -174,11 +179,12 @@ class EcmpOps:
         return outcome
 
     async def close(self) -> None:
-        if self._pool is not None:
-            await self._pool.close()
-            self._pool = None
-        if self._writer is not None:
-            writer, self._writer = self._writer, None
+        """Close what this object opened itself; a shared pool or writer stays open."""
+        if self._own_pool is not None:
+            pool, self._own_pool, self._pool = self._own_pool, None, None
+            await pool.close()
+        if self._own_writer is not None:
+            writer, self._own_writer, self._writer = self._own_writer, None, None
             await asyncio.to_thread(writer.close, 10.0)
 
 

@@ -128,7 +128,9 @@ class EcmpPlanScreen(FleetScreenBase):
             return
         inventory = self.fleet_app.inventory
         if self._ops is None and inventory is not None:
-            self._ops = EcmpOps(inventory, self.fleet_app.config.db_path, settings_of(self))
+            probes = self.fleet_app.probes  # one SSH pool and one store writer for the whole console
+            self._ops = EcmpOps(inventory, self.fleet_app.config.db_path, settings_of(self), pool=probes.pool(),
+                                writer=probes.writer())
             self._own_ops = True
         if self._ops is None:
             self.query_one("#ecmp-config", Static).update(

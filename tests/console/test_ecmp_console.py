@@ -15,7 +15,7 @@ from collectors.ecmp_status import collect_switches
 from collectors.inventory import load_inventory
 from console.app import FleetApp
 from console.config import Config
-from console.ecmp_ops import EcmpOps, EcmpSettings
+from console.ecmp_ops import EcmpOps, EcmpSettings, read_audit
 from console.feed import Feed, open_store_loader
 from console.screens.audit import AuditScreen
 from console.screens.ecmp_confirm import ConfirmApplyScreen
@@ -105,3 +105,43 @@ async def test_topology_flags_leaf01_and_a_confirmed_apply_ends_with_a_verdict_a
             await pilot.pause()
             title = str(topology.query_one("#switch-title", Static).render())
             assert "last change" in title and " kept: " in title and " → " in title
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(90)
+async def test_live_console_flags_and_fixes_leaf01_over_its_own_collector(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The console collecting itself: the topology flags leaf01 from the collector's switch counters, `e`
+    plans it over the console's shared SSH pool, the apply's audit goes through the shared writer."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+    db = tmp_path / "fleet.db"
+    async with running_fleet(load_scenario("ecmp"), tmp_path / "sim") as inventory_path:
+        config = Config(db_path=db, refresh_s=0.5, ecmp_window_s=4.0, ecmp_sustain_s=2.0, ecmp_verify_s=3.0,
+                        job_latency="off", diagnose=False)
+        app = FleetApp(config, Feed(lambda: open_store_loader(db), refresh_s=0.5), load_inventory(inventory_path))
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.press("4")
+            topology = app.screen
+            assert isinstance(topology, TopologyScreen)
+
+            async def flagged() -> None:
+                while not (topology.balances.get("leaf01") and topology.balances["leaf01"].flagged):
+                    await app.next_view()
+
+            await asyncio.wait_for(flagged(), 40)
+            switches = topology.query_one("#switches", DataTable)
+            switches.move_cursor(row=[str(switches.get_row_at(i)[0]) for i in range(switches.row_count)].index("leaf01"))
+            await pilot.press("e")
+            await pilot.pause()
+            plan = app.screen
+            assert isinstance(plan, EcmpPlanScreen)
+            await asyncio.wait_for(plan.planned.wait(), 20)
+            await pilot.press("a")
+            await pilot.pause()
+            assert isinstance(app.screen, ConfirmApplyScreen)
+            await pilot.press("y")
+            await asyncio.wait_for(plan.finished.wait(), 60)
+            assert plan.outcome is not None and plan.outcome.state == "kept", plan.outcome
+            rows = await read_audit(db)
+            assert [r.step for r in rows][-1] == "verdict" and rows[-1].verdict.startswith("kept hash-fields")
