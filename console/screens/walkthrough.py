@@ -6,7 +6,8 @@ each ``space`` turns the next agreed check PASS or FAIL with its evidence:
 the measured numbers (min / median / max) against the threshold, and every
 failing part. ``a`` shows the rest at once, ``w`` writes the report (HTML and
 Markdown) the customer keeps. The suite is stored as a baseline labelled
-with the criteria's title, as ``fleet accept`` does. Everything from the
+with the criteria's title, as ``fleet accept`` does, through the console's
+one store writer. Everything from the
 file or the machines is drawn as ``Text``.
 """
 
@@ -35,7 +36,6 @@ from console.screens.base import FleetScreenBase, fixed_columns
 from console.screens.path_prompt import PathPrompt
 from fabric.acceptance import CheckResult, Criteria, CriteriaError, parse_criteria
 from fabric.report_model import acceptance_report
-from store.writer import StoreWriter
 
 WALKTHROUGH_THEME = "fleet-high-contrast"
 """Readable on a projector; the theme in use before is restored when the screen closes."""
@@ -167,17 +167,17 @@ class WalkthroughScreen(FleetScreenBase):
     # --- measuring
     @work(group="walkthrough", exclusive=True, exit_on_error=False)
     async def measure(self, criteria: Criteria) -> None:
+        probes = self.fleet_app.probes  # the console's one store writer, and its SSH pool for its inventory
         inventory = self._inventory or self.fleet_app.inventory
+        pool = probes.pool() if self._inventory is None else None
         db_path = self.fleet_app.config.db_path
         self._progress(Text("measuring: starting the suite ..."))
-        writer = StoreWriter(db_path).start()
-        try:
-            run = await run_acceptance(inventory, criteria, writer=writer, db_path=db_path,
-                                       on_progress=self._progress_told)
-            baseline = run.suite.baseline
-            writer.put_baseline(baseline.label, baseline.ts, baseline.to_json())
-        finally:
-            await asyncio.to_thread(writer.close, 60.0)
+        writer = probes.writer()
+        run = await run_acceptance(inventory, criteria, writer=writer, db_path=db_path,
+                                   on_progress=self._progress_told, pool=pool)
+        baseline = run.suite.baseline
+        writer.put_baseline(baseline.label, baseline.ts, baseline.to_json())
+        await asyncio.to_thread(writer.flush, 60.0)
         self.run = run
         self._measured(run)
 
