@@ -321,6 +321,17 @@ class _OpticsFixed:
 
 
 @dataclass(frozen=True, slots=True)
+class _GpuFixed:
+    """The seeded constants of one GPU; load, faults and time move the rest."""
+
+    uuid: str
+    phase: float  # radians, of its load wobble
+    idle_temp_c: float
+    idle_power_w: float
+    busy_mem_mib: int
+
+
+@dataclass(frozen=True, slots=True)
 class HostBehaviour:
     """How a machine's SSH server behaves now: refuses, hangs, or answers after ``delay_s``."""
 
@@ -368,6 +379,7 @@ class FleetModel:
         self._identities: dict[NicKey, NicIdentity] = {}
         self._optics_constants: dict[NicKey, _OpticsFixed] = {}
         self._neighbors: dict[TxEnd, LldpNeighbor] = {}
+        self._gpu_constants: dict[tuple[str, int], _GpuFixed] = {}
 
     # ------------------------------------------------------------------ time
 
@@ -773,14 +785,15 @@ class FleetModel:
         factor = solution.job_factor.get(job.id, 1.0) if job is not None else 0.0
         if job is not None and len(job.nodes) == 1:
             factor = 1.0
-        wobble = math.sin(t / 7.0 + 6.283 * unit_random(self.seed, "gpu", node, index))
+        fixed = self._gpu_fixed(node, index)
+        wobble = math.sin(t / 7.0 + fixed.phase)
         xid_last, xid_count = fault_rules.xid_events(self.scenario.faults, node, index, t)
         util = round(35 + 63 * factor + 1.5 * wobble) if running else 0
         if xid_last == 79:
             util = 0
         thermal = effects.gpu_thermal.get((node, index))
-        temp = 45 + 0.22 * util + wobble if util else 33 + 2 * unit_random(self.seed, "idle", node, index)
-        power = 120 + 5.6 * util + 6 * wobble if util else 68 + 6 * unit_random(self.seed, "pidle", node, index)
+        temp = 45 + 0.22 * util + wobble if util else fixed.idle_temp_c
+        power = 120 + 5.6 * util + 6 * wobble if util else fixed.idle_power_w
         clock = GPU_MAX_SM_MHZ if util else 345
         throttle = 0 if util else 0x1
         if thermal is not None:
@@ -789,12 +802,11 @@ class FleetModel:
         nvlink_crc = [0] * NVLINKS_PER_GPU
         if xid_last == 74:
             nvlink_crc[3] = 120 * xid_count
-        mem = 71000 + int(4000 * unit_random(self.seed, "mem", node, index)) if running else 0
-        digest = uuid.UUID(int=int(unit_random(self.seed, "uuid", node, index) * 2**64) << 64 | index)
+        mem = fixed.busy_mem_mib if running else 0
         return GpuView(
             index=index,
             name=GPU_NAME,
-            uuid=f"GPU-{digest}",
+            uuid=fixed.uuid,
             pci_bus_id=f"00000000:{GPU_PCI_BUSES[index]:02X}:00.0",
             util_pct=max(0, min(100, util)),
             mem_used_mib=mem,
@@ -814,6 +826,20 @@ class FleetModel:
             nvlink_replay_errors=(0,) * NVLINKS_PER_GPU,
             nvlink_recovery_errors=(0,) * NVLINKS_PER_GPU,
         )
+
+    def _gpu_fixed(self, node: str, index: int) -> _GpuFixed:
+        """A GPU's seeded constants, drawn once per run."""
+        fixed = self._gpu_constants.get((node, index))
+        if fixed is None:
+            digest = uuid.UUID(int=int(unit_random(self.seed, "uuid", node, index) * 2**64) << 64 | index)
+            fixed = self._gpu_constants[(node, index)] = _GpuFixed(
+                uuid=f"GPU-{digest}",
+                phase=6.283 * unit_random(self.seed, "gpu", node, index),
+                idle_temp_c=33 + 2 * unit_random(self.seed, "idle", node, index),
+                idle_power_w=68 + 6 * unit_random(self.seed, "pidle", node, index),
+                busy_mem_mib=71000 + int(4000 * unit_random(self.seed, "mem", node, index)),
+            )
+        return fixed
 
     # ------------------------------------------------------------------ switches
 

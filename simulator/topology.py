@@ -60,6 +60,7 @@ class Topology:
         self._leaf_index = {name: i for i, name in enumerate(self.leaves)}
         self._port_names: dict[str, tuple[str, ...]] = {}
         self._port_numbers: dict[str, dict[str, int]] = {}
+        self._cables: dict[tuple[str, int], Cable] = {}
 
     # ------------------------------------------------------------------ machines
 
@@ -131,11 +132,14 @@ class Topology:
         return numbers[port]
 
     def designed_cable(self, node: str, rail: int) -> Cable:
-        """Where NIC ``rail`` of ``node`` is cabled in the design."""
-        index = self._node_index[node]
-        group, position = divmod(index, self.fabric.nodes_per_leaf)
-        leaf = leaf_name(group, rail)
-        return Cable(node, nic_name(rail), leaf, self.port_name(leaf, position))
+        """Where NIC ``rail`` of ``node`` is cabled in the design (worked out once per NIC: views ask often)."""
+        cable = self._cables.get((node, rail))
+        if cable is None:
+            index = self._node_index[node]
+            group, position = divmod(index, self.fabric.nodes_per_leaf)
+            leaf = leaf_name(group, rail)
+            cable = self._cables[(node, rail)] = Cable(node, nic_name(rail), leaf, self.port_name(leaf, position))
+        return cable
 
     @cached_property
     def cabling_plan(self) -> tuple[Cable, ...]:

@@ -180,12 +180,16 @@ class Fabric:
         self.link_gbps = float(topology.fabric.link_gbps)
         self.roce = topology.fabric.link_layer == "roce"
         self._rings: dict[int, tuple[tuple[str, ...], dict[str, int]]] = {}
+        self._qp_bases: dict[NicKey, int] = {}
 
     # ------------------------------------------------------------------ static parts
 
     def qp_base(self, node: str, rail: int) -> int:
-        """First QP number a NIC hands out to the job's connections."""
-        return 0x100 + int(unit_random(self.seed, "qp", node, rail) * 0x3F000) * 4
+        """First QP number a NIC hands out to the job's connections (seeded; drawn once per NIC)."""
+        base = self._qp_bases.get((node, rail))
+        if base is None:
+            base = self._qp_bases[(node, rail)] = 0x100 + int(unit_random(self.seed, "qp", node, rail) * 0x3F000) * 4
+        return base
 
     @cached_property
     def flows(self) -> tuple[Flow, ...]:
