@@ -12,7 +12,9 @@ the perftest port allocator and GID cache. It starts
 
 each as a worker that posts facts (``console.messages``); the app hands those
 back to ``seen``, which keeps the latest state and publishes it on ``changed``
-for the probe panels and the Probes screen. Nothing here draws.
+for the probe panels and the Probes screen. Nothing here draws. The probe
+modules (asyncssh behind them) are imported on first use, off the console's
+start-up path.
 """
 
 from __future__ import annotations
@@ -238,8 +240,9 @@ class ProbeControl:
                              exit_on_error=False)
 
     def _running_jobs(self) -> Sequence[JobRecord]:
+        """The jobs running now; none while a past moment is replayed (its jobs may be long gone)."""
         view = self._app.view
-        if view is None:
+        if view is None or not view.snapshot.live:
             return ()
         return tuple(j for j in view.snapshot.jobs if j.state.upper() in RUNNING_JOB_STATES)
 

@@ -10,13 +10,14 @@ from pathlib import Path
 import pytest
 from conftest import view_where
 from helpers.simfleet import running_fleet
-from textual.widgets import DataTable
+from textual.widgets import DataTable, OptionList, Select
 
 from collectors.inventory import load_inventory
 from console.app import FleetApp
 from console.config import Config
 from console.feed import Feed, open_store_loader
 from console.probe_control import ProbeState
+from console.screens.node import NodeScreen
 from console.screens.probe_dialog import ProbeDialog
 from console.screens.probes import ProbesScreen
 from console.widgets.fleet_table import FleetTable
@@ -179,3 +180,31 @@ async def test_job_sampler_fills_job_latency(fleet_app: Callable[..., FleetApp])
 
         buckets = await asyncio.wait_for(filled(), 20)
         assert all(0 < p50 <= p99 for _ts, p50, p99 in buckets)
+
+
+async def test_bandwidth_from_the_node_screen_with_a_searched_peer(fleet_app: Callable[..., FleetApp]) -> None:
+    app = fleet_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await view_where(app, lambda v: len(v.rows) == 4, timeout=15)
+        table = app.screen.query_one(FleetTable)
+        table.move_cursor(row=list(table.order).index("gpu002"))
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, NodeScreen)
+        await pilot.press("b")
+        await pilot.pause()
+        dialog = app.screen
+        assert isinstance(dialog, ProbeDialog)
+        await pilot.press("0", "0", "4")  # search: only gpu004 matches
+        await pilot.pause()
+        assert dialog.query_one("#probe-matches", OptionList).option_count == 1
+        dialog.query_one("#probe-nic", Select).value = "mlx5_1"
+        await pilot.press("enter")
+        state = await probe_state(app, lambda s: s.result is not None or bool(s.error))
+        assert state.result is not None, state.error
+        record = state.result.record
+        assert (record.kind, record.src, record.dst, record.src_nic, record.dst_nic) == (
+            "bw", "gpu002", "gpu004", "mlx5_1", "mlx5_1")
+        assert 0 < record.result["bw_avg_gbps"] <= record.result["bw_peak_gbps"]
+        await pilot.pause()
+        assert "Gb/s" in str(app.screen.query_one("#probe-text").render())
