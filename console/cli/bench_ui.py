@@ -66,7 +66,8 @@ async def _measure(db: Path, now_ts: float, refreshes: int, size: tuple[int, int
     open_store_loader(db)
     store_open_s = time.perf_counter() - opening
     started = time.perf_counter()
-    config = Config(db_path=db, refresh_s=3600.0)
+    # The table's path only: the diagnosis worker (a thread every 30 s; `fleet diagnose` times it) stays off.
+    config = Config(db_path=db, refresh_s=3600.0, diagnose=False)
     app = FleetApp(config, Feed(lambda: open_store_loader(db), refresh_s=3600.0, now=lambda: now_ts))
     async with app.run_test(size=size) as pilot:
         view = app.view if app.view is not None else await asyncio.wait_for(app.next_view(), 60)
