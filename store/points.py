@@ -32,11 +32,19 @@ def concat(parts: Iterable[Points]) -> Points:
             np.concatenate([p[2] for p in items]))
 
 
+def member(items: I64, of: I64) -> npt.NDArray[np.bool_]:
+    """``np.isin(items, of)``; for the few ids of one block a broadcast compare, which is
+    ten times cheaper than ``np.isin``'s set-up (whole-fleet replay does this per chunk)."""
+    if len(items) * len(of) <= 4096:
+        return (items[:, None] == of[None, :]).any(axis=1)
+    return np.isin(items, of)
+
+
 def block_points(blob: bytes, rows_wanted: I64 | None = None) -> Points:
     """The present cells of a block, optionally only the rows (sids) in ``rows_wanted``."""
     sids, ts_ms, values, present = decode_block(blob)
     if rows_wanted is not None:
-        keep = np.isin(sids, rows_wanted)
+        keep = member(sids, rows_wanted)
         sids, values, present = sids[keep], values[keep], present[keep]
     rows, cols = np.nonzero(present)
     return sids[rows], ts_ms[cols], values[rows, cols]
