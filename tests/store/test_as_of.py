@@ -92,3 +92,23 @@ def test_a_reader_follows_new_and_late_error_changes(fresh_db: Path) -> None:
     writer.close()
     assert {p.host: (p.ts, p.value) for p in reader.as_of(T0 + 100)} == {
         "n1": (T0 + 50, 2.0), "n2": (T0 + 30, 1.0)}
+
+
+def test_sealed_as_of_takes_a_series_missing_from_the_newer_block_from_the_older_one(fresh_db: Path) -> None:
+    """The chunk path reads a group's newest chunk first and an older chunk only for the series
+    the newer one lacks (here mlx5_1, which stopped reporting at the block boundary)."""
+    writer = StoreWriter(fresh_db, replay_s=0.0).start()
+    for k in range(120):  # blocks [T0, T0+600) and [T0+600, T0+1200)
+        sample = nic_sample("n1", T0 + 10 * k, k)
+        values = {key: v for key, v in sample.values.items() if k < 58 or key[1] != "mlx5_1"}
+        writer.put_samples(HostSample("n1", sample.ts, values))
+    writer.put_samples(nic_sample("n1", T0 + 3 * 3600, 999))  # moves the clock: both blocks seal
+    assert writer.settle(30)
+    writer.close()
+    assert sqlite3.connect(fresh_db).execute(
+        "SELECT count(*) FROM frames WHERE ts_ms < ?", (int((T0 + 1200) * 1000),)).fetchone()[0] == 0
+    at = _by_key(StoreReader(fresh_db).as_of(T0 + 905))
+    assert at[("n1", "tx_bytes", "mlx5_0", "1")] == (T0 + 900, 90_000_000.0)
+    assert at[("n1", "tx_bytes", "mlx5_1", "1")] == (T0 + 570, 57_000_001.0)  # from the older chunk
+    assert at[("n1", "tx_gbps", "mlx5_1", "1")][0] == T0 + 570
+    assert ("n1", "tx_bytes", "mlx5_1", "1") not in _by_key(StoreReader(fresh_db).as_of(T0 + 1175))
