@@ -146,8 +146,21 @@ def encode_block(sids: I64, ts_ms: I64, values: F64, present: BOOL, level: int =
     return zlib.compress(b"".join(parts), level)
 
 
-def decode_block(blob: bytes) -> tuple[I64, I64, F64, BOOL]:
-    """The inverse of :func:`encode_block`: ``(sids, ts_ms, values, present)``; absent cells hold NaN."""
+def member(items: I64, of: I64) -> npt.NDArray[np.bool_]:
+    """``np.isin(items, of)``; for the few ids of one block a broadcast compare, which is
+    ten times cheaper than ``np.isin``'s set-up (whole-fleet replay does this per chunk)."""
+    if len(items) * len(of) <= 4096:
+        return (items[:, None] == of[None, :]).any(axis=1)
+    return np.isin(items, of)
+
+
+def decode_block(blob: bytes, rows_wanted: I64 | None = None) -> tuple[I64, I64, F64, BOOL]:
+    """The inverse of :func:`encode_block`: ``(sids, ts_ms, values, present)``; absent cells hold NaN.
+
+    ``rows_wanted``: decode only the rows whose sid is in it (the others are dropped
+    before their values are rebuilt: one series of a group, or the few stat rows of
+    one series in a rollup row, cost a fraction of the whole block).
+    """
     raw = zlib.decompress(blob)
     version, n, m, flags = _BLOCK_HEADER.unpack_from(raw)
     if version != _VERSION:
@@ -169,16 +182,15 @@ def decode_block(blob: bytes) -> tuple[I64, I64, F64, BOOL]:
     counts = present.sum(axis=1)
     total = int(counts.sum())
     words = _unplanes(raw[at : at + 8 * total], total)
+    rows = np.arange(n) if rows_wanted is None else np.flatnonzero(member(sids, rows_wanted))
     if flags & _ALL_PRESENT:
-        return sids, ts_ms, _decode_rows(scales, words.reshape(n, m)), present
-    values = np.full((n, m), np.nan, dtype=np.float64)
-    start = 0
-    for i in range(n):
-        count = int(counts[i])
-        row = _decode_rows(scales[i : i + 1], words[start : start + count][None, :])[0]
-        values[i, present[i]] = row
-        start += count
-    return sids, ts_ms, values, present
+        return sids[rows], ts_ms, _decode_rows(scales[rows], words.reshape(n, m)[rows]), present[rows]
+    values = np.full((len(rows), m), np.nan, dtype=np.float64)
+    starts = np.concatenate([[0], np.cumsum(counts)]).tolist()
+    for out, i in enumerate(rows.tolist()):
+        row = _decode_rows(scales[i : i + 1], words[starts[i] : starts[i + 1]][None, :])[0]
+        values[out, present[i]] = row
+    return sids[rows], ts_ms, values, present[rows]
 
 
 def encode_frame(sids: I64, values: F64, ts_ms: I64 | None = None) -> bytes:

@@ -25,7 +25,7 @@ import sqlite_utils
 from fabric.events import Event
 from fabric.records import ActionRecord, HostRecord, HostStatus, JobRecord, PortRecord, ProbeRecord
 from store import rows
-from store.codec import F64, I64, decode_frame
+from store.codec import F64, I64, decode_frame, member
 from store.ingest import ts_to_ms
 from store.maintenance import ROLLUP_ROWS
 from store.points import (
@@ -36,7 +36,6 @@ from store.points import (
     concat,
     frame_points,
     last_per_series,
-    member,
     raw_points,
     rollup_rows,
 )

@@ -49,6 +49,14 @@ def test_block_round_trip_is_bit_exact(seed: int) -> None:
     assert np.array_equal(out_values[present].view(np.uint64), values[present].view(np.uint64))
     assert np.isnan(out_values[~present]).all()
 
+    wanted = np.concatenate([sids[rng.random(n) < 0.5], [10**6 + 1]])  # a subset and an id not held
+    rows = np.isin(sids, wanted)
+    part_sids, part_ts, part_values, part_present = decode_block(encode_block(sids, ts_ms, values, present), wanted)
+    assert np.array_equal(part_sids, sids[rows])
+    assert np.array_equal(part_ts, ts_ms)
+    assert np.array_equal(part_present, present[rows])
+    assert np.array_equal(part_values.view(np.uint64), out_values[rows].view(np.uint64))
+
 
 def test_regular_series_compress_far_below_a_row_per_sample() -> None:
     m = 360
