@@ -187,16 +187,21 @@ def parse_ethtool_stats(text: str) -> dict[str, int]:
     return values
 
 
-def collect_netdevs(names: list[str], with_optics: bool, errors: list[str]) -> dict[str, dict[str, Any]]:
+def collect_netdevs(names: list[str], with_optics: bool, errors: list[str],
+                    keep: frozenset[str] | None = None) -> dict[str, dict[str, Any]]:
     """``ethtool -S`` (and with ``with_optics`` the raw ``ethtool -m``) of each netdev.
 
     ``names`` come from ``port_netdevs``, which admits only interface-like names.
+    ``keep``: send only these counters (an mlx5 netdev has ~270; the console uses a dozen).
     """
     result: dict[str, dict[str, Any]] = {}
     for name in names:
         entry: dict[str, Any] = {}
         stats = run_tool(["ethtool", "-S", name], errors)
-        entry["ethtool"] = parse_ethtool_stats(stats) if stats is not None else {}
+        counters = parse_ethtool_stats(stats) if stats is not None else {}
+        if keep is not None:
+            counters = {counter: value for counter, value in counters.items() if counter in keep}
+        entry["ethtool"] = counters
         if with_optics:
             optics = run_tool(["ethtool", "-m", name], errors)
             if optics is not None:
@@ -451,7 +456,7 @@ def sample_line(args: argparse.Namespace, seq: int, gpus: Gpus, hostname: str) -
         "seq": seq,
         "interval_s": args.interval,
         "ports": ports,
-        "netdevs": collect_netdevs(netdev_names, with_optics, errors),
+        "netdevs": collect_netdevs(netdev_names, with_optics, errors, args.ethtool_keep),
     }
     qps = qp_counts(errors)
     if qps is not None:
@@ -477,6 +482,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sysfs", default="/sys", help="sysfs root (tests point it at a fixture tree)")
     parser.add_argument("--optics-every", type=int, default=60, help="ethtool -m every K lines (0: never)")
     parser.add_argument("--count", type=int, default=0, help="stop after N lines (0: until stdin closes)")
+    parser.add_argument("--ethtool-keep", type=lambda text: frozenset(filter(None, text.split(","))),
+                        default=None, help="comma-separated ethtool -S counters to send (default: all)")
     args = parser.parse_args(argv)
     if args.interval <= 0:
         parser.error("--interval must be positive")

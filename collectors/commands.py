@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 ALLOWED_TOOLS: frozenset[str] = frozenset({
@@ -111,15 +112,19 @@ def sequence(*commands: Command) -> Command:
 
 
 def agent_command(
-    source: str, interval_s: float, *, sysfs: str | None = None, optics_every: int | None = None
+    source: str, interval_s: float, *, sysfs: str | None = None, optics_every: int | None = None,
+    ethtool_keep: Iterable[str] | None = None,
 ) -> Command:
-    """``python3 -u -c <source> --interval N [--sysfs ROOT] [--optics-every K]`` (docs/agent-schema.md).
+    """``python3 -u -c <source> --interval N [--sysfs ROOT] [--optics-every K] [--ethtool-keep A,B]``.
 
-    ``source`` is the agent's own file (``collectors.agent_reader.agent_source()``).
+    ``source`` is the agent's own file (``collectors.agent_reader.agent_source()``);
+    the options are in docs/agent-schema.md.
     """
     args: list[Arg] = ["-u", "-c", source, "--interval", f"{interval_s:g}"]
     if sysfs is not None:
         args += ["--sysfs", sysfs]
     if optics_every is not None:
         args += ["--optics-every", optics_every]
+    if ethtool_keep is not None:
+        args += ["--ethtool-keep", ",".join(sorted(ethtool_keep))]
     return Command((("python3", *(_word(arg) for arg in args)),), _TOKEN)

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, replace
 
 from collectors.agent_reader import (
+    ETHTOOL_COUNTERS,
     AgentLine,
     AgentLineError,
     agent_source,
@@ -139,7 +140,8 @@ class NodePoller:
         self.got_sample.clear()
         stream = asyncio.ensure_future(self._pool.stream(
             self.host.name,
-            agent_command(agent_source(), settings.interval_s, optics_every=settings.optics_every),
+            agent_command(agent_source(), settings.interval_s, optics_every=settings.optics_every,
+                          ethtool_keep=ETHTOOL_COUNTERS),
             self._on_agent_line,
             first_line_timeout_s=settings.hung_after_s + settings.interval_s,
             line_timeout_s=settings.hung_after_s + settings.interval_s,

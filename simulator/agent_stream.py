@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from simulator.session import Machine, StreamIO
@@ -23,22 +24,38 @@ SCHEMA = "fleet-agent/1"
 PYTHON_VERSION = "Python 3.10.12"
 
 
-def _options(words: list[str]) -> tuple[float, int]:
-    """(--interval seconds, --optics-every K) from the agent's own arguments."""
-    interval, optics_every = 1.0, 10
-    for i, word in enumerate(words):
-        value = words[i + 1] if i + 1 < len(words) else ""
-        if word == "--interval":
-            interval = float(value)
-        elif word == "--optics-every":
-            optics_every = int(value)
-        elif word.startswith("--interval="):
-            interval = float(word.split("=", 1)[1])
-        elif word.startswith("--optics-every="):
-            optics_every = int(word.split("=", 1)[1])
-    if interval <= 0 or optics_every <= 0:
+@dataclass(frozen=True, slots=True)
+class AgentOptions:
+    """The agent's own arguments (docs/agent-schema.md)."""
+
+    interval_s: float = 1.0
+    optics_every: int = 10
+    ethtool_keep: frozenset[str] | None = None
+    """Only these ``ethtool -S`` counters (``--ethtool-keep a,b``); None: all of them."""
+
+
+def _options(words: list[str]) -> AgentOptions:
+    """Parse ``--interval N``, ``--optics-every K``, ``--ethtool-keep A,B`` (also ``--name=value``)."""
+    values: dict[str, str] = {}
+    index = 0
+    while index < len(words):
+        word = words[index]
+        name, equals, value = word.partition("=")
+        if name in ("--interval", "--optics-every", "--ethtool-keep"):
+            if not equals:
+                index += 1
+                value = words[index] if index < len(words) else ""
+            values[name] = value
+        index += 1
+    options = AgentOptions(
+        interval_s=float(values.get("--interval", 1.0)),
+        optics_every=int(values.get("--optics-every", 10)),
+        ethtool_keep=(frozenset(filter(None, values["--ethtool-keep"].split(",")))
+                      if "--ethtool-keep" in values else None),
+    )
+    if options.interval_s <= 0 or options.optics_every <= 0:
         raise ValueError("interval and optics-every must be positive")
-    return interval, optics_every
+    return options
 
 
 async def run_python(machine: Machine, argv: list[str], io: StreamIO) -> int:
@@ -52,7 +69,7 @@ async def run_python(machine: Machine, argv: list[str], io: StreamIO) -> int:
         return 2
     agent_args = words[words.index("-c") + 2 :]
     try:
-        interval, optics_every = _options(agent_args)
+        options = _options(agent_args)
     except ValueError as error:
         io.stderr(f"agent: error: {error}\n")
         return 2
@@ -69,15 +86,17 @@ async def run_python(machine: Machine, argv: list[str], io: StreamIO) -> int:
             t = model.now()
         seq += 1
         view = model.node_view(machine.host, t)
-        line = agent_line(view, model.unix(t), seq, interval, optics=(seq - 1) % optics_every == 0)
+        line = agent_line(view, model.unix(t), seq, options.interval_s,
+                          optics=(seq - 1) % options.optics_every == 0, ethtool_keep=options.ethtool_keep)
         io.stdout(json.dumps(line, separators=(",", ":")) + "\n")  # compact, as the real agent prints
         await io.drain()  # a client that reads slowly slows the stream, as a pipe would
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(io.stdin_eof.wait(), interval)
+            await asyncio.wait_for(io.stdin_eof.wait(), options.interval_s)
     return 0
 
 
-def agent_line(view: NodeView, ts: float, seq: int, interval_s: float, *, optics: bool) -> dict[str, Any]:
+def agent_line(view: NodeView, ts: float, seq: int, interval_s: float, *, optics: bool,
+               ethtool_keep: frozenset[str] | None = None) -> dict[str, Any]:
     """One ``fleet-agent/1`` document for a node's view at ``ts``."""
     ports = []
     netdevs: dict[str, dict[str, Any]] = {}
@@ -98,7 +117,9 @@ def agent_line(view: NodeView, ts: float, seq: int, interval_s: float, *, optics
                 "hw_counters": nic.hw_counters,
             }
         )
-        entry: dict[str, Any] = {"ethtool": nic.ethtool}
+        ethtool = (nic.ethtool if ethtool_keep is None
+                   else {name: value for name, value in nic.ethtool.items() if name in ethtool_keep})
+        entry: dict[str, Any] = {"ethtool": ethtool}
         if optics and nic.optics is not None:
             entry["optics_text"] = render_module(nic.optics)
         netdevs[nic.netdev] = entry

@@ -58,6 +58,14 @@ def test_optics_every_kth_line(tmp_path: Path) -> None:
         (FIXTURES / "ethtool" / "cwdm4-ethtool-m-qsfp28-cx4-healthy-thresholds.txt").read_text()
 
 
+def test_ethtool_keep_sends_only_the_named_counters(tmp_path: Path) -> None:
+    every = run_agent(tmp_path / "all", "--interval", "0.01", "--optics-every", "0")[0]["netdevs"]["bond0"]["ethtool"]
+    kept = run_agent(tmp_path / "kept", "--interval", "0.01", "--optics-every", "0",
+                     "--ethtool-keep", "tx_global_pause,not_a_counter")[0]["netdevs"]["bond0"]["ethtool"]
+    assert len(every) > 1 and "tx_global_pause" in every
+    assert kept == {"tx_global_pause": every["tx_global_pause"]}
+
+
 @pytest.mark.parametrize("hostile", ["eth0;rm -rf x", "$(reboot)", "-oops", "`id`"])
 def test_hostile_netdev_name_never_reaches_a_tool(tmp_path: Path, hostile: str) -> None:
     sysfs = build_sysfs(tmp_path / "sys", extra_netdevs=(hostile,))

@@ -169,6 +169,17 @@ async def test_agent_stream_over_ssh_ends_when_the_channel_closes(fleet: Path) -
         await asyncio.wait_for(process.wait(), 5)
 
 
+async def test_agent_stream_sends_only_the_ethtool_counters_asked_for(fleet: Path) -> None:
+    async with await connect(fleet, "gpu003") as conn:
+        process = await conn.create_process(
+            "python3 -u -c 'agent' --interval 0.05 --ethtool-keep rx_prio3_pause,tx_prio3_pause")
+        line = json.loads(await asyncio.wait_for(process.stdout.readline(), 5))
+        process.stdin.write_eof()
+        await asyncio.wait_for(process.wait(), 5)
+    for netdev in line["netdevs"].values():
+        assert set(netdev["ethtool"]) == {"rx_prio3_pause", "tx_prio3_pause"}
+
+
 @pytest.mark.skipif(shutil.which("ssh") is None, reason="the OpenSSH client (ssh) is not installed here")
 async def test_openssh_client(fleet: Path, tmp_path: Path) -> None:
     address, port = endpoint(fleet, "gpu001")
