@@ -33,12 +33,14 @@ F64 = npt.NDArray[np.float64]
 U64 = npt.NDArray[np.uint64]
 BOOL = npt.NDArray[np.bool_]
 
-_BLOCK_HEADER = struct.Struct("<BIIB")
+BLOCK_HEADER = struct.Struct("<BIIB")
 _FRAME_HEADER = struct.Struct("<BI")
-_VERSION = 1
-_ALL_PRESENT = 1
+BLOCK_VERSION = 1
+ALL_PRESENT = 1
 _MAX_DECIMALS = 6
 _EXACT_INT = float(2**53)
+_POWERS = np.array([10.0**k for k in range(_MAX_DECIMALS + 1)])
+"""10**k for every decimal scale, the same floats as ``10.0 ** k``."""
 
 
 def _planes(words: npt.NDArray[np.int64] | U64) -> bytes:
@@ -49,6 +51,13 @@ def _planes(words: npt.NDArray[np.int64] | U64) -> bytes:
 def _unplanes(buf: bytes, count: int) -> U64:
     planes = np.frombuffer(buf, dtype=np.uint8, count=count * 8).reshape(8, count)
     return np.ascontiguousarray(planes.T).view(np.uint64).reshape(count)
+
+
+def decode_uniform_planes(stacked: npt.NDArray[np.uint8], count: int) -> U64:
+    """:func:`_unplanes` of k buffers at once: ``stacked`` is (k, 8 * count) bytes -> (k, count) words."""
+    k = stacked.shape[0]
+    planes = stacked.reshape(k, 8, count).transpose(0, 2, 1)
+    return np.ascontiguousarray(planes).view(np.uint64).reshape(k, count)
 
 
 def _delta(values: I64) -> I64:
@@ -103,12 +112,12 @@ def _encode_rows(values: F64) -> tuple[npt.NDArray[np.int8], U64]:
     return scales, words
 
 
-def _decode_rows(scales: npt.NDArray[np.int8], words: U64) -> F64:
+def decode_rows(scales: npt.NDArray[np.int8], words: U64) -> F64:
     """The inverse of :func:`_encode_rows`."""
     values = np.empty(words.shape, dtype=np.float64)
     ints = scales >= 0
     if ints.any():
-        factor = np.array([10.0 ** int(k) for k in scales[ints]])
+        factor = _POWERS[scales[ints]]
         scaled = np.cumsum(np.cumsum(words[ints].view(np.int64), axis=1, dtype=np.int64),
                            axis=1, dtype=np.int64)
         values[ints] = scaled.astype(np.float64) / factor[:, None]
@@ -136,7 +145,7 @@ def encode_block(sids: I64, ts_ms: I64, values: F64, present: BOOL, level: int =
             words.append(row_words[0])
         packed = np.concatenate(words) if words else np.zeros(0, dtype=np.uint64)
     parts = [
-        _BLOCK_HEADER.pack(_VERSION, n, m, _ALL_PRESENT if all_present else 0),
+        BLOCK_HEADER.pack(BLOCK_VERSION, n, m, ALL_PRESENT if all_present else 0),
         _planes(_delta(sids.astype(np.int64))),
         _planes(_dod(ts_ms.astype(np.int64))),
         scales.tobytes(),
@@ -162,17 +171,17 @@ def decode_block(blob: bytes, rows_wanted: I64 | None = None) -> tuple[I64, I64,
     one series in a rollup row, cost a fraction of the whole block).
     """
     raw = zlib.decompress(blob)
-    version, n, m, flags = _BLOCK_HEADER.unpack_from(raw)
-    if version != _VERSION:
+    version, n, m, flags = BLOCK_HEADER.unpack_from(raw)
+    if version != BLOCK_VERSION:
         raise ValueError(f"block format {version} is not known to this version of fleet")
-    at = _BLOCK_HEADER.size
+    at = BLOCK_HEADER.size
     sids = np.cumsum(_unplanes(raw[at : at + 8 * n], n).view(np.int64), dtype=np.int64)
     at += 8 * n
     ts_ms = _undod(_unplanes(raw[at : at + 8 * m], m).view(np.int64))
     at += 8 * m
     scales = np.frombuffer(raw, dtype=np.int8, count=n, offset=at)
     at += n
-    if flags & _ALL_PRESENT:
+    if flags & ALL_PRESENT:
         present = np.ones((n, m), dtype=np.bool_)
     else:
         nbytes = (n * m + 7) // 8
@@ -183,12 +192,12 @@ def decode_block(blob: bytes, rows_wanted: I64 | None = None) -> tuple[I64, I64,
     total = int(counts.sum())
     words = _unplanes(raw[at : at + 8 * total], total)
     rows = np.arange(n) if rows_wanted is None else np.flatnonzero(member(sids, rows_wanted))
-    if flags & _ALL_PRESENT:
-        return sids[rows], ts_ms, _decode_rows(scales[rows], words.reshape(n, m)[rows]), present[rows]
+    if flags & ALL_PRESENT:
+        return sids[rows], ts_ms, decode_rows(scales[rows], words.reshape(n, m)[rows]), present[rows]
     values = np.full((len(rows), m), np.nan, dtype=np.float64)
     starts = np.concatenate([[0], np.cumsum(counts)]).tolist()
     for out, i in enumerate(rows.tolist()):
-        row = _decode_rows(scales[i : i + 1], words[starts[i] : starts[i + 1]][None, :])[0]
+        row = decode_rows(scales[i : i + 1], words[starts[i] : starts[i + 1]][None, :])[0]
         values[out, present[i]] = row
     return sids[rows], ts_ms, values, present[rows]
 

@@ -25,20 +25,20 @@ import sqlite_utils
 from fabric.events import Event
 from fabric.records import ActionRecord, HostRecord, HostStatus, JobRecord, PortRecord, ProbeRecord
 from store import rows
-from store.codec import F64, I64, decode_frame, member
+from store.codec import F64, I64, decode_frame
 from store.ingest import ts_to_ms
 from store.maintenance import ROLLUP_ROWS
 from store.points import (
     EMPTY,
     MAX_BLOCK_MS,
     Points,
-    block_points,
     concat,
     frame_points,
     last_per_series,
     raw_points,
     rollup_rows,
 )
+from store.replay import last_points
 from store.rollup import STAT_COUNT, STAT_MAX, STAT_MIN, STAT_P50, STAT_P99, STAT_SUM, rollup_kind
 from store.schema import check_current, connect
 from store.series_index import SeriesIndex
@@ -300,9 +300,10 @@ class StoreReader:
     def _chunks_as_of(self, sids: I64, start: int, end: int) -> list[Points]:
         """The sealed points of ``sids`` in (start, end], enough to take each one's last.
 
-        Per series group, its chunks newest first; a series is done once it has a point
-        newer than anything the group's older chunks can hold (their ``last_ms``), so
-        older chunks are decoded only for series that had no point yet: normally one
+        In rounds: first every group's newest chunk, decoded together
+        (:func:`store.replay.last_points`); a series is done once it has a point newer
+        than anything its group's older chunks can hold (their ``last_ms``), and the
+        next older chunk is read only for groups with series not done: normally one
         chunk per group instead of the two blocks a 10 minute window touches.
         """
         group = self._index.group
@@ -314,20 +315,24 @@ class StoreReader:
                 "AND t0_ms <= ? AND t0_ms > ? AND last_ms > ?",
                 (*part, end, start - MAX_BLOCK_MS, start)):
                 chunks.setdefault(gid, []).append((last_ms, blob))
-        parts: list[Points] = []
-        for gid, found in chunks.items():
+        for found in chunks.values():
             found.sort(key=lambda chunk: chunk[0], reverse=True)
-            wanted = sids[group[sids] == gid]
-            for i, (_, blob) in enumerate(found):
-                s, t, v = block_points(blob, wanted)
-                keep = (t <= end) & (t > start)
-                s, t, v = s[keep], t[keep], v[keep]
-                parts.append((s, t, v))
-                if i + 1 == len(found):
-                    break
-                wanted = wanted[~member(wanted, s[t > found[i + 1][0]])]
-                if len(wanted) == 0:
-                    break
+        todo = np.zeros(len(group), dtype=np.bool_)
+        todo[sids] = True
+        parts: list[Points] = []
+        active = sorted(chunks)
+        depth = 0
+        while active:
+            s, t, v = last_points([chunks[gid][depth][1] for gid in active], start, end)
+            keep = todo[s]
+            s, t, v = s[keep], t[keep], v[keep]
+            parts.append((s, t, v))
+            older = np.array([chunks[gid][depth + 1][0] if depth + 1 < len(chunks[gid]) else -1
+                              for gid in active], dtype=np.int64)
+            todo[s[t > older[np.searchsorted(np.array(active, dtype=np.int64), group[s])]]] = False
+            depth += 1
+            left = np.unique(group[sids[todo[sids]]])
+            active = [gid for gid in left.tolist() if depth < len(chunks.get(gid, ()))]
         return parts
 
     def _errors_as_of(self, sids: I64, end: int) -> Points:
