@@ -13,7 +13,7 @@ from store.replay import last_points
 def _block(rng: np.random.Generator, first_sid: int, n: int, m: int, sparse: bool) -> bytes:
     sids = np.arange(first_sid, first_sid + n, dtype=np.int64)
     ts_ms = (1_700_000_000_000 + np.cumsum(rng.integers(1, 20_000, m))).astype(np.int64)
-    values = np.round(np.cumsum(rng.normal(0, 3, (n, m)), axis=1), int(rng.integers(0, 3)))
+    values: np.ndarray = np.round(np.cumsum(rng.normal(0, 3, (n, m)), axis=1), int(rng.integers(0, 3)))
     if rng.random() < 0.3:
         values = rng.normal(0, 1, (n, m))  # floats that are not decimals: XOR-coded
     present = rng.random((n, m)) < 0.7 if sparse else np.ones((n, m), dtype=np.bool_)
