@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from fleetstore import T0, fill_store
+from console_waits import NOW
+from fleetstore import fill_store
 
 from console.app import FleetApp
 from console.config import Config
 from console.feed import Feed, open_store_loader
-from console.view_model import ConsoleView
 from store.writer import StoreWriter
-
-NOW = T0 + 1.0
 
 
 @pytest.fixture
@@ -40,21 +37,3 @@ def make_app(store: tuple[Path, StoreWriter]) -> Callable[..., FleetApp]:
                                      now=lambda: NOW))
 
     return make
-
-
-async def view_where(app: FleetApp, predicate: Callable[[ConsoleView], bool],
-                     timeout: float = 5.0) -> ConsoleView:
-    """Wait (bounded) for a complete view (values read) the screens drew that satisfies
-    ``predicate``."""
-
-    async def wait() -> ConsoleView:
-        while True:
-            if app.view is not None and app.view.snapshot.complete and predicate(app.view):
-                return app.view
-            await app.next_view()
-
-    return await asyncio.wait_for(wait(), timeout)
-
-
-def row(view: ConsoleView, name: str) -> object:
-    return next(r for r in view.rows if r.name == name)

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
-from conftest import NOW, view_where
+from console_waits import NOW, view_where
 from fleetstore import T0
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Input

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from conftest import NOW, view_where
+from console_waits import NOW, view_where
 from textual.widgets import DataTable
 
 from console.app import FleetApp

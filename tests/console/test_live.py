@@ -7,7 +7,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from conftest import view_where
+from console_waits import view_where
 
 from collectors.inventory import load_inventory
 from console.app import FleetApp

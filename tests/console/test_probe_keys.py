@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
-from conftest import view_where
+from console_waits import view_where
 from helpers.simfleet import running_fleet
 from textual.widgets import DataTable, OptionList, Select
 

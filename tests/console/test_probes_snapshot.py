@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from conftest import view_where
+from console_waits import view_where
 from fleetstore import T0
 from textual.pilot import Pilot
 

@@ -9,7 +9,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from conftest import view_where
+from console_waits import view_where
 from textual.pilot import Pilot
 
 from console.app import FleetApp

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from conftest import view_where
+from console_waits import view_where
 from textual.widgets import DataTable, Static
 from tooldata import T_BASE, baseline, leaf01_plan
 

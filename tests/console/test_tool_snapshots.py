@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from conftest import view_where
+from console_waits import view_where
 from test_tool_screens import EXAMPLE, fixed_run
 from textual.pilot import Pilot
 from tooldata import T_BASE, baseline, leaf01_plan
