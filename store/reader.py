@@ -236,20 +236,10 @@ class StoreReader:
             index = self._index
             names = list(index.continuous) if hosts is None else hosts
             parts: list[tuple[str | None, Points]] = []
-            newest = self._newest_frames(start, end) if hosts is None or len(hosts) > 16 else {}
             for host in names:
                 sids = index.continuous.get(host)
                 if sids is None or len(sids) == 0:
                     continue
-                frame = newest.get(host)
-                if frame is not None:
-                    s, t, v = frame_points(*frame)
-                    if len(s) == len(sids):  # a complete frame: the host's last sample holds every series
-                        if wanted is not None:
-                            keep = _select(wanted, s)
-                            s, t, v = s[keep], t[keep], v[keep]
-                        parts.append((host, (s, t, v)))
-                        continue
                 if wanted is not None:
                     sids = sids[_select(wanted, sids)]
                     if len(sids) == 0:
@@ -264,15 +254,6 @@ class StoreReader:
             if len(error_sids):
                 parts.append((None, self._errors_as_of(error_sids, end)))
             return parts
-
-    def _newest_frames(self, start: int, end: int) -> dict[str, tuple[int, bytes]]:
-        """Per host, its newest frame in (start, end]: one query for the whole fleet (an index
-        seek per host) instead of one per host, which cost more than decoding the frames."""
-        return {host: (ts_ms, blob) for host, ts_ms, blob in self._conn.execute(
-            "WITH newest AS (SELECT l.host AS host, (SELECT max(f.ts_ms) FROM frames f "
-            "WHERE f.host = l.host AND f.ts_ms <= ? AND f.ts_ms > ?) AS ts_ms FROM latest l) "
-            "SELECT frames.host, frames.ts_ms, frames.data FROM newest CROSS "
-            "JOIN frames ON frames.host = newest.host AND frames.ts_ms = newest.ts_ms", (end, start))}
 
     def _host_as_of(self, host: str, sids: I64, start: int, end: int, complete: bool) -> Points:
         """``sids`` (sorted) of ``host`` as of ``end``: frames newest first, then chunks.

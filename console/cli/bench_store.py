@@ -119,9 +119,9 @@ def _fleet_phase(path: Path, nodes: int, minutes: float, repeats: int) -> dict[s
     conn.close()
     StoreReader(path).latest()  # warm-up: first calls import numpy submodules and fill caches
     open_s, cold = _timed(StoreReader, path)
-    latest_cold_s, points = _timed(cold.latest)  # the first read loads the series catalogue
+    latest_cold_s, points = _timed(cold.latest)  # the first read loads the series catalogue (if open did not)
     latest_warm_s = _timed(cold.latest)[0]
-    arrays_cold_s, arrays = _timed(StoreReader(path).latest_arrays)
+    arrays_cold_s, arrays = _timed(lambda: StoreReader(path).latest_arrays())  # open included
     reader = StoreReader(path)
     span = reader.time_span()
     assert span is not None
@@ -150,8 +150,9 @@ def _fleet_phase(path: Path, nodes: int, minutes: float, repeats: int) -> dict[s
         "latest_fleet_live_p99_ms": _p99_ms(live_s),
         "reader_open_ms": open_s * 1000,
         "latest_fleet_cold_ms": latest_cold_s * 1000,
+        "open_and_first_latest_ms": (open_s + latest_cold_s) * 1000,
         "latest_fleet_unchanged_ms": latest_warm_s * 1000,
-        "latest_fleet_arrays_cold_ms": arrays_cold_s * 1000,
+        "open_and_latest_arrays_ms": arrays_cold_s * 1000,
         "as_of_fleet_arrays_p99_ms": _p99_ms(as_of_arrays_s),
         "as_of_fleet_points_p99_ms": _p99_ms(as_of_points_s),
         "latest_arrays_points": len(arrays),
