@@ -114,22 +114,23 @@ INCIDENT_ALWAYS: set[Key] = {
 @pytest.mark.slow
 @pytest.mark.timeout(90)
 async def test_incident_before_the_storm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """At ~100 s: the flap (from 30 s), the XID (60 s) and the NIC without ECN, whose job still runs at speed."""
+    """At ~100 s: the flap (from 30 s), the XID (60 s), the NIC without ECN and spine02's loss (90 s)."""
     findings = await _diagnose("incident", tmp_path, monkeypatch, running_for_s=100.0)
     assert {key(f) for f in findings} == INCIDENT_ALWAYS | {
         ("link_flapping", "gpu011", "mlx5_5"), ("gpu_xid", "gpu007", "gpu3"), ("ecn_not_working", "gpu020", "mlx5_1"),
+        ("spine_loss", "spine02", ""),
     }
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(90)
 async def test_incident_after_the_storm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """At ~190 s the pause storm (from 120 s) has stalled its job: the NIC without ECN no longer sees a
-    marked packet, so nothing can show it. spine02's silent loss (from 90 s) is never visible in counters
-    here: every incident job sits inside one leaf group, so no traffic crosses a spine."""
+    """At ~190 s the pause storm (from 120 s) has stalled job 4102; the NIC without ECN is in another job
+    and still shows, and 4102's rings cross the spines, so spine02's silent loss (from 90 s) shows too."""
     findings = await _diagnose("incident", tmp_path, monkeypatch, running_for_s=190.0)
     assert {key(f) for f in findings} == INCIDENT_ALWAYS | {
         ("link_flapping", "gpu011", "mlx5_5"), ("gpu_xid", "gpu007", "gpu3"), ("pfc_storm", "gpu024", "mlx5_6"),
+        ("ecn_not_working", "gpu020", "mlx5_1"), ("spine_loss", "spine02", ""),
     }
 
 
