@@ -48,24 +48,34 @@ class SeriesIndex:
         names as (host, metric) per group and the ids per (device, port), so Python
         touches each distinct name once, not 434,000 rows of four strings.
         """
-        found = conn.execute(
-            "SELECT count(*), group_concat(id), group_concat(group_id), group_concat(kind = 'error') "
-            "FROM (SELECT id, group_id, kind FROM series WHERE id > ? ORDER BY id)", (self.max_sid,)).fetchone()
+        began = not conn.in_transaction
+        if began:
+            conn.execute("BEGIN")  # one snapshot for the three queries
+        try:
+            found = conn.execute(
+                "SELECT count(*), group_concat(id), group_concat(group_id), group_concat(kind = 'error') "
+                "FROM (SELECT id, group_id, kind FROM series WHERE id > ? ORDER BY id)",
+                (self.max_sid,)).fetchone()
+            pairs = conn.execute(
+                "SELECT device, port, group_concat(id) FROM series WHERE id > ? GROUP BY device, port",
+                (self.max_sid,)).fetchall()
+            groups = conn.execute(
+                "SELECT id, host, metric FROM series_groups WHERE id > ?", (self._max_gid,)).fetchall()
+        finally:
+            if began:
+                conn.execute("COMMIT")
         n = int(found[0])
         if n == 0:
             return
         ids, gids, errors = _ints(found[1], n), _ints(found[2], n), _ints(found[3], n).astype(np.bool_)
         tails: list[tuple[str, str]] = []
         tail_of = np.full(n, -1, dtype=np.int64)
-        for device, port, joined in conn.execute(
-                "SELECT device, port, group_concat(id) FROM series WHERE id > ? AND id <= ? GROUP BY device, port",
-                (self.max_sid, int(ids[-1]))):
+        for device, port, joined in pairs:
             tail_of[np.searchsorted(ids, _ints(joined, None))] = len(tails)
             tails.append((self._share(device), self._share(port)))
         if (tail_of < 0).any():
-            raise ValueError("series catalogue changed while it was read")  # ids never change once written
-        for gid, host, metric in conn.execute(  # after the series: this snapshot holds their groups
-                "SELECT id, host, metric FROM series_groups WHERE id > ?", (self._max_gid,)):
+            raise ValueError("series catalogue: a series without its device and port")
+        for gid, host, metric in groups:
             self._groups[gid] = (self._share(host), self._share(metric))
             self._max_gid = max(self._max_gid, gid)
         keys: list[SeriesName] = list(map(tuple.__add__, map(self._groups.__getitem__, gids.tolist()),  # type: ignore[arg-type]
