@@ -118,28 +118,18 @@ class StoreReader:
             return self.latest_arrays(hosts, metrics).points()
         with self._lock:
             cached = self._latest_hosts(hosts)
-            wanted = self._metric_filter(metrics)
             found: list[Point] = []
             collecting = gc.isenabled()  # see PointArrays.points()
             gc.disable()
             try:
-                self._gather(cached, wanted, found)
+                for entry in cached:
+                    if entry.points is None:
+                        entry.points = self._host_points(entry)
+                    found.extend(entry.points)
             finally:
                 if collecting:
                     gc.enable()
             return found
-
-    def _gather(self, cached: list[_HostLatest], wanted: npt.NDArray[np.bool_] | None,
-                found: list[Point]) -> None:
-        """Append the points of ``cached`` hosts (of ``wanted`` sids) to ``found``, building stale ones."""
-        for entry in cached:
-            if entry.points is None:
-                entry.points = self._host_points(entry)
-            if wanted is None:
-                found.extend(entry.points)
-            else:
-                pts = entry.points
-                found.extend([pts[i] for i in np.flatnonzero(_select(wanted, entry.sids)).tolist()])
 
     def _host_points(self, entry: _HostLatest) -> list[Point]:
         return self._build(self._columns(entry.host, entry.sids), entry.ts_ms, entry.values)
