@@ -71,3 +71,17 @@ def test_a_reader_opened_on_an_empty_store_sees_series_written_later(fresh_db: P
     assert len(points) == 10
     assert {p.device for p in points} == {"mlx5_0", "mlx5_1", "mlx5_2", "gpu0"}
     assert {p.device for p in reader.as_of(T0 + 10)} == {"mlx5_0", "mlx5_1", "mlx5_2", "gpu0"}
+
+
+def test_ids_with_gaps_land_at_their_own_index(fresh_db: Path) -> None:
+    with StoreWriter(fresh_db) as writer:
+        writer.put_samples(HostSample("n1", T0, {("gpu_temp_c", "gpu0", ""): 40.0}))
+    conn = sqlite3.connect(fresh_db)  # ids are never reused or skipped by the writer; the index must not assume it
+    gid = conn.execute("SELECT group_id FROM series").fetchone()[0]
+    conn.executemany("INSERT INTO series (id, host, metric, device, port, kind, group_id) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                     [(7, "n1", "gpu_temp_c", "gpu3", "", "gauge", gid), (12, "n1", "gpu_temp_c", "gpu5", "", "gauge", gid)])
+    conn.commit()
+    index = SeriesIndex()
+    index.refresh(connect(fresh_db, read_only=True))
+    _assert_matches_table(index, fresh_db)
+    assert index.keys[2:7] == [None] * 5
