@@ -8,13 +8,10 @@ next column left.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from collectors.parsers.base import ParseProblem, problem
-
-_RULE = re.compile(r"^-+(\s+-+)+\s*$")
-_DASHES = re.compile(r"-+")
+from collectors.parsers.textscan import column_spans, cut, is_rule
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,24 +26,18 @@ def parse_switch_table(text: str) -> SwitchTable:
     """Header + dashed rule + rows; lines before the header (legends) are skipped, not counted."""
     lines = text.splitlines()
     for index, line in enumerate(lines):
-        if index > 0 and _RULE.match(line):
-            spans = [(m.start(), m.end()) for m in _DASHES.finditer(line)]
-            header = lines[index - 1]
-            columns = tuple(_cell(header, start, end, i == len(spans) - 1) for i, (start, end) in enumerate(spans))
+        if index > 0 and is_rule(line) and len(column_spans(line)) > 1:
+            spans = column_spans(line)
+            columns = tuple(cut(lines[index - 1], spans))
             rows: list[dict[str, str]] = []
             problems: list[ParseProblem] = []
             for number, row in enumerate(lines[index + 1 :], start=index + 2):
                 if not row.strip():
                     continue
-                if len(row.rstrip()) < spans[0][1] and len(spans) > 1:
+                if len(row.rstrip()) < spans[0][1]:
                     problems.append(problem(number, row, "row shorter than the first column"))
                     continue
-                cells = [_cell(row, start, end, i == len(spans) - 1) for i, (start, end) in enumerate(spans)]
-                rows.append(dict(zip(columns, cells, strict=True)))
+                rows.append(dict(zip(columns, cut(row, spans), strict=True)))
             return SwitchTable(columns, tuple(rows), tuple(problems), len(problems))
     reason = "no table header with a dashed rule" if text.strip() else "empty input"
     return SwitchTable((), (), (problem(0, text[:200], reason),), len([line for line in lines if line.strip()]))
-
-
-def _cell(line: str, start: int, end: int, last: bool) -> str:
-    return (line[start:] if last else line[start:end]).strip()
