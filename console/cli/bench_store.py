@@ -200,11 +200,17 @@ def _day_phase(path: Path, nodes: int, hours: float, repeats: int) -> dict[str, 
     }
 
 
+MIN_DAY_HOURS = 2.5
+"""The old as-of queries pick moments between 10 minutes after the first raw point and 2 hours
+before the end (older than the 1 hour of frames kept for fast replay): that needs 2 h 10 min."""
+
+
 @click.command("store")
 @click.option("--nodes", default=1024, show_default=True, help="Nodes of the synthetic fleet.")
 @click.option("--minutes", default=15.0, show_default=True, help="Simulated minutes of the fleet phase.")
 @click.option("--day-nodes", default=4, show_default=True, help="Nodes of the day phase (rollups).")
 @click.option("--day-hours", default=26.0, show_default=True,
+              type=click.FloatRange(min=MIN_DAY_HOURS),
               help="Simulated hours of the day phase; 26 gives one whole day of rollups.")
 @click.option("--repeats", default=50, show_default=True, help="Timed repetitions per query.")
 @click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path), default=None,

@@ -14,7 +14,7 @@ from console.cli import main
 @pytest.mark.slow
 def test_bench_store_reports_every_target(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, [
-        "bench", "store", "--nodes", "3", "--minutes", "12", "--day-nodes", "1", "--day-hours", "1.5",
+        "bench", "store", "--nodes", "3", "--minutes", "12", "--day-nodes", "1", "--day-hours", "2.5",
         "--repeats", "3", "--dir", str(tmp_path), "--json"])
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)
@@ -26,3 +26,8 @@ def test_bench_store_reports_every_target(tmp_path: Path) -> None:
     assert report["fleet_phase"]["latest_points"] == 3 * 424
     assert report["day_phase"]["rollup_1m_bytes_per_series_day"] > 0
     assert (tmp_path / "bench-fleet.db").exists()
+
+
+def test_a_day_phase_too_short_for_old_as_of_moments_is_refused(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["bench", "store", "--day-hours", "1.5", "--dir", str(tmp_path), "--json"])
+    assert result.exit_code == 2 and "--day-hours" in result.output
