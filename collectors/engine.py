@@ -22,7 +22,6 @@ from collectors.status import StatusBook
 from collectors.switch_poller import SwitchPoller
 from fabric.rates import RateTracker
 from fabric.records import HostRecord, HostStatus
-from fabric.states import HostState
 from store.writer import StoreWriter
 
 
@@ -134,8 +133,3 @@ class Collector:
             if self._on_round is not None:
                 self._on_round(self.summary())
 
-
-def unreached(summary: RoundSummary, inventory: Inventory) -> list[str]:
-    """Hosts that never got a state (the round ended before they answered anything)."""
-    return [h.name for h in inventory.hosts if h.name not in summary.states
-            or summary.states[h.name].state is HostState.CONNECTING]

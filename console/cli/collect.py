@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -88,9 +89,7 @@ async def _collect(inventory: Inventory, writer: StoreWriter, once: bool, durati
         sampler_stop.set()
         await collector.close()
         await task
-    summary = collector.summary()
-    return RoundSummary(summary.ts, summary.hosts_ok, summary.hosts_failed, summary.samples,
-                        time.monotonic() - started, summary.states)
+    return dataclasses.replace(collector.summary(), seconds=time.monotonic() - started)
 
 
 async def _with_job_sampler(collector: Collector, writer: StoreWriter, collecting: asyncio.Future[None],

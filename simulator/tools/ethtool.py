@@ -19,7 +19,7 @@ register quantization (0.1 uW, 2 uA, 1/256 C, 100 uV) and ``mW / dBm`` pairs
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from simulator.state import NicView, OpticsLane, OpticsView
 from simulator.tools import ToolContext, ToolOutput, register
@@ -551,18 +551,7 @@ def _render_cmis(optics: OpticsView, ident: int) -> str:
         _row("Module temperature", _temp(optics.temp_c)),
         _row("Module voltage", _volt(optics.voltage_v)),
     ]
-    out += [
-        _row(f"Laser tx bias current (Channel {i})", _bias(lane.tx_bias_ma))
-        for i, lane in enumerate(lanes, 1)
-    ]
-    out += [
-        _row(f"Transmit avg optical power (Channel {i})", _power(lane.tx_power_mw))
-        for i, lane in enumerate(lanes, 1)
-    ]
-    out += [
-        _row(f"Rcvr signal avg optical power (Channel {i})", _power(lane.rx_power_mw))
-        for i, lane in enumerate(lanes, 1)
-    ]
+    out += _lane_readings(lanes, rx_label="Rcvr signal avg optical power (Channel {})")
     out.append(_module_flags(optics))
     for i, lane in enumerate(lanes, 1):
         out += _bias_flag_rows(i, lane, optics)
@@ -645,18 +634,7 @@ def _render_sff8636(optics: OpticsView, ident: int) -> str:
         _row("Module voltage", _volt(optics.voltage_v)),
         _row("Alarm/warning flags implemented", "Yes"),
     ]
-    out += [
-        _row(f"Laser tx bias current (Channel {i})", _bias(lane.tx_bias_ma))
-        for i, lane in enumerate(lanes, 1)
-    ]
-    out += [
-        _row(f"Transmit avg optical power (Channel {i})", _power(lane.tx_power_mw))
-        for i, lane in enumerate(lanes, 1)
-    ]
-    out += [
-        _row(f"Rcvr signal avg optical power(Channel {i})", _power(lane.rx_power_mw))
-        for i, lane in enumerate(lanes, 1)
-    ]
+    out += _lane_readings(lanes, rx_label="Rcvr signal avg optical power(Channel {})")
     for i, lane in enumerate(lanes, 1):
         out += _bias_flag_rows(i, lane, optics)
     out.append(_module_flags(optics))
@@ -666,3 +644,16 @@ def _render_sff8636(optics: OpticsView, ident: int) -> str:
         out += _power_flag_rows("rx", i, lane.rx_power_mw, optics.rx_power_thresholds_dbm)
     out.append(_thresholds(optics))
     return "".join(out)
+
+
+def _lane_readings(lanes: Sequence[OpticsLane], *, rx_label: str) -> list[str]:
+    """Bias, Tx and Rx power per channel, grouped by reading as ethtool prints them.
+
+    ``rx_label``: CMIS prints ``power (Channel N)``, SFF-8636 ``power(Channel N)``.
+    """
+    return [
+        *(_row(f"Laser tx bias current (Channel {i})", _bias(lane.tx_bias_ma)) for i, lane in enumerate(lanes, 1)),
+        *(_row(f"Transmit avg optical power (Channel {i})", _power(lane.tx_power_mw))
+          for i, lane in enumerate(lanes, 1)),
+        *(_row(rx_label.format(i), _power(lane.rx_power_mw)) for i, lane in enumerate(lanes, 1)),
+    ]
