@@ -12,6 +12,7 @@ BENCHMARKS: dict[str, str] = {
     "store": "console.cli.bench_store:bench_store",
     "ui": "console.cli.bench_ui:bench_ui",
     "linktest": "console.cli.bench_linktest:bench_linktest",
+    "export": "console.cli.bench_export:bench_export",
 }
 
 

@@ -1,0 +1,98 @@
+"""`fleet bench export`: what one Prometheus scrape of `fleet export` costs on a store of N nodes.
+
+The store is the synthetic fleet of `fleet bench ui` (filled in a child
+process), with one Slurm job per 32 nodes so every series carries job and
+tenant labels. A scrape is timed in this process, as the server thread runs
+it: the first (which builds each series' line up to its value) and then
+warm ones, in both text formats, plus the gzip Prometheus asks for.
+"""
+
+from __future__ import annotations
+
+import gzip
+import multiprocessing
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from collectors.openmetrics import GZIP_LEVEL, StoreMetrics
+from console.cli.bench_ui import _fill
+from console.cli.common import print_json
+from fabric.records import JobRecord
+from store.reader import StoreReader
+from store.writer import StoreWriter
+
+NODES_PER_JOB = 32
+
+
+def _add_jobs(db: Path, nodes: int, ts: float) -> None:
+    names = [f"gpu{i + 1:04d}" for i in range(nodes)]
+    jobs = [JobRecord(ts, str(9000 + k), f"train-{k}", "bench", f"tenant{k % 5}", "RUNNING",
+                      tuple(names[k * NODES_PER_JOB:(k + 1) * NODES_PER_JOB]))
+            for k in range((nodes + NODES_PER_JOB - 1) // NODES_PER_JOB)]
+    with StoreWriter(db) as writer:
+        writer.put_jobs(jobs, ts=ts)
+        writer.flush(60.0)
+
+
+def _timed(render: Any, openmetrics: bool) -> tuple[float, float, str]:
+    cpu, wall = time.process_time(), time.perf_counter()
+    text = render(openmetrics)
+    return time.process_time() - cpu, time.perf_counter() - wall, text
+
+
+def measure(db: Path, now_ts: float, scrapes: int) -> dict[str, Any]:
+    """Cold and warm scrapes of one store; CPU seconds of this process, sizes in bytes."""
+    reader = StoreReader(db)
+    try:
+        metrics = StoreMetrics(reader, clock=lambda: now_ts)
+        cold_cpu, cold_wall, text = _timed(metrics.render, True)
+        warm = [_timed(metrics.render, True) for _ in range(scrapes)]
+        plain = [_timed(metrics.render, False) for _ in range(max(1, scrapes // 2))]
+    finally:
+        reader.close()
+    body = text.encode("utf-8")
+    cpu = time.process_time()
+    packed = gzip.compress(body, compresslevel=GZIP_LEVEL)
+    gzip_cpu = time.process_time() - cpu
+    return {
+        "samples": sum(1 for line in text.splitlines() if line and not line.startswith("#")),
+        "bytes": len(body),
+        "gzip_bytes": len(packed),
+        "first_scrape_cpu_s": round(cold_cpu, 3),
+        "first_scrape_wall_s": round(cold_wall, 3),
+        "openmetrics_scrape_cpu_s_p50": round(statistics.median(c for c, _, _ in warm), 3),
+        "openmetrics_scrape_wall_s_p50": round(statistics.median(w for _, w, _ in warm), 3),
+        "text_0_0_4_scrape_cpu_s_p50": round(statistics.median(c for c, _, _ in plain), 3),
+        "gzip_cpu_s": round(gzip_cpu, 3),
+    }
+
+
+@click.command("export")
+@click.option("--nodes", type=click.IntRange(1, 4096), default=1024, show_default=True,
+              help="Nodes in the synthetic store.")
+@click.option("--scrapes", type=click.IntRange(1, 100), default=5, show_default=True,
+              help="Warm scrapes to time after the first.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document (the only output on stdout).")
+def bench_export(nodes: int, scrapes: int, as_json: bool) -> None:
+    """Time one scrape of `fleet export` (OpenMetrics and 0.0.4 text, gzip) on a store of NODES nodes."""
+    start_ts = time.time() - 60.0
+    with tempfile.TemporaryDirectory(prefix="fleet-bench-export-") as tmp:
+        db = Path(tmp) / "bench.db"
+        click.echo(f"filling a store with {nodes} nodes...", err=True)
+        child = multiprocessing.get_context("spawn").Process(target=_fill, args=(str(db), nodes, start_ts))
+        child.start()
+        child.join()
+        if child.exitcode != 0:
+            raise click.ClickException(f"filling the store failed (exit {child.exitcode})")
+        _add_jobs(db, nodes, start_ts)
+        result = {"nodes": nodes, **measure(db, start_ts + 60.0, scrapes)}
+    if as_json:
+        print_json(result)
+        return
+    for key, value in result.items():
+        click.echo(f"{key:32s} {value}")
