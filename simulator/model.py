@@ -16,7 +16,7 @@ import itertools
 import math
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -380,6 +380,12 @@ class FleetModel:
         self._optics_constants: dict[NicKey, _OpticsFixed] = {}
         self._neighbors: dict[TxEnd, LldpNeighbor] = {}
         self._gpu_constants: dict[tuple[str, int], _GpuFixed] = {}
+        self._baselines: dict[tuple[TxEnd, str], dict[str, float]] = {}
+        self._phases: dict[TxEnd, float] = {}
+        self._config_revision = 0
+        self._last_segments: tuple[tuple[float, float, int], list[tuple[float, float, Solution]]] | None = None
+        self.memo: dict[Hashable, object] = {}
+        """Run-long store for renderers: what depends only on the fleet's fixed shape (sysfs paths)."""
 
     # ------------------------------------------------------------------ time
 
@@ -411,6 +417,7 @@ class FleetModel:
         date = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(self.unix(t)))
         history.append((revision, date, message))
         self._solutions.clear()
+        self._config_revision += 1
         return revision
 
     def restarting(self, t: float) -> frozenset[str]:
@@ -479,12 +486,29 @@ class FleetModel:
 
     # ------------------------------------------------------------------ counters
 
+    def _segment_solutions(self, t: float, since: float) -> list[tuple[float, float, Solution]]:
+        """``segments(t, since)`` with each stretch's solution; the last answer is kept, as a node's
+        8 NICs (and a switch's ports) ask for the same instant one after the other."""
+        key = (t, since, self._config_revision)
+        last = self._last_segments
+        if last is not None and last[0] == key:
+            return last[1]
+        stretches = [(a, b, self.solution((a + b) / 2)[1]) for a, b in self.segments(t, since)]
+        self._last_segments = (key, stretches)
+        return stretches
+
+    def _phase(self, end: TxEnd) -> float:
+        """The seeded phase of an end's traffic wobble, radians (drawn once per run)."""
+        phase = self._phases.get(end)
+        if phase is None:
+            phase = self._phases[end] = 2 * math.pi * unit_random(self.seed, "phase", *end)
+        return phase
+
     def _totals(self, end: TxEnd, t: float, since: float = 0.0) -> dict[str, float]:
         """Model rate totals of one end from ``since`` to ``t``, with a smooth seeded wobble."""
-        phase = 2 * math.pi * unit_random(self.seed, "phase", *end)
+        phase = self._phase(end)
         totals: dict[str, float] = {}
-        for a, b in self.segments(t, since):
-            _, solution = self.solution((a + b) / 2)
+        for a, b, solution in self._segment_solutions(t, since):
             rates = solution.rates.get(end)
             plain = b - a
             wobble = plain - (_MOD_AMPLITUDE / _MOD_OMEGA) * (
@@ -498,7 +522,13 @@ class FleetModel:
         return totals
 
     def _baseline(self, end: TxEnd, host: str) -> dict[str, float]:
-        """What the counters held when the simulator started: days of earlier, healthy traffic."""
+        """What the counters held when the simulator started: days of earlier, healthy traffic (a fresh copy)."""
+        baseline = self._baselines.get((end, host))
+        if baseline is None:
+            baseline = self._baselines[(end, host)] = self._draw_baseline(end, host)
+        return dict(baseline)
+
+    def _draw_baseline(self, end: TxEnd, host: str) -> dict[str, float]:
         uptime = 86400 * (2 + 38 * unit_random(self.seed, "uptime", host))
         gbps = self.fabric.link_gbps * (0.05 + 0.3 * unit_random(self.seed, "history", *end))
         nbytes = uptime * gbps * 1e9 / 8
@@ -571,21 +601,11 @@ class FleetModel:
 
     def node_view(self, node: str, t: float) -> NodeView:
         """Everything ``node`` reports at ``t``."""
-        effects = self.effects(t)
-        _, solution = self.solution(t)
-        nics = tuple(self._nic_view(node, rail, t, effects, solution) for rail in range(RAILS_PER_NODE))
-        gpus = tuple(self._gpu_view(node, index, t, effects, solution) for index in range(8))
-        return NodeView(
-            name=node,
-            hostname_fqdn=f"{node}.cluster.local",
-            kernel=KERNEL,
-            driver_version=NVIDIA_DRIVER,
-            cuda_version=CUDA_VERSION,
-            ofed_version=OFED_VERSION,
-            mgmt_ip=self.topology.addresses[node],
-            nics=nics,
-            gpus=gpus,
-        )
+        return NodeParts(self, node, t).view()
+
+    def node_parts(self, node: str, t: float) -> NodeParts:
+        """``node`` at ``t``, computed a part at a time as a command reads it."""
+        return NodeParts(self, node, t)
 
     def netdev(self, rail: int) -> str:
         bus = NIC_PCI_BUSES[rail]
@@ -618,50 +638,6 @@ class FleetModel:
             )
             self._identities[(node, rail)] = identity
         return identity
-
-    def _nic_view(self, node: str, rail: int, t: float, effects: FaultEffects, solution: Solution) -> NicView:
-        end = (node, nic_name(rail))
-        down = self._nic_down(node, rail, t, effects)
-        totals = self._baseline(end, node)
-        for name, value in self._totals(end, t).items():
-            totals[name] = totals.get(name, 0.0) + value
-        steps = {STEP + "link_down": self._link_down_steps(node, rail, t, effects), **self._storm_steps(node, rail, t)}
-        rate = effects.rate_gbps.get(end, self.scenario.fabric.link_gbps)
-        counters = self._fill(PORT_TABLE, totals, steps)
-        hw = self._fill(HW_ROCE_TABLE if self.roce else HW_IB_TABLE, totals, steps)
-        ethtool = self._fill(ETHTOOL_ROCE_TABLE if self.roce else ETHTOOL_IPOIB_TABLE, totals, steps)
-        identity = self.nic_identity(node, rail)
-        guid = identity.guid
-        switch, port = self.nic_cable(node, rail, effects)
-        return NicView(
-            name=identity.name,
-            port=1,
-            rail=rail,
-            netdev=identity.netdev,
-            link_layer=identity.link_layer,
-            state="DOWN" if down else "ACTIVE",
-            phys_state="Polling" if down else "LinkUp",
-            rate_gbps=rate,
-            width="4X",
-            speed_name=_speed_name(rate),
-            hca_type=HCA_TYPE,
-            fw_version=FW_VERSION,
-            board_id=BOARD_ID,
-            node_guid=guid,
-            port_guid=guid,
-            sys_image_guid=guid,
-            lid=identity.lid,
-            sm_lid=0 if self.roce else 1,
-            mac=identity.mac,
-            mtu=identity.mtu,
-            counters=counters,
-            hw_counters=hw,
-            ethtool=ethtool,
-            optics=self._optics(node, rail, effects, t),
-            gids=identity.gids,
-            qps=self._qps(node, rail, effects, down, totals),
-            lldp=None if down else self._switch_neighbor(switch, port),
-        )
 
     def _optics(self, node: str, rail: int, effects: FaultEffects, t: float) -> OpticsView:
         cable = (node, nic_name(rail))
@@ -1003,6 +979,163 @@ class FleetModel:
     def views(self, t: float) -> Callable[[], tuple[NodeView, ...]]:
         """A callable computing every node's view, for tools that need the whole fleet."""
         return lambda: tuple(self.node_view(n, t) for n in self.topology.nodes)
+
+
+class NodeParts:
+    """One node at one instant, each part (a NIC's counters, its ethtool table, the GPUs) computed on first use.
+
+    A command reads a small part of a node: ``grep`` over ``ports/*/counters/*``
+    reads 8 NICs' port counters, not their hw_counters, ethtool tables, optics
+    or QPs, nor the GPUs. ``view()`` assembles the full ``NodeView`` from the
+    same parts, so a part read alone and the same part in the view are one
+    computation and cannot differ.
+    """
+
+    def __init__(self, model: FleetModel, node: str, t: float) -> None:
+        self.model = model
+        self.name = node
+        self.t = t
+        self.memo = model.memo
+        self._effects: FaultEffects | None = None
+        self._down: dict[int, bool] = {}
+        self._totals: dict[int, dict[str, float]] = {}
+        self._steps: dict[int, dict[str, int]] = {}
+        self._counters: dict[int, dict[str, int]] = {}
+        self._hw: dict[int, dict[str, int]] = {}
+        self._ethtool: dict[int, dict[str, int]] = {}
+        self._view: NodeView | None = None
+
+    @property
+    def effects(self) -> FaultEffects:
+        if self._effects is None:
+            self._effects = self.model.effects(self.t)
+        return self._effects
+
+    @property
+    def rails(self) -> range:
+        return range(RAILS_PER_NODE)
+
+    def down(self, rail: int) -> bool:
+        down = self._down.get(rail)
+        if down is None:
+            down = self._down[rail] = self.model._nic_down(self.name, rail, self.t, self.effects)
+        return down
+
+    def totals(self, rail: int) -> dict[str, float]:
+        """Model rate totals of the NIC since its (simulated) boot."""
+        totals = self._totals.get(rail)
+        if totals is None:
+            model = self.model
+            end = (self.name, nic_name(rail))
+            totals = model._baseline(end, self.name)
+            for name, value in model._totals(end, self.t).items():
+                totals[name] = totals.get(name, 0.0) + value
+            self._totals[rail] = totals
+        return totals
+
+    def steps(self, rail: int) -> dict[str, int]:
+        """Event counts (link downs, pause storm warnings and errors) the counters step by."""
+        steps = self._steps.get(rail)
+        if steps is None:
+            model, node, t = self.model, self.name, self.t
+            steps = self._steps[rail] = {
+                STEP + "link_down": model._link_down_steps(node, rail, t, self.effects),
+                **model._storm_steps(node, rail, t),
+            }
+        return steps
+
+    def counters(self, rail: int) -> dict[str, int]:
+        """sysfs ``ports/1/counters/*``, raw."""
+        values = self._counters.get(rail)
+        if values is None:
+            values = self._counters[rail] = FleetModel._fill(PORT_TABLE, self.totals(rail), self.steps(rail))
+        return values
+
+    def hw_counters(self, rail: int) -> dict[str, int]:
+        """sysfs ``ports/1/hw_counters/*``."""
+        values = self._hw.get(rail)
+        if values is None:
+            table = HW_ROCE_TABLE if self.model.roce else HW_IB_TABLE
+            values = self._hw[rail] = FleetModel._fill(table, self.totals(rail), self.steps(rail))
+        return values
+
+    def ethtool(self, rail: int) -> dict[str, int]:
+        """``ethtool -S`` of the NIC's netdev, in the driver's order."""
+        values = self._ethtool.get(rail)
+        if values is None:
+            table = ETHTOOL_ROCE_TABLE if self.model.roce else ETHTOOL_IPOIB_TABLE
+            values = self._ethtool[rail] = FleetModel._fill(table, self.totals(rail), self.steps(rail))
+        return values
+
+    def nic_head(self, rail: int) -> NicView:
+        """The NIC's identity and link state only: counters, hw_counters and ethtool empty,
+        no optics, QPs or LLDP neighbour (read those through the methods above or ``nic``)."""
+        return self._nic(rail, full=False)
+
+    def nic(self, rail: int) -> NicView:
+        """Everything the NIC reports."""
+        return self._nic(rail, full=True)
+
+    def _nic(self, rail: int, *, full: bool) -> NicView:
+        model, node, t = self.model, self.name, self.t
+        effects = self.effects
+        end = (node, nic_name(rail))
+        down = self.down(rail)
+        rate = effects.rate_gbps.get(end, model.scenario.fabric.link_gbps)
+        identity = model.nic_identity(node, rail)
+        guid = identity.guid
+        lldp: LldpNeighbor | None = None
+        if full and not down:
+            switch, port = model.nic_cable(node, rail, effects)
+            lldp = model._switch_neighbor(switch, port)
+        return NicView(
+            name=identity.name,
+            port=1,
+            rail=rail,
+            netdev=identity.netdev,
+            link_layer=identity.link_layer,
+            state="DOWN" if down else "ACTIVE",
+            phys_state="Polling" if down else "LinkUp",
+            rate_gbps=rate,
+            width="4X",
+            speed_name=_speed_name(rate),
+            hca_type=HCA_TYPE,
+            fw_version=FW_VERSION,
+            board_id=BOARD_ID,
+            node_guid=guid,
+            port_guid=guid,
+            sys_image_guid=guid,
+            lid=identity.lid,
+            sm_lid=0 if model.roce else 1,
+            mac=identity.mac,
+            mtu=identity.mtu,
+            counters=self.counters(rail) if full else {},
+            hw_counters=self.hw_counters(rail) if full else {},
+            ethtool=self.ethtool(rail) if full else {},
+            optics=model._optics(node, rail, effects, t) if full else None,
+            gids=identity.gids,
+            qps=model._qps(node, rail, effects, down, self.totals(rail)) if full else (),
+            lldp=lldp,
+        )
+
+    def view(self) -> NodeView:
+        """Everything the node reports (built once)."""
+        if self._view is None:
+            model, node, t = self.model, self.name, self.t
+            _, solution = model.solution(t)
+            effects = self.effects
+            self._view = NodeView(
+                name=node,
+                hostname_fqdn=f"{node}.cluster.local",
+                kernel=KERNEL,
+                driver_version=NVIDIA_DRIVER,
+                cuda_version=CUDA_VERSION,
+                ofed_version=OFED_VERSION,
+                mgmt_ip=model.topology.addresses[node],
+                nics=tuple(self.nic(rail) for rail in self.rails),
+                gpus=tuple(model._gpu_view(node, index, t, effects, solution) for index in range(8)),
+            )
+        return self._view
 
 
 def _speed_name(rate_gbps: int) -> str:
