@@ -1,7 +1,7 @@
 """fleet node agent: one JSON line per interval, schema ``fleet-agent/1`` (docs/agent-schema.md).
 
 Sent over SSH and run as ``python3 -u -c <this file> --interval N [--sysfs ROOT]
-[--optics-every K]``, so this file must stay SELF-CONTAINED: the standard
+[--optics-every K] [--changed-only [--full-every F]]``, so this file must stay SELF-CONTAINED: the standard
 library only, plus ``pynvml`` (nvidia-ml-py) when the node has it. It never
 imports anything from fleet.
 
@@ -440,6 +440,83 @@ class Gpus:
         return gpus, ""
 
 
+# --- changed-only lines ------------------------------------------------------------------
+
+PER_LINE_KEYS = ("schema", "host", "ts", "seq", "interval_s", "errors")
+"""Sent whole on every line, full or changed-only: they describe the line, not the node's state."""
+IDENTITY_KEYS = ("device", "port", "index", "netdev", "link_layer")
+"""Name a port or GPU: kept on each changed item; a new value is a new shape (a full line)."""
+_SAME = object()
+_SHAPE = object()
+
+
+def _state_keys(obj: dict[str, Any]) -> set[str]:
+    return {key for key in obj if key != "optics_text"}
+
+
+def _diff_items(before: list[Any], after: list[Any]) -> Any:
+    if len(before) != len(after):
+        return _SHAPE
+    items = []
+    for index, new in enumerate(after):  # zip(strict=) is Python 3.10+
+        old = before[index]
+        if not isinstance(new, dict):
+            if old != new or type(old) is not type(new):
+                return _SHAPE
+            continue
+        if not isinstance(old, dict) or any(old.get(key) != new.get(key) for key in IDENTITY_KEYS):
+            return _SHAPE
+        change = _diff(old, new)
+        if change is _SHAPE:
+            return _SHAPE
+        if change is not _SAME:
+            item = {key: new[key] for key in IDENTITY_KEYS if key in new}
+            item.update(change)
+            items.append(item)
+    return items or _SAME
+
+
+def _diff(before: Any, after: Any) -> Any:
+    """What changed from ``before`` to ``after``: _SAME, _SHAPE (keys or lengths differ), or the changes."""
+    if isinstance(after, dict):
+        if not isinstance(before, dict) or _state_keys(before) != _state_keys(after):
+            return _SHAPE
+        out = {}
+        for key, value in after.items():
+            if key == "optics_text":  # a reading, not state: sent whole on the lines that have it
+                out[key] = value
+                continue
+            change = _diff(before[key], value)
+            if change is _SHAPE:
+                return _SHAPE
+            if change is not _SAME:
+                out[key] = change
+        return out or _SAME
+    if isinstance(after, list):
+        return _diff_items(before, after) if isinstance(before, list) else _SHAPE
+    if before == after and type(before) is type(after):
+        return _SAME
+    return after
+
+
+def changed_line(previous: dict[str, Any], current: dict[str, Any]) -> dict[str, Any] | None:
+    """``current`` as a changed-only line against ``previous`` (docs/agent-schema.md), or None
+    when the two differ in shape (a port, netdev, GPU or counter came or went), which needs a full line."""
+    if _state_keys(previous) != _state_keys(current):
+        return None
+    line = {key: current[key] for key in PER_LINE_KEYS if key in current}
+    line["changed_only"] = True
+    for key, value in current.items():
+        if key in PER_LINE_KEYS:
+            continue
+        change = _diff(previous[key], value)
+        if change is _SHAPE:
+            return None
+        if change is not _SAME:
+            line[key] = change
+    return line
+
+
 # --- the loop ----------------------------------------------------------------------------
 
 
@@ -484,18 +561,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--count", type=int, default=0, help="stop after N lines (0: until stdin closes)")
     parser.add_argument("--ethtool-keep", type=lambda text: frozenset(filter(None, text.split(","))),
                         default=None, help="comma-separated ethtool -S counters to send (default: all)")
+    parser.add_argument("--changed-only", action="store_true",
+                        help="between full lines, send only the values that changed since the previous line")
+    parser.add_argument("--full-every", type=int, default=60, help="with --changed-only: a full line every F lines")
     args = parser.parse_args(argv)
     if args.interval <= 0:
         parser.error("--interval must be positive")
+    if args.full_every <= 0:
+        parser.error("--full-every must be positive")
     stop = threading.Event()
     threading.Thread(target=_watch_stdin, args=(stop,), daemon=True).start()
     gpus = Gpus()
     hostname = socket.gethostname()
     seq = 0
+    previous: dict[str, Any] | None = None
     next_at = time.monotonic()
     while True:  # at least one line: with stdin already closed the agent is a one-shot sample
+        line = sample_line(args, seq, gpus, hostname)
+        if args.changed_only:  # full on the first line, every F-th, and when the shape changed
+            delta = changed_line(previous, line) if previous is not None and seq % args.full_every else None
+            previous, line = line, (delta if delta is not None else line)
         try:
-            sys.stdout.write(json.dumps(sample_line(args, seq, gpus, hostname), separators=(",", ":")) + "\n")
+            sys.stdout.write(json.dumps(line, separators=(",", ":")) + "\n")
             sys.stdout.flush()
         except BrokenPipeError:
             return 0

@@ -8,6 +8,10 @@ UNPARSABLE with it). ``host_sample`` turns an ``AgentLine`` into the
 counters filed under the RDMA device and port of their netdev, GPUs as ``gpuN``.
 Unknown keys are ignored (a newer agent may add some); a different major
 schema is refused.
+
+``AgentStream`` reads one stream of the agent run with ``--changed-only``:
+a full line is decoded as above, a changed-only line is applied to the values
+of the line before it, so its cost follows what changed, not the node's size.
 """
 
 from __future__ import annotations
@@ -262,6 +266,14 @@ def _gpu(raw: Any, where: str) -> AgentGpu:
 
 def decode_agent_line(text: str | bytes) -> AgentLine:
     """One agent line -> ``AgentLine``; ``AgentLineError`` (reason names the field) otherwise."""
+    raw = _load(text)
+    if raw.get("changed_only") is True:
+        raise AgentLineError("a changed-only line: it needs the line before it (read streams with AgentStream)")
+    return _decode(raw)
+
+
+def _load(text: str | bytes) -> dict[str, Any]:
+    """The JSON object of one line, of a schema this fleet reads."""
     try:
         raw = json.loads(text)
     except ValueError as exc:
@@ -277,6 +289,11 @@ def decode_agent_line(text: str | bytes) -> AgentLine:
             f"schema {schema} is not supported: this fleet reads {SCHEMA_PREFIX}{SCHEMA_MAJOR} "
             "(update fleet, or run the agent that ships with it)"
         )
+    return raw
+
+
+def _decode(raw: dict[str, Any]) -> AgentLine:
+    schema = raw["schema"]
     ts = _need(raw, "ts", (int, float), "")
     ports_raw = _need(raw, "ports", list, "")
     netdevs_raw = raw.get("netdevs", {})
@@ -322,8 +339,13 @@ def host_sample(line: AgentLine, host: str | None = None, optics: OpticsReader |
     ``optics`` parses the raw ``ethtool -m`` text when a line carries it; the
     values are filed under the RDMA device of that netdev.
     """
+    return HostSample(host or line.host, line.ts, _line_values(line, optics, {}))
+
+
+def _line_values(line: AgentLine, optics: OpticsReader | None,
+                 netdev_owner: dict[str, tuple[str, str]]) -> dict[SeriesKey, float]:
+    """Every value of ``line``; fills ``netdev_owner`` (netdev -> RDMA device and port)."""
     values: dict[SeriesKey, float] = {}
-    netdev_owner: dict[str, tuple[str, str]] = {}
     for port in line.ports:
         device, number = port.device, str(port.port)
         for name, value in port.counters.items():
@@ -360,4 +382,180 @@ def host_sample(line: AgentLine, host: str | None = None, optics: OpticsReader |
         for field, gauge in gpu.values.items():
             if gauge is not None:
                 values[(_GPU_METRIC.get(field) or f"gpu_{field}", device, "")] = float(gauge)
-    return HostSample(host or line.host, line.ts, values)
+    return values
+
+
+# --- changed-only streams -------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class StreamSample:
+    """One line of a stream as the store's sample, and what changed since the line before."""
+
+    sample: HostSample
+    """Every value as of this line (optics only on the lines that carry them)."""
+    changed: tuple[SeriesKey, ...] | None
+    """The keys whose value may differ from the previous line's; every other key of ``sample``
+    but optics has the previous line's value. None: a full line, compare everything."""
+    netdev_owner: Mapping[str, tuple[str, str]] | None
+    """netdev -> (RDMA device, port) from a full line; None on a changed-only line (unchanged)."""
+
+
+def _count(value: Any, where: str) -> int:
+    if type(value) is not int:
+        raise AgentLineError(f"{where}: expected an integer, got {value!r}")
+    return value
+
+
+def _number(value: Any, where: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise AgentLineError(f"{where}: expected a number or null, got {value!r}")
+    return float(value)
+
+
+_PORT_GAUGES = {"state_code": "port_state", "phys_state_code": "phys_state", "rate_gbps": "rate_gbps"}
+
+
+class AgentStream:
+    """The lines of one agent stream (``--changed-only`` or not) into ``StreamSample``s.
+
+    Holds the values of the last line; a changed-only line must follow the line
+    before it (``seq`` + 1) of the same stream, else it is refused until the next
+    full line. Start a new ``AgentStream`` for each stream: the agent starts again
+    with a full line.
+    """
+
+    def __init__(self, host: str | None = None, optics: OpticsReader | None = None) -> None:
+        self._host = host
+        self._optics = optics
+        self._values: dict[SeriesKey, float] | None = None
+        """The last line's values without optics; None until a full line (or after a bad line)."""
+        self._seq = 0
+        self._ports: dict[tuple[str, int], str] = {}
+        self._owners: dict[str, tuple[str, str]] = {}
+        self._reshaped = False
+        """Set by ``_set`` when a key came or went: the line is compared whole."""
+
+    def read(self, text: str | bytes) -> StreamSample:
+        """One line; ``AgentLineError`` (reason names the field) for a line that cannot be used."""
+        raw = _load(text)
+        if raw.get("changed_only") is not True:
+            self._values = None  # until this full line is known to be good
+            return self._full(_decode(raw))
+        values = self._values
+        self._values = None  # a line that fails half-way leaves no state to build on
+        seq = _need(raw, "seq", int, "")
+        if values is None:
+            raise AgentLineError(f"changed-only line {seq} without the full line before it")
+        if seq != self._seq + 1:
+            raise AgentLineError(f"changed-only line {seq} does not follow line {self._seq}")
+        ts = float(_need(raw, "ts", (int, float), ""))
+        changed: list[SeriesKey] = []
+        size = len(values)
+        optics = self._apply(raw, values, changed)
+        self._values, self._seq = values, seq
+        sample_values = dict(values)
+        if optics:
+            sample_values.update(optics)
+        host = self._host or _need(raw, "host", str, "")
+        return StreamSample(HostSample(host, ts, sample_values),
+                            tuple(changed) if len(values) == size and not self._reshaped else None, None)
+
+    def _full(self, line: AgentLine) -> StreamSample:
+        owners: dict[str, tuple[str, str]] = {}
+        values = _line_values(line, None, owners)
+        self._values, self._seq, self._owners = values, line.seq, owners
+        self._ports = {(port.device, port.port): str(port.port) for port in line.ports}
+        sample_values = dict(values)
+        if self._optics is not None:
+            for name, netdev in line.netdevs.items():
+                owner = owners.get(name)
+                if owner is not None and netdev.optics_text is not None:
+                    sample_values.update(self._optics_of(netdev.optics_text, owner[0]))
+        return StreamSample(HostSample(self._host or line.host, line.ts, sample_values), None, owners)
+
+    def _optics_of(self, text: str, device: str) -> dict[SeriesKey, float]:
+        assert self._optics is not None
+        return {(metric, device, lane): float(reading) for (metric, lane), reading in self._optics(text).items()}
+
+    def _set(self, values: dict[SeriesKey, float], key: SeriesKey, value: float | None,
+             changed: list[SeriesKey]) -> None:
+        """A new value for ``key``; None removes it (a field became unsupported)."""
+        if value is None:
+            if values.pop(key, None) is not None:
+                self._reshaped = True
+            return
+        if key not in values:
+            self._reshaped = True
+        values[key] = value
+        changed.append(key)
+
+    def _apply(self, raw: dict[str, Any], values: dict[SeriesKey, float],
+               changed: list[SeriesKey]) -> dict[SeriesKey, float]:
+        """Apply a changed-only line to ``values``; returns the optics it carries."""
+        self._reshaped = False
+        ports = raw.get("ports", [])
+        if not isinstance(ports, list):
+            raise AgentLineError("ports: expected a list")
+        for index, port in enumerate(ports):
+            where = f"ports[{index}]"
+            if not isinstance(port, dict):
+                raise AgentLineError(f"{where}: expected an object")
+            device, number = port.get("device"), port.get("port")
+            name = self._ports.get((device, number)) if isinstance(device, str) and type(number) is int else None
+            if name is None:
+                raise AgentLineError(f"{where}: port {device!r} {number!r} is not in the last full line")
+            assert isinstance(device, str)
+            for field, value in port.items():
+                if field == "counters":
+                    for counter, count in _items(value, f"{where}.counters"):
+                        mapped = PORT_COUNTERS.get(counter)
+                        if mapped is not None:
+                            self._set(values, (mapped[0], device, name),
+                                      float(_count(count, f"{where}.counters.{counter}") * mapped[1]), changed)
+                elif field == "hw_counters":
+                    for counter, count in _items(value, f"{where}.hw_counters"):
+                        if counter in HW_COUNTERS:
+                            self._set(values, (counter, device, name),
+                                      float(_count(count, f"{where}.hw_counters.{counter}")), changed)
+                elif field in _PORT_GAUGES:
+                    self._set(values, (_PORT_GAUGES[field], device, name),
+                              _number(value, f"{where}.{field}"), changed)
+        netdevs = raw.get("netdevs", {})
+        optics: dict[SeriesKey, float] = {}
+        for netdev, entry in _items(netdevs, "netdevs"):
+            if not isinstance(entry, dict):
+                raise AgentLineError(f"netdevs.{netdev}: expected an object")
+            owner = self._owners.get(netdev)
+            if owner is None:
+                continue
+            for counter, count in _items(entry.get("ethtool", {}), f"netdevs.{netdev}.ethtool"):
+                if counter in ETHTOOL_COUNTERS:
+                    self._set(values, (counter, *owner),
+                              float(_count(count, f"netdevs.{netdev}.ethtool.{counter}")), changed)
+            text = entry.get("optics_text")
+            if self._optics is not None and isinstance(text, str):
+                optics.update(self._optics_of(text, owner[0]))
+        for device, count in _items(raw.get("qp_count", {}), "qp_count"):
+            self._set(values, ("qp_count", device, ""), float(_count(count, f"qp_count.{device}")), changed)
+        gpus = raw.get("gpus", [])
+        if not isinstance(gpus, list):
+            raise AgentLineError("gpus: expected a list")
+        for index, gpu in enumerate(gpus):
+            where = f"gpus[{index}]"
+            if not isinstance(gpu, dict):
+                raise AgentLineError(f"{where}: expected an object")
+            device = f"gpu{_need(gpu, 'index', int, where + '.')}"
+            for field, value in gpu.items():
+                metric = _GPU_METRIC.get(field)
+                if metric is not None:
+                    self._set(values, (metric, device, ""), _number(value, f"{where}.{field}"), changed)
+        return optics
+
+
+def _items(obj: Any, where: str) -> Any:
+    if not isinstance(obj, dict):
+        raise AgentLineError(f"{where}: expected an object")
+    return obj.items()

@@ -19,8 +19,8 @@ from collectors.agent_reader import (
     ETHTOOL_COUNTERS,
     AgentLine,
     AgentLineError,
+    AgentStream,
     agent_source,
-    decode_agent_line,
     host_sample,
 )
 from collectors.command_mode import CommandModeNode
@@ -35,6 +35,7 @@ from collectors.status import StatusBook
 from fabric.events import Event, Severity
 from fabric.rates import RateTracker
 from fabric.records import HostRecord, PortRecord
+from fabric.samples import HostSample, SeriesKey
 from fabric.states import HostState
 from store.writer import StoreWriter
 
@@ -56,6 +57,8 @@ class CollectSettings:
     """A first answer later than this: the node is ``slow``."""
     facts_every_s: float = 300.0
     """Kernel/firmware/driver and LLDP neighbours change rarely: read them this often."""
+    full_every: int | None = 60
+    """The agent sends only changed values, with a full line every this many lines; None: full lines only."""
 
 
 class Counters:
@@ -85,6 +88,7 @@ class NodePoller:
         self._last_line_at = 0.0
         self._lines_in_stream = 0
         """Lines of the current agent stream: the first one's delay is judged apart (set-up)."""
+        self._stream = AgentStream(host.name, optics_values)
         self.got_sample = asyncio.Event()
 
     # --- samples -------------------------------------------------------------
@@ -93,8 +97,11 @@ class NodePoller:
         for port in line.ports:
             if port.netdev:
                 self._netdev_owner[port.netdev] = port.device
-        sample = host_sample(line, self.host.name, optics=optics_values)
-        derived = self._rates.update(sample)
+        self._keep(host_sample(line, self.host.name, optics=optics_values), None)
+
+    def _keep(self, sample: HostSample, changed: tuple[SeriesKey, ...] | None) -> None:
+        """Rates and the store; ``changed``: only these counters moved since the host's last sample."""
+        derived = self._rates.update(sample) if changed is None else self._rates.update_changed(sample, changed)
         for item in (sample, derived.sample):
             if item.values:
                 if not self._writer.put_samples(item):
@@ -105,14 +112,16 @@ class NodePoller:
 
     def _on_agent_line(self, text: str) -> None:
         try:
-            line = decode_agent_line(text)
+            read = self._stream.read(text)
         except AgentLineError as error:
             self._status.set(self.host.name, HostState.UNPARSABLE, f"agent line: {error}")
             return
-        now = time.time()
-        if abs(line.ts - now) > MAX_CLOCK_SKEW_S:
-            line = replace(line, ts=now)
-        self._store(line)
+        sample, now = read.sample, time.time()
+        if abs(sample.ts - now) > MAX_CLOCK_SKEW_S:
+            sample = replace(sample, ts=now)
+        if read.netdev_owner is not None:
+            self._netdev_owner.update((netdev, owner[0]) for netdev, owner in read.netdev_owner.items())
+        self._keep(sample, read.changed)
         arrived = time.monotonic()
         gap_s, self._last_line_at = arrived - self._last_line_at, arrived
         current = self._status.get(self.host.name)
@@ -136,12 +145,13 @@ class NodePoller:
             return connected
         started = self._last_line_at = time.monotonic()
         self._lines_in_stream = 0
+        self._stream = AgentStream(self.host.name, optics_values)  # the agent starts again with a full line
         first = asyncio.ensure_future(self.got_sample.wait())
         self.got_sample.clear()
         stream = asyncio.ensure_future(self._pool.stream(
             self.host.name,
             agent_command(agent_source(), settings.interval_s, optics_every=settings.optics_every,
-                          ethtool_keep=ETHTOOL_COUNTERS),
+                          ethtool_keep=ETHTOOL_COUNTERS, full_every=settings.full_every),
             self._on_agent_line,
             first_line_timeout_s=settings.hung_after_s + settings.interval_s,
             line_timeout_s=settings.hung_after_s + settings.interval_s,

@@ -21,6 +21,8 @@ Rules (DOMAIN.md, "Counters and what they mean"):
 
 from __future__ import annotations
 
+import math
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -148,10 +150,44 @@ class RateTracker:
     def __init__(self, max_gap_s: float = 10.0) -> None:
         self.max_gap_s = max_gap_s
         self._previous: dict[str, HostSample] = {}
+        self._still: dict[str, _Still] = {}
+        self._whole_next: set[str] = set()
 
     def forget(self, host: str) -> None:
         """Drop the host's history (it was removed, or its next sample must not be compared)."""
         self._previous.pop(host, None)
+        self._still.pop(host, None)
+        self._whole_next.discard(host)
+
+    def update_changed(self, sample: HostSample, changed: Collection[SeriesKey]) -> DerivedRates:
+        """``update(sample)``, same result, with work in proportion to ``changed``.
+
+        The caller promises that every counter of ``sample`` not in ``changed``
+        is in the host's previous sample with the same value (an agent's
+        changed-only line); keys that came or went need ``update``.
+        """
+        previous = self._previous.get(sample.host)
+        dt_s = sample.ts - previous.ts if previous is not None else 0.0
+        if previous is None or dt_s <= 0 or not math.isfinite(dt_s):
+            # update() may keep the older sample (a clock that stood still): the next
+            # line's changes are then not against it, so it is compared whole too.
+            self._still.pop(sample.host, None)
+            self._whole_next.add(sample.host)
+            return self.update(sample)
+        if sample.host in self._whole_next:
+            self._whole_next.discard(sample.host)
+            return self.update(sample)
+        still = self._still.get(sample.host)
+        if still is None or still.keys is not previous.values:
+            still = _Still.of(sample)
+        derived = still.derive(previous, sample, changed, dt_s, self.max_gap_s)
+        if derived is None:  # a saturating counter reached or left its maximum: the slow way
+            self._still.pop(sample.host, None)
+            return self.update(sample)
+        self._previous[sample.host] = sample
+        still.keys = sample.values
+        self._still[sample.host] = still
+        return derived
 
     def update(self, sample: HostSample) -> DerivedRates:
         """The gauges of ``sample`` against the host's previous one (none for its first sample)."""
@@ -167,6 +203,7 @@ class RateTracker:
             return DerivedRates(HostSample(sample.host, sample.ts, {}),
                                 (FlaggedSeries("", "", "", RateFlag.CLOCK, detail),))
         self._previous[sample.host] = sample
+        self._still.pop(sample.host, None)
         return derive_rates(previous, sample, self.max_gap_s)
 
 
@@ -241,3 +278,110 @@ def _detail(flag: RateFlag, previous: float, current: float) -> str:
     if flag is RateFlag.RESET:
         return f"went down from {previous:.0f} to {current:.0f}: reset (driver reload or cleared)"
     return f"wrapped from {previous:.0f} to {current:.0f}"
+
+
+@dataclass(slots=True)
+class _Still:
+    """A host's rates when no counter moved, and where each counter feeds: the base of
+    ``RateTracker.update_changed``, valid while the host's keys and saturated counters stay."""
+
+    keys: Mapping[SeriesKey, float]
+    """The values of the sample this was last used with (identity: the next must follow it)."""
+    values: dict[SeriesKey, float]
+    flags: tuple[FlaggedSeries, ...]
+    position: dict[SeriesKey, int]
+    """Every counter's place in the sample's order (flags are reported in that order)."""
+    place_errors: dict[tuple[str, str], tuple[SeriesKey, ...]]
+    """NIC error counters per (device, port), in the sample's order (their sum is ``errors_per_s``)."""
+
+    @classmethod
+    def of(cls, sample: HostSample) -> _Still:
+        standing = derive_rates(HostSample(sample.host, sample.ts - 1.0, sample.values), sample, math.inf)
+        position: dict[SeriesKey, int] = {}
+        place_errors: dict[tuple[str, str], list[SeriesKey]] = {}
+        for index, key in enumerate(sample.values):
+            if key[0] in _RATED:
+                position[key] = index
+                if key[0] in NIC_ERROR_METRICS:
+                    place_errors.setdefault((key[1], key[2]), []).append(key)
+        return cls({}, dict(standing.sample.values), standing.flags, position,
+                   {place: tuple(keys) for place, keys in place_errors.items()})
+
+    def derive(self, previous: HostSample, current: HostSample, changed: Collection[SeriesKey],
+               dt_s: float, max_gap_s: float) -> DerivedRates | None:
+        """``derive_rates(previous, current)`` from the changed counters; None when it cannot be exact."""
+        values = dict(self.values)
+        flags: list[FlaggedSeries] = []
+        deltas: dict[SeriesKey, float | None] = {}
+        places: set[tuple[str, str]] = set()
+        fec: set[tuple[str, str]] = set()
+        before_values, now_values = previous.values, current.values
+        for key in changed:
+            metric = key[0]
+            spec = _RATED.get(metric)
+            if spec is None or key not in self.position:
+                continue
+            before, value = before_values.get(key), now_values[key]
+            if before is None:
+                return None
+            if spec.saturates and (value >= spec.maximum or before >= spec.maximum):
+                return None
+            delta: float | None
+            if value >= before:
+                delta = value - before
+            else:
+                counted = counter_delta(before, value, dt_s, spec)
+                delta = counted.delta
+                if counted.flag is not None:
+                    flags.append(FlaggedSeries(metric, key[1], key[2], counted.flag,
+                                               _detail(counted.flag, before, value)))
+            deltas[key] = delta
+            target = _GAUGE_OF.get(metric)
+            if target is not None:
+                gauge = (target[0], key[1], key[2])
+                if delta is None:
+                    values.pop(gauge, None)
+                else:
+                    values[gauge] = delta / dt_s * target[1]
+            if metric in NIC_ERROR_METRICS:
+                places.add((key[1], key[2]))
+            elif metric in ("rx_corrected_bits_phy", "rx_bits_phy"):
+                fec.add((key[1], key[2]))
+        for place in places:
+            total: float | None = None
+            for key in self.place_errors[place]:  # in the sample's order, as derive_rates sums them
+                delta = deltas[key] if key in deltas else _still_delta(key, now_values[key])
+                if delta is not None:
+                    total = delta / dt_s if total is None else total + delta / dt_s
+            if total is None:
+                values.pop(("errors_per_s", *place), None)
+            else:
+                values[("errors_per_s", *place)] = total
+        for device, port in fec:
+            corrected_key, received_key = ("rx_corrected_bits_phy", device, port), ("rx_bits_phy", device, port)
+            corrected = self._delta_of(corrected_key, deltas, now_values)
+            received = self._delta_of(received_key, deltas, now_values)
+            if received and corrected is not None:
+                values[("pre_fec_ber", device, port)] = corrected / received
+            else:
+                values.pop(("pre_fec_ber", device, port), None)
+        all_flags = list(self.flags)
+        if flags:
+            all_flags = sorted([*all_flags, *flags], key=lambda f: self.position[(f.metric, f.device, f.port)])
+        if dt_s > max_gap_s:
+            all_flags.insert(0, FlaggedSeries("", "", "", RateFlag.GAP, f"{dt_s:.1f} s since the previous sample"))
+        return DerivedRates(HostSample(current.host, current.ts, values), tuple(all_flags))
+
+    def _delta_of(self, key: SeriesKey, deltas: Mapping[SeriesKey, float | None],
+                  now_values: Mapping[SeriesKey, float]) -> float | None:
+        if key in deltas:
+            return deltas[key]
+        if key not in self.position:
+            return None
+        return _still_delta(key, now_values[key])
+
+
+def _still_delta(key: SeriesKey, value: float) -> float | None:
+    """The delta of a counter that did not move: 0, or None (no rate) when it sits at its maximum."""
+    spec = _RATED[key[0]]
+    return None if spec.saturates and value >= spec.maximum else 0.0

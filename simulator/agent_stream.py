@@ -5,6 +5,9 @@ and prints one JSON line of schema ``fleet-agent/1`` (docs/agent-schema.md)
 per interval until stdin closes. The simulated node answers the same command
 line with lines of the same schema, built from its NodeView at each tick;
 ``optics_text`` is the ``ethtool -m`` renderer's text, every K-th line.
+With ``--changed-only`` the lines between full ones carry only what changed,
+built by the same rules as the real agent's ``changed_line`` (a test holds
+the two copies to the same output; the simulator may not import collectors).
 """
 
 from __future__ import annotations
@@ -32,6 +35,9 @@ class AgentOptions:
     optics_every: int = 10
     ethtool_keep: frozenset[str] | None = None
     """Only these ``ethtool -S`` counters (``--ethtool-keep a,b``); None: all of them."""
+    changed_only: bool = False
+    full_every: int = 60
+    """With ``changed_only``: a full line every this many lines (and the first)."""
 
 
 def _options(words: list[str]) -> AgentOptions:
@@ -41,7 +47,9 @@ def _options(words: list[str]) -> AgentOptions:
     while index < len(words):
         word = words[index]
         name, equals, value = word.partition("=")
-        if name in ("--interval", "--optics-every", "--ethtool-keep"):
+        if name == "--changed-only":
+            values[name] = ""
+        elif name in ("--interval", "--optics-every", "--ethtool-keep", "--full-every"):
             if not equals:
                 index += 1
                 value = words[index] if index < len(words) else ""
@@ -52,9 +60,11 @@ def _options(words: list[str]) -> AgentOptions:
         optics_every=int(values.get("--optics-every", 10)),
         ethtool_keep=(frozenset(filter(None, values["--ethtool-keep"].split(",")))
                       if "--ethtool-keep" in values else None),
+        changed_only="--changed-only" in values,
+        full_every=int(values.get("--full-every", 60)),
     )
-    if options.interval_s <= 0 or options.optics_every <= 0:
-        raise ValueError("interval and optics-every must be positive")
+    if options.interval_s <= 0 or options.optics_every <= 0 or options.full_every <= 0:
+        raise ValueError("interval, optics-every and full-every must be positive")
     return options
 
 
@@ -75,6 +85,7 @@ async def run_python(machine: Machine, argv: list[str], io: StreamIO) -> int:
         return 2
     model = machine.model
     seq = 0
+    previous: dict[str, Any] | None = None
     while not io.stdin_eof.is_set() and not io.closed.is_set():
         t = model.now()
         behaviour = model.behaviour(machine.host, t)
@@ -88,7 +99,12 @@ async def run_python(machine: Machine, argv: list[str], io: StreamIO) -> int:
         view = model.node_view(machine.host, t)
         line = agent_line(view, model.unix(t), seq, options.interval_s,
                           optics=(seq - 1) % options.optics_every == 0, ethtool_keep=options.ethtool_keep)
-        io.stdout(json.dumps(line, separators=(",", ":")) + "\n")  # compact, as the real agent prints
+        sent: dict[str, Any] | None = None
+        if options.changed_only:
+            if previous is not None and (seq - 1) % options.full_every:
+                sent = changed_line(previous, line)
+            previous = line
+        io.stdout(json.dumps(sent if sent is not None else line, separators=(",", ":")) + "\n")  # compact
         await io.drain()  # a client that reads slowly slows the stream, as a pipe would
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(io.stdin_eof.wait(), options.interval_s)
@@ -161,3 +177,74 @@ def agent_line(view: NodeView, ts: float, seq: int, interval_s: float, *, optics
         "gpu_error": "",
         "errors": [],
     }
+
+
+PER_LINE_KEYS = ("schema", "host", "ts", "seq", "interval_s", "errors")
+"""Sent whole on every line, full or changed-only."""
+IDENTITY_KEYS = ("device", "port", "index", "netdev", "link_layer")
+"""Name a port or GPU: kept on each changed item; a new value is a new shape (a full line)."""
+_SAME = object()
+_SHAPE = object()
+
+
+def _state_keys(obj: dict[str, Any]) -> set[str]:
+    return {key for key in obj if key != "optics_text"}
+
+
+def _diff_items(before: list[Any], after: list[Any]) -> Any:
+    if len(before) != len(after):
+        return _SHAPE
+    items = []
+    for old, new in zip(before, after, strict=True):
+        if not isinstance(new, dict):
+            if old != new or type(old) is not type(new):
+                return _SHAPE
+            continue
+        if not isinstance(old, dict) or any(old.get(key) != new.get(key) for key in IDENTITY_KEYS):
+            return _SHAPE
+        change = _diff(old, new)
+        if change is _SHAPE:
+            return _SHAPE
+        if change is not _SAME:
+            items.append({key: new[key] for key in IDENTITY_KEYS if key in new} | change)
+    return items or _SAME
+
+
+def _diff(before: Any, after: Any) -> Any:
+    """What changed from ``before`` to ``after``: _SAME, _SHAPE (keys or lengths differ), or the changes."""
+    if isinstance(after, dict):
+        if not isinstance(before, dict) or _state_keys(before) != _state_keys(after):
+            return _SHAPE
+        out = {}
+        for key, value in after.items():
+            if key == "optics_text":  # a reading, not state: sent whole on the lines that have it
+                out[key] = value
+                continue
+            change = _diff(before[key], value)
+            if change is _SHAPE:
+                return _SHAPE
+            if change is not _SAME:
+                out[key] = change
+        return out or _SAME
+    if isinstance(after, list):
+        return _diff_items(before, after) if isinstance(before, list) else _SHAPE
+    if before == after and type(before) is type(after):
+        return _SAME
+    return after
+
+
+def changed_line(previous: dict[str, Any], current: dict[str, Any]) -> dict[str, Any] | None:
+    """``current`` as a changed-only line against ``previous``, or None when their shapes differ."""
+    if _state_keys(previous) != _state_keys(current):
+        return None
+    line = {key: current[key] for key in PER_LINE_KEYS if key in current}
+    line["changed_only"] = True
+    for key, value in current.items():
+        if key in PER_LINE_KEYS:
+            continue
+        change = _diff(previous[key], value)
+        if change is _SHAPE:
+            return None
+        if change is not _SAME:
+            line[key] = change
+    return line

@@ -1,0 +1,181 @@
+"""Changed-only agent lines (``--changed-only``): what the agent sends, and that ``AgentStream``
+gives exactly the samples of the full lines they stand for, with every moved key in ``changed``."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agent_harness import run_agent
+
+from collectors import agent
+from collectors.agent_reader import AgentLineError, AgentStream, decode_agent_line, host_sample
+from collectors.optics import optics_values
+from fabric.samples import HostSample
+from simulator import agent_stream
+from simulator.model import FleetModel
+from simulator.scenario import parse_scenario
+
+SCENARIO = """
+[fabric]
+nodes = 4
+nodes_per_leaf = 2
+spines = 2
+link_layer = "roce"
+link_gbps = 400
+seed = 3
+
+[[jobs]]
+id = 9000
+tenant = "t0"
+nodes = "gpu[001-004]"
+load = 0.6
+"""
+
+
+def simulated_lines(count: int) -> list[dict[str, Any]]:
+    """Full lines of one simulated node under traffic, optics every 4th, as its agent builds them."""
+    model = FleetModel(parse_scenario(SCENARIO), seed=1, start_unix=1764430000.0)
+    return [agent_stream.agent_line(model.node_view("gpu001", float(seq)), model.unix(float(seq)), seq, 1.0,
+                                    optics=(seq - 1) % 4 == 0, ethtool_keep=frozenset({"rx_prio3_pause", "rx_bits_phy",
+                                                                                       "rx_corrected_bits_phy"}))
+            for seq in range(1, count + 1)]
+
+
+def reshaped(lines: list[dict[str, Any]], rng: random.Random) -> list[dict[str, Any]]:
+    """The lines with what real nodes do now and then: a GPU field turns null, a port state is
+    unreadable, a GPU is lost, rdma goes missing, a counter is cleared."""
+    out = copy.deepcopy(lines)
+    for line in out[3:]:
+        roll = rng.random()
+        if roll < 0.1:
+            line["gpus"][0]["power_w"] = None
+        elif roll < 0.2:
+            line["ports"][1]["state_code"] = None
+        elif roll < 0.25:
+            line["gpus"][2] = {"index": 2, "error": "NVML_ERROR_GPU_IS_LOST"}
+        elif roll < 0.3:
+            del line["qp_count"]
+        elif roll < 0.4:
+            line["ports"][0]["counters"]["port_xmit_data"] = 5
+        elif roll < 0.45:
+            line["gpu_error"] = "NVML_ERROR_DRIVER_NOT_LOADED"
+    return out
+
+
+def full_samples(lines: list[dict[str, Any]]) -> list[HostSample]:
+    return [host_sample(decode_agent_line(json.dumps(line)), "n1", optics_values) for line in lines]
+
+
+def sent(lines: list[dict[str, Any]], full_every: int) -> list[str]:
+    """What the agent prints with ``--changed-only --full-every F``."""
+    out = []
+    for index, line in enumerate(lines):
+        delta = agent.changed_line(lines[index - 1], line) if index and index % full_every else None
+        out.append(json.dumps(delta if delta is not None else line, separators=(",", ":")))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_stream_gives_the_samples_of_the_full_lines(seed: int) -> None:
+    lines = reshaped(simulated_lines(24), random.Random(seed))
+    stream = AgentStream("n1", optics_values)
+    texts = sent(lines, full_every=10)
+    assert sum('"changed_only":true' in text for text in texts) >= 10
+    previous: HostSample | None = None
+    for text, expected in zip(texts, full_samples(lines), strict=True):
+        read = stream.read(text)
+        assert read.sample == expected
+        if read.changed is not None:
+            assert previous is not None and previous.values.keys() - expected.values.keys() <= {
+                key for key in previous.values if key[0].startswith("optics_")}
+            moved = {key for key, value in expected.values.items()
+                     if not key[0].startswith("optics_") and previous.values[key] != value}
+            assert moved <= set(read.changed)
+        else:
+            assert read.netdev_owner is not None or '"changed_only"' in text
+        previous = expected
+
+
+def test_changed_only_lines_are_small() -> None:
+    lines = simulated_lines(3)
+    full, delta = json.dumps(lines[1]), json.dumps(agent.changed_line(lines[0], lines[1]))
+    assert len(delta) * 3 < len(full)
+
+
+def test_simulator_builds_the_same_lines_as_the_agent() -> None:
+    lines = reshaped(simulated_lines(16), random.Random(7))
+    for before, after in itertools.pairwise(lines):
+        assert agent_stream.changed_line(before, after) == agent.changed_line(before, after)
+
+
+def test_a_new_shape_is_sent_whole() -> None:
+    first, second = simulated_lines(2)
+    for change in ("port", "gpu", "counter", "qp"):
+        line = copy.deepcopy(second)
+        if change == "port":
+            line["ports"].pop()
+        elif change == "gpu":
+            line["gpus"][0] = {"index": 0, "error": "NVML_ERROR_GPU_IS_LOST"}
+        elif change == "counter":
+            del line["ports"][0]["hw_counters"]["np_cnp_sent"]
+        else:
+            del line["qp_count"]
+        assert agent.changed_line(first, line) is None, change
+
+
+def test_changed_only_without_its_full_line_is_refused() -> None:
+    lines = simulated_lines(4)
+    texts = sent(lines, full_every=100)
+    stream = AgentStream("n1")
+    with pytest.raises(AgentLineError, match="without the full line"):
+        stream.read(texts[1])
+    stream.read(texts[0])
+    with pytest.raises(AgentLineError, match="does not follow line 1"):
+        stream.read(texts[2])
+    with pytest.raises(AgentLineError, match="without the full line"):  # a gap drops the state
+        stream.read(texts[3])
+    with pytest.raises(AgentLineError, match="needs the line before it"):
+        decode_agent_line(texts[1])
+
+
+@pytest.mark.parametrize(("path", "value", "reason"), [
+    (("ports", 0, "counters", "port_xmit_data"), "12", r"ports\[0\].counters.port_xmit_data: expected an integer"),
+    (("ports", 0, "device"), "mlx5_9", r"ports\[0\]: port 'mlx5_9' 1 is not in the last full line"),
+    (("gpus", 0, "power_w"), float("nan"), r"gpus\[0\].power_w: expected a number or null"),
+    (("qp_count",), [], "qp_count: expected an object"),
+])
+def test_bad_changed_only_line_names_the_field(path: tuple[Any, ...], value: Any, reason: str) -> None:
+    lines = simulated_lines(3)
+    delta = agent.changed_line(lines[0], lines[1])
+    assert delta is not None
+    delta.setdefault("qp_count", {})
+    delta.setdefault("gpus", [{"index": 0}])
+    target: Any = delta
+    for step in path[:-1]:
+        target = target[step]
+    target[path[-1]] = value
+    stream = AgentStream("n1")
+    stream.read(json.dumps(lines[0]))
+    with pytest.raises(AgentLineError, match=reason):
+        stream.read(json.dumps(delta))
+    stream.read(json.dumps(lines[2]))  # the next full line starts again
+
+
+def test_agent_sends_changed_only_lines_against_a_sysfs_tree(tmp_path: Path) -> None:
+    lines = run_agent(tmp_path, "--interval", "0.01", "--optics-every", "2", "--changed-only",
+                      "--full-every", "3", lines=5)
+    assert [line.get("changed_only", False) for line in lines] == [False, True, True, False, True]
+    assert [line["seq"] for line in lines] == [0, 1, 2, 3, 4]
+    quiet = lines[1]  # the tree does not move: only the line's own keys, and the GPUs' readings
+    assert set(quiet) <= {*agent.PER_LINE_KEYS, "changed_only", "gpus"}
+    assert lines[2]["netdevs"]["bond0"]["optics_text"] == lines[0]["netdevs"]["bond0"]["optics_text"]
+    stream = AgentStream("n1", optics_values)
+    samples = [stream.read(json.dumps(line)).sample for line in lines]
+    assert samples[1].values.keys() == samples[3].values.keys()
+    assert samples[2].values.keys() == samples[0].values.keys()

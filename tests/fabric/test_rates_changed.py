@@ -1,0 +1,69 @@
+"""``RateTracker.update_changed`` (changed-only agent lines) gives exactly what ``update`` gives."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from fabric.rates import RateTracker
+from fabric.samples import HostSample, SeriesKey
+
+_COUNTERS = ("tx_bytes", "rx_bytes", "tx_packets", "rx_prio3_pause", "np_cnp_sent", "symbol_error",
+             "link_downed", "port_rcv_errors", "rx_discards_phy", "rx_bits_phy", "rx_corrected_bits_phy",
+             "out_of_sequence", "gpu_xid_count")
+_MAXIMUM = {"symbol_error": 2**16 - 1, "link_downed": 2**8 - 1}
+
+
+def _keys() -> list[SeriesKey]:
+    keys: list[SeriesKey] = []
+    for device in ("mlx5_0", "mlx5_1"):
+        keys += [(metric, device, "1") for metric in _COUNTERS]
+        keys += [("port_state", device, "1"), ("rate_gbps", device, "1")]
+    return keys
+
+
+def _move(rng: random.Random, metric: str, value: float) -> float:
+    """A new counter value: mostly up, sometimes a wrap, a reset, or a stay at/away from a maximum."""
+    top = _MAXIMUM.get(metric)
+    roll = rng.random()
+    if top is not None and roll < 0.15:
+        return float(top)
+    if top is None and roll < 0.08:
+        return float(rng.randrange(2**64 - 1000, 2**64) if value < 2**63 else rng.randrange(0, 1000))
+    if roll < 0.13:
+        return float(rng.randrange(0, 10))
+    return value + rng.choice((1.0, 7.0, 2.0**40, 123456.0))
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_same_rates_and_flags_as_update(seed: int) -> None:
+    rng = random.Random(seed)
+    keys = _keys()
+    values: dict[SeriesKey, float] = {key: float(rng.randrange(0, 1000)) for key in keys}
+    whole, changed_only = RateTracker(max_gap_s=3.0), RateTracker(max_gap_s=3.0)
+    ts = 1764430000.0
+    first = HostSample("n1", ts, dict(values))
+    assert whole.update(first) == changed_only.update(first)
+    for _ in range(80):
+        ts += rng.choice((1.0, 1.0, 0.5, 5.0))
+        changed = rng.sample(keys, rng.randrange(0, 6))
+        for key in changed:
+            values[key] = _move(rng, key[0], values[key]) if key[0] in _COUNTERS else float(rng.randrange(5))
+        sample = HostSample("n1", ts, dict(values))
+        expected, got = whole.update(sample), changed_only.update_changed(sample, changed)
+        assert got.sample.values == expected.sample.values
+        assert got.flags == expected.flags
+
+
+def test_clock_that_did_not_advance_is_flagged_like_update() -> None:
+    """A line whose clock stood still is not kept as the previous one: the next line's
+    changes (against that line) must not be taken as changes against the older one."""
+    tracker, reference = RateTracker(), RateTracker()
+    keys = [("tx_bytes", "mlx5_0", "1"), ("rx_bytes", "mlx5_0", "1")]
+    values = dict.fromkeys(keys, 10.0)
+    for step, ts in enumerate((100.0, 101.0, 101.0, 102.0, 103.0, 99.0, 100.0, 101.0)):
+        moved = keys[step % 2]
+        values[moved] += 4.0 * (step + 1)
+        sample = HostSample("n1", ts, dict(values))
+        assert tracker.update_changed(sample, [moved]) == reference.update(sample)
