@@ -167,7 +167,7 @@ class Shell:
         return ToolContext(
             hostname=host,
             now=model.unix(t),
-            node=model.node_view(host, t) if role == "node" else None,
+            parts=model.node_parts(host, t) if role == "node" else None,
             switch=model.switch_view(host, t) if role in ("leaf", "spine") else None,
             jobs=lambda: model.jobs_view(t),
             all_nodes=model.views(t),

@@ -12,23 +12,80 @@ them.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
+from typing import Protocol
 
-from simulator.state import JobView, NodeView, SwitchView
+from simulator.state import JobView, NicView, NodeView, SwitchView
 
 
-@dataclass(frozen=True, slots=True)
+class LazyNode(Protocol):
+    """A node at one instant whose parts are computed on first use (``simulator.model.NodeParts``).
+
+    A renderer that reads a small part of a node (sysfs counters) asks for
+    that part instead of the whole ``NodeView``; ``view()`` is built from the
+    same parts, so both ways print the same numbers.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def rails(self) -> range: ...
+
+    @property
+    def memo(self) -> dict[Hashable, object]:
+        """Run-long store shared by the fleet's machines, for what depends only on the fleet's fixed shape."""
+        ...
+
+    def view(self) -> NodeView: ...
+
+    def nic_head(self, rail: int) -> NicView:
+        """Identity and link state of one NIC; its counters, hw_counters and ethtool are empty."""
+        ...
+
+    def counters(self, rail: int) -> dict[str, int]: ...
+
+    def hw_counters(self, rail: int) -> dict[str, int]: ...
+
+    def ethtool(self, rail: int) -> dict[str, int]: ...
+
+
 class ToolContext:
-    """What a command may look at. Fabric-wide views are callables: computed only on demand."""
+    """What a command may look at. Fabric-wide views are callables: computed only on demand.
 
-    hostname: str
-    now: float  # simulated unix time
-    node: NodeView | None = None
-    switch: SwitchView | None = None
-    jobs: Callable[[], tuple[JobView, ...]] = lambda: ()
-    all_nodes: Callable[[], tuple[NodeView, ...]] = lambda: ()
-    all_switches: Callable[[], tuple[SwitchView, ...]] = lambda: ()
+    ``node`` is the node's whole view; when the context is given ``parts``
+    instead, the view is built from them on first access, and renderers that
+    read only some parts use ``parts`` directly.
+    """
+
+    __slots__ = ("_node", "all_nodes", "all_switches", "hostname", "jobs", "now", "parts", "switch")
+
+    def __init__(
+        self,
+        hostname: str,
+        now: float,  # simulated unix time
+        node: NodeView | None = None,
+        switch: SwitchView | None = None,
+        jobs: Callable[[], tuple[JobView, ...]] = lambda: (),
+        all_nodes: Callable[[], tuple[NodeView, ...]] = lambda: (),
+        all_switches: Callable[[], tuple[SwitchView, ...]] = lambda: (),
+        parts: LazyNode | None = None,
+    ) -> None:
+        self.hostname = hostname
+        self.now = now
+        self.switch = switch
+        self.jobs = jobs
+        self.all_nodes = all_nodes
+        self.all_switches = all_switches
+        self.parts = parts
+        self._node = node
+
+    @property
+    def node(self) -> NodeView | None:
+        if self._node is None and self.parts is not None:
+            self._node = self.parts.view()
+        return self._node
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, replace
+from typing import Protocol
 
 from simulator.state import NicView, NodeView
-from simulator.tools import ToolContext, ToolOutput, register
+from simulator.tools import LazyNode, ToolContext, ToolOutput, register
 from simulator.tools.ib import (
     guid_colon,
     guid_int,
@@ -105,20 +106,39 @@ class VirtualTree:
     files: dict[str, str]
     dirs: dict[str, tuple[str, ...]]
 
+    def is_file(self, path: str) -> bool:
+        return path in self.files
+
+    def read(self, path: str) -> str:
+        return self.files[path]
+
+    def expand(self, word: str) -> list[str]:
+        return expand(self, word)
+
     def walk(self, path: str) -> Iterator[str]:
         """Every file under ``path``, depth first in sorted order (like ``grep -r``)."""
-        for entry in self.dirs.get(path, ()):
-            child = f"{path.rstrip('/')}/{entry}"
-            if child in self.dirs:
-                yield from self.walk(child)
-            elif child in self.files:
-                yield child
+        return _walk(self.dirs, self.is_file, path)
 
 
-def _netdev_files(nic: NicView) -> dict[str, str]:
+def _walk(dirs: dict[str, tuple[str, ...]], is_file: Callable[[str], bool], path: str) -> Iterator[str]:
+    for entry in dirs.get(path, ()):
+        child = f"{path.rstrip('/')}/{entry}"
+        if child in dirs:
+            yield from _walk(dirs, is_file, child)
+        elif is_file(child):
+            yield child
+
+
+# A NIC's files in four sections, by what their values depend on: "head" (identity and
+# link state), "counters", "hw" (hw_counters) and "stats" (the netdev statistics, from
+# ethtool). A full tree takes every section from the NicView; a lazy tree computes only
+# the sections a command reads, through the same functions.
+
+
+def _netdev_head(nic: NicView) -> dict[str, str]:
     up = nic.state == "ACTIVE"
     is_ib = nic.link_layer == "InfiniBand"
-    files = {
+    return {
         "address": _ipoib_address(nic) if is_ib else nic.mac,
         "operstate": "up" if up else "down",
         "carrier": "1" if up else "0",
@@ -126,9 +146,6 @@ def _netdev_files(nic: NicView) -> dict[str, str]:
         "mtu": str(IPOIB_MTU if is_ib else ROCE_NETDEV_MTU),
         "type": "32" if is_ib else "1",
     }
-    for name, sources in _NET_STATISTICS:
-        files[f"statistics/{name}"] = str(sum(nic.ethtool.get(src, 0) for src in sources))
-    return files
 
 
 def _ipoib_address(nic: NicView) -> str:
@@ -137,7 +154,12 @@ def _ipoib_address(nic: NicView) -> str:
     return "00:00:10:87:" + ":".join(gid[i : i + 2] for i in range(0, 32, 2))
 
 
-def _nic_files(nic: NicView, node: NodeView) -> dict[str, str]:
+def _netdev_dirs(nic: NicView) -> tuple[str, str]:
+    return f"{IB_ROOT}/{nic.name}/device/net/{nic.netdev}", f"{NET_ROOT}/{nic.netdev}"
+
+
+def _head_files(nic: NicView, host: str) -> dict[str, str]:
+    """Identity and link files of a NIC, by full path (values without the newline)."""
     dev = f"{IB_ROOT}/{nic.name}"
     port = f"{dev}/ports/{nic.port}"
     is_ib = nic.link_layer == "InfiniBand"
@@ -149,7 +171,7 @@ def _nic_files(nic: NicView, node: NodeView) -> dict[str, str]:
         f"{dev}/board_id": nic.board_id,
         f"{dev}/hw_rev": "0x0",
         f"{dev}/node_type": "1: CA",
-        f"{dev}/node_desc": f"{node.name} {nic.name}",
+        f"{dev}/node_desc": f"{host} {nic.name}",
         f"{port}/state": sysfs_state(nic),
         f"{port}/phys_state": sysfs_phys_state(nic),
         f"{port}/rate": sysfs_rate(nic),
@@ -168,27 +190,68 @@ def _nic_files(nic: NicView, node: NodeView) -> dict[str, str]:
         files[f"{port}/gid_attrs/ndevs/{gid.index}"] = gid.netdev
     if is_ib and not nic.gids:
         files[f"{port}/gids/0"] = f"fe80:0000:0000:0000:{guid_colon(nic.port_guid)}"
-    for name, count in nic.counters.items():
-        files[f"{port}/counters/{name}"] = str(count)
-    for name, count in nic.hw_counters.items():
-        files[f"{port}/hw_counters/{name}"] = str(count)
-    if nic.hw_counters:
-        # The statistics refresh interval (ms) rdma_core exposes next to the counters.
-        files[f"{port}/hw_counters/lifespan"] = "10"
-    for rel, text in _netdev_files(nic).items():
-        files[f"{dev}/device/net/{nic.netdev}/{rel}"] = text
-        files[f"{NET_ROOT}/{nic.netdev}/{rel}"] = text
     return files
 
 
-def build_tree(node: NodeView) -> VirtualTree:
-    """The node's virtual ``/sys`` (files end with the newline the kernel appends)."""
-    contents: dict[str, str] = {}
-    for nic in node.nics:
-        contents.update(_nic_files(nic, node))
-    files = {path: value + "\n" for path, value in contents.items()}
+def _counter_values(counters: dict[str, int]) -> dict[str, str]:
+    """``ports/<p>/counters/<name>``, by name."""
+    return {name: str(count) for name, count in counters.items()}
+
+
+def _hw_values(hw_counters: dict[str, int]) -> dict[str, str]:
+    """``ports/<p>/hw_counters/<name>``, by name."""
+    values = {name: str(count) for name, count in hw_counters.items()}
+    if hw_counters:
+        # The statistics refresh interval (ms) rdma_core exposes next to the counters.
+        values["lifespan"] = "10"
+    return values
+
+
+def _stat_values(ethtool: dict[str, int]) -> dict[str, str]:
+    """The netdev's ``statistics/<name>``, by name."""
+    return {name: str(sum(ethtool.get(src, 0) for src in sources)) for name, sources in _NET_STATISTICS}
+
+
+_Section = tuple[int, str, str]
+"""Where a file's value comes from: (rail, section, key in the section's values)."""
+
+
+def _nic_sections(nic: NicView, rail: int) -> Iterator[tuple[str, _Section]]:
+    """Every file of a NIC with the section (and key) its value comes from, in ``build_tree``'s order."""
+    port = f"{IB_ROOT}/{nic.name}/ports/{nic.port}"
+    for path in _head_files(nic, ""):
+        yield path, (rail, "head", path)
+    for name in nic.counters:
+        yield f"{port}/counters/{name}", (rail, "counters", name)
+    for name in _hw_values(nic.hw_counters):
+        yield f"{port}/hw_counters/{name}", (rail, "hw", name)
+    for rel in _netdev_head(nic):
+        for base in _netdev_dirs(nic):
+            yield f"{base}/{rel}", (rail, "head", f"{base}/{rel}")
+    for name, _ in _NET_STATISTICS:
+        for base in _netdev_dirs(nic):
+            yield f"{base}/statistics/{name}", (rail, "stats", name)
+
+
+def _nic_files(nic: NicView, host: str) -> dict[str, str]:
+    files = _head_files(nic, host)
+    port = f"{IB_ROOT}/{nic.name}/ports/{nic.port}"
+    for name, value in _counter_values(nic.counters).items():
+        files[f"{port}/counters/{name}"] = value
+    for name, value in _hw_values(nic.hw_counters).items():
+        files[f"{port}/hw_counters/{name}"] = value
+    for rel, text in _netdev_head(nic).items():
+        for base in _netdev_dirs(nic):
+            files[f"{base}/{rel}"] = text
+    for name, value in _stat_values(nic.ethtool).items():
+        for base in _netdev_dirs(nic):
+            files[f"{base}/statistics/{name}"] = value
+    return files
+
+
+def _directories(paths: Iterable[str]) -> dict[str, tuple[str, ...]]:
     children: dict[str, set[str]] = {"/": set()}
-    for path in files:
+    for path in paths:
         child = path
         while True:  # register the path in its parents until one already knows it
             parent, _, name = child.rpartition("/")
@@ -199,8 +262,96 @@ def build_tree(node: NodeView) -> VirtualTree:
                 break
             children[parent] = {name}
             child = parent
-    dirs = {path: tuple(sorted(entries)) for path, entries in children.items()}
-    return VirtualTree(files, dirs)
+    return {path: tuple(sorted(entries)) for path, entries in children.items()}
+
+
+def build_tree(node: NodeView) -> VirtualTree:
+    """The node's virtual ``/sys`` (files end with the newline the kernel appends)."""
+    contents: dict[str, str] = {}
+    for nic in node.nics:
+        contents.update(_nic_files(nic, node.name))
+    files = {path: value + "\n" for path, value in contents.items()}
+    return VirtualTree(files, _directories(files))
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """The paths of a node's ``/sys``, fixed for the run: only the values move.
+
+    Shared by every node of one shape (same NICs, netdevs and GIDs), with the
+    glob expansions already answered for it.
+    """
+
+    dirs: dict[str, tuple[str, ...]]
+    sections: dict[str, _Section]
+    globs: dict[str, list[str]]
+
+
+def _layout_of(parts: LazyNode) -> Layout:
+    """The node's layout: learnt once per node, one object per shape."""
+    key = ("sysfs-layout", parts.name)
+    layout = parts.memo.get(key)
+    if isinstance(layout, Layout):
+        return layout
+    sections: dict[str, _Section] = {}
+    for rail in parts.rails:
+        head = parts.nic_head(rail)
+        shaped = replace(head, counters=parts.counters(rail), hw_counters=parts.hw_counters(rail))
+        sections.update(_nic_sections(shaped, rail))
+    shape = ("sysfs-shape", tuple(sections.items()))
+    layout = parts.memo.get(shape)
+    if not isinstance(layout, Layout):
+        layout = Layout(_directories(sections), sections, {})
+        parts.memo[shape] = layout
+    parts.memo[key] = layout
+    return layout
+
+
+class LazyTree:
+    """A node's ``/sys`` read through its parts: a section's values are computed when a file in it is read."""
+
+    def __init__(self, parts: LazyNode) -> None:
+        self.layout = _layout_of(parts)
+        self.dirs = self.layout.dirs
+        self._parts = parts
+        self._values: dict[tuple[int, str], dict[str, str]] = {}
+
+    def is_file(self, path: str) -> bool:
+        return path in self.layout.sections
+
+    def read(self, path: str) -> str:
+        rail, section, key = self.layout.sections[path]
+        values = self._values.get((rail, section))
+        if values is None:
+            values = self._values[(rail, section)] = self._section(rail, section)
+        return values[key]
+
+    def _section(self, rail: int, section: str) -> dict[str, str]:
+        parts = self._parts
+        if section == "counters":
+            values = _counter_values(parts.counters(rail))
+        elif section == "hw":
+            values = _hw_values(parts.hw_counters(rail))
+        elif section == "stats":
+            values = _stat_values(parts.ethtool(rail))
+        else:
+            nic = parts.nic_head(rail)
+            values = _head_files(nic, parts.name)
+            for rel, text in _netdev_head(nic).items():
+                for base in _netdev_dirs(nic):
+                    values[f"{base}/{rel}"] = text
+        return {key: value + "\n" for key, value in values.items()}
+
+    def expand(self, word: str) -> list[str]:
+        """``expand`` over the layout, remembered per word for the run (a new list each time)."""
+        globs = self.layout.globs
+        paths = globs.get(word)
+        if paths is None:
+            paths = globs[word] = _expand(self.dirs, word)
+        return list(paths)
+
+    def walk(self, path: str) -> Iterator[str]:
+        return _walk(self.dirs, self.is_file, path)
 
 
 _MAGIC = re.compile(r"[*?\[]")
@@ -220,16 +371,20 @@ def brace_expand(word: str) -> list[str]:
 
 def expand(tree: VirtualTree, word: str) -> list[str]:
     """bash's brace then pathname expansion of ``word`` over the tree (sorted; no match: literal)."""
+    return _expand(tree.dirs, word)
+
+
+def _expand(dirs: dict[str, tuple[str, ...]], word: str) -> list[str]:
     words = brace_expand(word)
     if len(words) > 1:
-        return [path for w in words for path in expand(tree, w)]
+        return [path for w in words for path in _expand(dirs, w)]
     if not _MAGIC.search(word) or not word.startswith("/"):
         return [word]
     matches = ["/"]
     for part in word.strip("/").split("/"):
         nxt: list[str] = []
         for base in matches:
-            entries = tree.dirs.get(base, ())
+            entries = dirs.get(base, ())
             if _MAGIC.search(part):
                 hits = [
                     e
@@ -242,7 +397,7 @@ def expand(tree: VirtualTree, word: str) -> list[str]:
             nxt += [f"{base.rstrip('/')}/{hit}" for hit in hits]
         matches = nxt
     if word.endswith("/"):
-        matches = [m + "/" for m in matches if m in tree.dirs]
+        matches = [m + "/" for m in matches if m in dirs]
     return sorted(matches) or [word]
 
 
@@ -254,9 +409,29 @@ def _norm(path: str) -> str:
     return collapsed.rstrip("/") or "/"
 
 
-def _tree(ctx: ToolContext) -> VirtualTree:
+class Tree(Protocol):
+    """What cat, grep and ls read: a full ``VirtualTree`` or a node's ``LazyTree``."""
+
+    @property
+    def dirs(self) -> dict[str, tuple[str, ...]]: ...
+
+    def is_file(self, path: str) -> bool: ...
+
+    def read(self, path: str) -> str: ...
+
+    def expand(self, word: str) -> list[str]: ...
+
+    def walk(self, path: str) -> Iterator[str]: ...
+
+
+_EMPTY = VirtualTree({}, {"/": ()})
+
+
+def _tree(ctx: ToolContext) -> Tree:
+    if ctx.parts is not None:
+        return LazyTree(ctx.parts)
     if ctx.node is None:
-        return VirtualTree({}, {"/": ()})
+        return _EMPTY
     return build_tree(ctx.node)
 
 
@@ -269,10 +444,10 @@ def cat(ctx: ToolContext, argv: list[str]) -> ToolOutput:
     for word in argv[1:]:
         if word == "--":
             continue
-        for path in expand(tree, word):
+        for path in tree.expand(word):
             real = _norm(path)
-            if real in tree.files:
-                out.append(tree.files[real])
+            if tree.is_file(real):
+                out.append(tree.read(real))
             elif real in tree.dirs:
                 err.append(f"cat: {path}: Is a directory\n")
             else:
@@ -342,7 +517,9 @@ def grep(ctx: ToolContext, argv: list[str]) -> ToolOutput:
         regex = re.compile(source, re.IGNORECASE if ignore_case else 0)
     except re.error:
         return ToolOutput("", "grep: Unmatched [, [^, [:, [., or [=\n", 2)
-    paths = [p for w in words for p in expand(tree, w)]
+    paths = [p for w in words for p in tree.expand(w)]
+    any_line = source == "." and not invert and not count
+    """The pattern ``.`` matches every non-empty line: no regex needed for a one-line file."""
     if with_name is None:
         with_name = len(paths) > 1 or recursive
     out: list[str] = []
@@ -359,17 +536,18 @@ def grep(ctx: ToolContext, argv: list[str]) -> ToolOutput:
             else:
                 err.append(f"grep: {path}: Is a directory\n")
                 continue
-        elif real in tree.files:
+        elif tree.is_file(real):
             targets = [(path, real)]
         else:
             err.append(f"grep: {path}: No such file or directory\n")
             continue
         for shown, file_path in targets:
-            hits = [
-                line
-                for line in tree.files[file_path].splitlines()
-                if bool(regex.search(line)) != invert
-            ]
+            text = tree.read(file_path)
+            if any_line and _one_line(text):  # the common case: a one-value file under "grep ."
+                matched = True
+                out.append(f"{shown}:{text}" if with_name else text)
+                continue
+            hits = [line for line in text.splitlines() if bool(regex.search(line)) != invert]
             matched = matched or bool(hits)
             if count:
                 out.append(f"{shown}:{len(hits)}\n" if with_name else f"{len(hits)}\n")
@@ -400,13 +578,13 @@ def ls(ctx: ToolContext, argv: list[str]) -> ToolOutput:
     """``ls [-1] PATH...``: one name per line, as ls prints when stdout is not a terminal."""
     tree = _tree(ctx)
     words = [w for w in argv[1:] if not w.startswith("-")]
-    paths = [p for w in (words or ["/"]) for p in expand(tree, w)]
+    paths = [p for w in (words or ["/"]) for p in tree.expand(w)]
     out: list[str] = []
     err: list[str] = []
-    files = [p for p in paths if _norm(p) in tree.files]
+    files = [p for p in paths if tree.is_file(_norm(p))]
     dirs = [p for p in paths if _norm(p) in tree.dirs]
     for path in paths:
-        if _norm(path) not in tree.files and _norm(path) not in tree.dirs:
+        if not tree.is_file(_norm(path)) and _norm(path) not in tree.dirs:
             err.append(f"ls: cannot access '{path}': No such file or directory\n")
     out += [f"{p}\n" for p in sorted(files)]
     for index, path in enumerate(sorted(dirs)):
@@ -414,3 +592,8 @@ def ls(ctx: ToolContext, argv: list[str]) -> ToolOutput:
             out.append(("\n" if files or index else "") + f"{path}:\n")
         out += [f"{entry}\n" for entry in tree.dirs[_norm(path)]]
     return ToolOutput("".join(out), "".join(err), 2 if err else 0)
+
+
+def _one_line(text: str) -> bool:
+    """Whether ``text`` is one non-empty line with its newline, as ``str.splitlines`` sees it."""
+    return len(text) > 1 and text[-1] == "\n" and text[:-1].isprintable()
