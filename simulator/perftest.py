@@ -49,6 +49,25 @@ DEFAULT_PORT = 18515
 MAX_RUN_S = 10.0
 """Longest a simulated run takes in wall time, however many iterations it was asked for."""
 
+CPU_MHZ_CALIBRATION_S = 0.219
+"""Wall time a perftest side spends on each result row calibrating its cycle counter, seconds.
+
+Why it is modelled: a real probe's wall time is not just iterations x latency.
+perftest reports in microseconds by dividing cycle counts by ``get_cpu_mhz()``
+(linux-rdma/perftest ``src/get_clock.c``), which always runs
+``sample_get_cpu_mhz()``: MEASUREMENTS = 200 busy-waits on ``gettimeofday``,
+the i-th until USECSTART + i * USECSTEP = 100 + 10 i microseconds have passed,
+so at least 200 x 100 + 10 x (0 + 1 + ... + 199) = 219,000 us. ``-F`` only
+silences the frequency warning; it does not skip the sampling.
+``print_report_lat``, ``print_report_lat_duration`` and ``print_report_bw``
+(``src/perftest_parameters.c``) call it once per printed row (``-a``: 23
+rows). Both sides report at the same time, so a run lasts this long per row
+once, not twice. It is the only part of perftest's own set-up and teardown
+whose length the source fixes; opening the device, registering memory,
+creating the QPs and exchanging them over TCP depend on the host and the NIC
+and are not modelled, so a simulated run is still shorter than a real one.
+Set to 0 to time only the iterations."""
+
 NVLINK_BUSBW_GBS = 430.0
 """Single-node 8 x H100 all-reduce bus bandwidth, GB/s (NVLink 4, ~96% of 450 GB/s per GPU)."""
 
@@ -273,14 +292,14 @@ async def _run_pair(
             for size in client_args.sizes()
         ]
         wall = sum(r.t_avg_usec * 2 * r.iterations for r in rows) / 1e6
-        await asyncio.sleep(min(MAX_RUN_S, wall if client_args.duration_s is None else client_args.duration_s))
+        await asyncio.sleep(run_seconds(wall, client_args, len(rows)))
         meeting.server_text = format_server(test, server_params, lat_rows=rows)
         meeting.done.set()
         io.stdout(format_lat_client(test, client_params, rows))
         return 0
     bw_rows = [_bw_row(estimate.bw_gbps, size, client_args) for size in client_args.sizes()]
     wall = sum(r.size_bytes * r.iterations * 8 / (r.bw_avg_gbps * 1e9) for r in bw_rows)
-    await asyncio.sleep(min(MAX_RUN_S, wall if client_args.duration_s is None else client_args.duration_s))
+    await asyncio.sleep(run_seconds(wall, client_args, len(bw_rows)))
     server_rows = [BwRow(r.size_bytes, r.iterations, 0.0, r.bw_avg_gbps, r.msg_rate_mpps) for r in bw_rows]
     meeting.server_text = format_server(
         test, server_params, bw_rows=server_rows if test == "ib_send_bw" else bw_rows,
@@ -289,6 +308,15 @@ async def _run_pair(
     meeting.done.set()
     io.stdout(format_bw_client(test, client_params, bw_rows))
     return 0
+
+
+def run_seconds(iterations_s: float, args: PerftestArgs, rows: int) -> float:
+    """Wall seconds of one run: the iterations (or ``-D``), plus the cycle-counter calibration of each row.
+
+    Capped at MAX_RUN_S, whatever was asked for.
+    """
+    measured_s = iterations_s if args.duration_s is None else args.duration_s
+    return min(MAX_RUN_S, measured_s + rows * CPU_MHZ_CALIBRATION_S)
 
 
 def _endpoint(model: FleetModel, nic: NicIdentity, args: PerftestArgs, qpn: int, t: float) -> PerftestEndpoint:
