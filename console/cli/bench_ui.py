@@ -71,8 +71,15 @@ async def _measure(db: Path, now_ts: float, refreshes: int, size: tuple[int, int
     app = FleetApp(config, Feed(lambda: open_store_loader(db), refresh_s=3600.0, now=lambda: now_ts))
     async with app.run_test(size=size) as pilot:
         view = app.view if app.view is not None else await asyncio.wait_for(app.next_view(), 60)
-        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, FleetScreen)
+        table = screen.query_one(FleetTable)
+        # The frame drawn after the table took the view: not ``pilot.pause()``, which waits for the
+        # whole process to idle (at most 1 s), so it also waited on the reader thread reading values.
+        await asyncio.wait_for(table.wait_for_refresh(), 60)
         first_frame_s = time.perf_counter() - started
+        if table.row_count != len(view.rows):
+            raise click.ClickException(f"first frame holds {table.row_count} of {len(view.rows)} nodes")
         while app.view is None or not app.view.snapshot.complete:
             try:
                 await asyncio.wait_for(app.next_view(), 60)
@@ -82,9 +89,6 @@ async def _measure(db: Path, now_ts: float, refreshes: int, size: tuple[int, int
         view = app.view
         await pilot.pause()
         full_frame_s = time.perf_counter() - started
-        screen = app.screen
-        assert isinstance(screen, FleetScreen)
-        table = screen.query_one(FleetTable)
         rng = random.Random(5)
         apply_ms, cells = [], []
         for _ in range(refreshes):

@@ -9,7 +9,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.reactive import reactive
-from textual.widgets import DataTable, Input, Static
+from textual.widgets import Input, Static
 
 from console.filtering import FilterError, NodeFilter, parse_filter
 from console.formatting import health_text
@@ -17,7 +17,8 @@ from console.messages import NodeChosen
 from console.screens.base import FleetScreenBase
 from console.screens.probe_keys import ProbeKeys
 from console.view_model import ConsoleView, NodeRow
-from console.widgets.fleet_table import COLUMN_BY_KEY, COLUMNS, FleetTable
+from console.widgets.fleet_columns import COLUMN_BY_KEY, COLUMNS
+from console.widgets.fleet_table import FleetTable
 from console.widgets.legend import HealthLegend
 from console.widgets.probe_panel import ProbePanel
 
@@ -36,7 +37,7 @@ class FleetScreen(ProbeKeys, FleetScreenBase):
     ]
 
     sort_column: reactive[str] = reactive("state")
-    """Key of the column the rows are ordered by (``fleet_table.COLUMNS``)."""
+    """Key of the column the rows are ordered by (``fleet_columns.COLUMNS``)."""
     sort_descending: reactive[bool] = reactive(True)
     """True: largest (worst, busiest) first."""
     node_filter: reactive[NodeFilter] = reactive(parse_filter(""))
@@ -149,19 +150,17 @@ class FleetScreen(ProbeKeys, FleetScreenBase):
     def _filter_done(self) -> None:
         self.query_one(FleetTable).focus()
 
-    @on(DataTable.HeaderSelected)
-    def _header_clicked(self, event: DataTable.HeaderSelected) -> None:
-        key = str(event.column_key.value)
-        if key == self.sort_column:
+    @on(FleetTable.HeaderSelected)
+    def _header_clicked(self, event: FleetTable.HeaderSelected) -> None:
+        if event.column_key == self.sort_column:
             self.sort_descending = not self.sort_descending
         else:
-            self.sort_column = key
+            self.sort_column = event.column_key
 
-    @on(DataTable.RowHighlighted)
+    @on(FleetTable.RowHighlighted)
     def _row_moved(self) -> None:
         self._show_reasons()
 
-    @on(DataTable.RowSelected)
-    def _row_chosen(self, event: DataTable.RowSelected) -> None:
-        if event.row_key.value is not None:
-            self.post_message(NodeChosen(str(event.row_key.value)))
+    @on(FleetTable.RowSelected)
+    def _row_chosen(self, event: FleetTable.RowSelected) -> None:
+        self.post_message(NodeChosen(event.node))
