@@ -9,6 +9,7 @@ from __future__ import annotations
 import sqlite3
 
 import numpy as np
+import numpy.typing as npt
 
 from fabric.samples import METRICS, MetricKind, SeriesKey
 from store.codec import F64, I64, decode_frame
@@ -22,6 +23,22 @@ def metric_kind(metric: str) -> MetricKind:
     return spec.kind if spec is not None else MetricKind.GAUGE
 
 
+class Layout:
+    """The columns of one sample's keys (in the sample's order), and what writing them needs."""
+
+    __slots__ = ("cols", "errors", "frame_order", "frame_sids", "keys")
+
+    def __init__(self, keys: tuple[SeriesKey, ...], cols: I64, is_error: npt.NDArray[np.bool_], sids: I64) -> None:
+        self.keys = keys
+        self.cols = cols
+        self.errors = is_error[cols]
+        kept = np.flatnonzero(~self.errors)
+        order = kept[np.argsort(sids[cols[kept]], kind="stable")]
+        self.frame_order = order
+        """Positions of the non-error values, by series id: a frame is ``values[frame_order]``."""
+        self.frame_sids = sids[cols[order]].astype(np.int32).tobytes()
+
+
 class HostSeries:
     """The series of one host: column per series, with its id and newest value."""
 
@@ -32,6 +49,10 @@ class HostSeries:
         self.values: F64 = np.zeros(0, dtype=np.float64)
         self.ts_ms: I64 = np.zeros(0, dtype=np.int64)
         self.dirty = False
+        self.layouts: dict[int, Layout] = {}
+        """By number of keys, where the keys of this host's last such sample live: the next sample
+        with the same keys in the same order (an agent stream's usual case: its counters, its rates,
+        its lines with optics) skips the per-key lookups."""
 
     def add(self, key: SeriesKey, sid: int, kind: MetricKind) -> int:
         self.index[key] = len(self.sids)

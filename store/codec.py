@@ -215,6 +215,11 @@ def encode_frame(sids: I64, values: F64, ts_ms: I64 | None = None) -> bytes:
     return b"".join(parts)
 
 
+def encode_sorted_frame(sids_i32: bytes, values: F64) -> bytes:
+    """:func:`encode_frame` of values already in series-id order (``sids_i32``: their ids as int32 bytes)."""
+    return b"".join((_FRAME_HEADER.pack(0, len(values)), sids_i32, values.astype(np.float64, copy=False).tobytes()))
+
+
 def decode_frame(blob: bytes) -> tuple[I64, F64, I64 | None]:
     """The inverse of :func:`encode_frame`: ``(sids, values, ts_ms or None)``, sorted by sid."""
     with_ts, n = _FRAME_HEADER.unpack_from(blob)

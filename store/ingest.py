@@ -12,8 +12,8 @@ from fabric.events import Event
 from fabric.records import ActionRecord, HostRecord, HostStatus, JobRecord, PortRecord, ProbeRecord
 from fabric.samples import HostSample
 from store import rows
-from store.catalog import Catalog
-from store.codec import encode_frame
+from store.catalog import Catalog, Layout
+from store.codec import encode_frame, encode_sorted_frame
 from store.pending import Item
 
 
@@ -57,16 +57,19 @@ class Ingestor:
             return 0
         catalog = self.catalog
         hs = catalog.host(sample.host)
-        index = hs.index
-        cols_list = [index.get(key, -1) for key in sample.values]
-        if -1 in cols_list:
-            keys = list(sample.values)
-            cols_list = [c if c >= 0 else catalog.create(sample.host, hs, keys[i])
-                         for i, c in enumerate(cols_list)]
-        cols = np.array(cols_list, dtype=np.int64)
+        keys = tuple(sample.values)
+        layout = hs.layouts.get(len(keys))
+        if layout is None or layout.keys != keys:  # equal keys are mostly the same objects: a fast compare
+            index = hs.index
+            cols_list = [index.get(key, -1) for key in keys]
+            if -1 in cols_list:
+                cols_list = [c if c >= 0 else catalog.create(sample.host, hs, keys[i])
+                             for i, c in enumerate(cols_list)]
+            layout = hs.layouts[len(keys)] = Layout(keys, np.array(cols_list, dtype=np.int64), hs.is_error, hs.sids)
+        cols = layout.cols
         values = np.fromiter(sample.values.values(), dtype=np.float64, count=len(cols))
         ts_ms = ts_to_ms(sample.ts)
-        errors = hs.is_error[cols]
+        errors = layout.errors
         if errors.any():
             ecols = cols[errors]
             evalues = values[errors]
@@ -74,12 +77,9 @@ class Ingestor:
             changed = (hs.ts_ms[ecols] < 0) | (old.view(np.uint64) != evalues.view(np.uint64))
             for sid, value in zip(hs.sids[ecols[changed]].tolist(), evalues[changed].tolist(), strict=True):
                 changes.append((sid, ts_ms, value))
-            keep = ~errors
-            if keep.any():
-                frames.append((sample.host, ts_ms, int(keep.sum()),
-                               encode_frame(hs.sids[cols[keep]], values[keep])))
-        else:
-            frames.append((sample.host, ts_ms, len(cols), encode_frame(hs.sids[cols], values)))
+        if len(layout.frame_order):
+            frames.append((sample.host, ts_ms, len(layout.frame_order),
+                           encode_sorted_frame(layout.frame_sids, values[layout.frame_order])))
         newer = hs.ts_ms[cols] <= ts_ms
         hs.values[cols[newer]] = values[newer]
         hs.ts_ms[cols[newer]] = ts_ms
