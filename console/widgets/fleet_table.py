@@ -439,7 +439,7 @@ class FleetTable(ScrollView, can_focus=True):
         segments: list[Segment] = []
         for column, (cell, width) in enumerate(zip(cells, COLUMN_WIDTHS, strict=True)):
             pre = row_style + Style.from_meta({"row": row, "column": column}) + component
-            segments.extend(Segment.apply_style(_cell_segments(console, cell, width - 2 * PADDING), pre, forced))
+            segments.extend(Segment.apply_style(cell_segments(console, cell, width - 2 * PADDING), pre, forced))
         remaining = max(0, self.size.width - TABLE_WIDTH)
         extend = row_style + component + Style.from_meta({"row": row, "column": 0, "out_of_bounds": True})
         segments.append(Segment(" " * remaining, extend))
@@ -450,7 +450,7 @@ _PAD = Style.null()
 _JOIN = Text("\n")
 
 
-def _cell_segments(console: Console, cell: Text, width: int) -> list[Segment]:
+def cell_segments(console: Console, cell: Text, width: int) -> list[Segment]:
     """One line of ``cell`` in ``width`` cells plus the padding, unstyled by the table.
 
     The same segments as ``console.render_lines(Padding(cell, (0, 1)), no_wrap=True)``
@@ -462,4 +462,7 @@ def _cell_segments(console: Console, cell: Text, width: int) -> list[Segment]:
                      no_wrap=True if cell.no_wrap is None else cell.no_wrap)[0]
     # Joined as Rich does, which turns the line's base style into a span (``render`` drops it).
     segments = [Segment(" " * PADDING, _PAD), *_JOIN.join([line]).render(console, end="")]
-    return [*segments, Segment(" " * (width - line.cell_len + PADDING), _PAD)]
+    if line.cell_len < width:
+        segments.append(Segment(" " * (width - line.cell_len), _PAD))
+    segments.append(Segment(" " * PADDING, _PAD))
+    return segments
