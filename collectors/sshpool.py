@@ -25,6 +25,7 @@ inventory identity files and jump hosts override the config.
 from __future__ import annotations
 
 import asyncio
+import codecs
 import contextlib
 import errno
 import random
@@ -444,29 +445,29 @@ class SshPool:
         except _Failure as failure:
             return self._result(slot, started, failure.state, failure.reason)
         command_started = time.monotonic()  # slow means slow to answer, not slow to connect
-        stdout: list[str] = []
-        stderr: list[str] = []
-        process: asyncssh.SSHClientProcess[str] | None = None
+        session = _Output(asyncio.get_running_loop())
+        chan: asyncssh.SSHClientChannel[bytes] | None = None
         try:
             async with asyncio.timeout(timeout_s):
-                process = await conn.create_process(command.text, stdin=asyncssh.DEVNULL,
-                                                    encoding="utf-8", errors="replace")
-                await asyncio.gather(_drain(process.stdout, stdout), _drain(process.stderr, stderr))
-                completed = await process.wait()
+                chan, _ = await conn.create_session(lambda: session, command.text, encoding=None)
+                chan.write_eof()
+                lost = await session.closed
         except TimeoutError:
-            if process is not None:
-                process.close()
-            out = "".join(stdout)
+            if chan is not None:
+                chan.close()
+            out = _decode_partial(b"".join(session.stdout))
             what = "no output" if not out else f"not finished ({len(out)} characters of output so far)"
             return self._result(slot, started, HostState.HUNG, f"{what} within {timeout_s:g} s",
-                                stdout=out, stderr=_tail("".join(stderr)))
+                                stdout=out, stderr=session.stderr.text())
         except (asyncssh.Error, OSError) as exc:
             return self._lost(slot, started, exc)
-        out, err = "".join(stdout), _tail("".join(stderr))
-        status = completed.exit_status
+        if lost is not None:
+            return self._lost(slot, started, lost)
+        out, err = b"".join(session.stdout).decode("utf-8", "replace"), session.stderr.text()
+        status = session.exit.status
         if status != 0:
             if status is None or status < 0:
-                reason = f"killed by signal {completed.exit_signal[0] if completed.exit_signal else '?'}"
+                reason = f"killed by signal {session.exit.signal or '?'}"
             else:
                 reason = f"exit status {status}" + (f": {_first_line(err)}" if err.strip() else "")
             return self._result(slot, started, HostState.COMMAND_FAILED, reason,
@@ -495,6 +496,9 @@ class SshPool:
         within ``first_line_timeout_s`` of the start or ``line_timeout_s`` of the
         previous line; COMMAND_FAILED on a non-zero exit (stderr kept);
         UNREACHABLE when the connection broke. Lines are passed without the newline.
+        ``on_line`` runs inside the SSH channel's data callback, so no line waits
+        for a task; an exception it raises ends the stream and is raised here.
+        Cancelling the call closes the channel.
         """
         slot = self._slot(host)
         started = time.monotonic()
@@ -502,58 +506,47 @@ class SshPool:
             conn = await self._connection(slot)
         except _Failure as failure:
             return self._result(slot, started, failure.state, failure.reason)
-        stderr: list[str] = []
-        lines = 0
-        stop_wait = asyncio.ensure_future((stop or asyncio.Event()).wait())
-        process: asyncssh.SSHClientProcess[str] | None = None
-        stderr_task: asyncio.Future[None] | None = None
+        stop = stop or asyncio.Event()
+        session = _Lines(asyncio.get_running_loop(), on_line, stop, first_line_timeout_s, line_timeout_s)
+        stop_wait = asyncio.ensure_future(stop.wait())
+        chan: asyncssh.SSHClientChannel[bytes] | None = None
         try:
             async with asyncio.timeout(first_line_timeout_s):
-                process = await conn.create_process(command.text, encoding="utf-8", errors="replace")
-            stderr_task = asyncio.ensure_future(_drain(process.stderr, stderr))
+                chan, _ = await conn.create_session(lambda: session, command.text, encoding=None)
+            session.watch(chan)
             self._set_state(slot, HostState.OK, "")
-            while True:
-                read = asyncio.ensure_future(process.stdout.readline())
-                limit = first_line_timeout_s if lines == 0 else line_timeout_s
-                done, _ = await asyncio.wait({read, stop_wait}, timeout=limit,
-                                             return_when=asyncio.FIRST_COMPLETED)
-                if stop_wait in done:
-                    read.cancel()
-                    process.stdin.write_eof()
-                    process.close()
-                    return self._result(slot, started, HostState.OK, "stream stopped", lines=lines)
-                if not done:
-                    read.cancel()
-                    process.close()
-                    what = "no first line" if lines == 0 else f"no line after line {lines}"
-                    return self._result(slot, started, HostState.HUNG, f"{what} within {limit:g} s",
-                                        stderr=_tail("".join(stderr)), lines=lines)
-                text = read.result()
-                if not text:
-                    break
-                lines += 1
-                on_line(text.rstrip("\n"))
-            completed = await asyncio.wait_for(process.wait(), timeout=line_timeout_s)
-            await asyncio.wait_for(stderr_task, timeout=line_timeout_s)
+            ending: set[asyncio.Future[Any]] = {session.closed, stop_wait}
+            done, _ = await asyncio.wait(ending, return_when=asyncio.FIRST_COMPLETED)
         except TimeoutError:
-            if process is not None:
-                process.close()
             return self._result(slot, started, HostState.HUNG,
                                 f"stream did not start or end within {first_line_timeout_s:g} s",
-                                stderr=_tail("".join(stderr)), lines=lines)
+                                stderr=session.stderr.text(), lines=session.lines)
         except (asyncssh.Error, OSError) as exc:
-            return replace(self._lost(slot, started, exc), lines=lines)
+            return replace(self._lost(slot, started, exc), lines=session.lines)
         finally:
             stop_wait.cancel()
-            if stderr_task is not None and not stderr_task.done():
-                stderr_task.cancel()
-        err = _tail("".join(stderr))
-        if completed.exit_status != 0:
-            reason = f"stream ended with exit status {completed.exit_status}"
+            session.unwatch()
+            if chan is not None and not session.closed.done():
+                if stop.is_set():
+                    chan.write_eof()
+                chan.close()
+        lines, err = session.lines, session.stderr.text()
+        if stop_wait in done:
+            return self._result(slot, started, HostState.OK, "stream stopped", lines=lines)
+        if session.error is not None:
+            raise session.error
+        if session.hung:
+            return self._result(slot, started, HostState.HUNG, session.hung, stderr=err, lines=lines)
+        lost = session.closed.result()
+        if lost is not None:
+            return replace(self._lost(slot, started, lost), lines=lines)
+        status = session.exit.status
+        if status != 0:
+            reason = f"stream ended with exit status {status}"
             if err.strip():
                 reason += f": {_first_line(err)}"
             return self._result(slot, started, HostState.COMMAND_FAILED, reason, stderr=err,
-                                exit_status=completed.exit_status, lines=lines)
+                                exit_status=status, lines=lines)
         return self._result(slot, started, HostState.OK, "stream ended", stderr=err, exit_status=0, lines=lines)
 
     async def close(self, timeout_s: float = 5.0) -> None:
@@ -571,12 +564,229 @@ class SshPool:
                                    timeout=timeout_s)
 
 
-async def _drain(reader: asyncssh.SSHReader[str], into: list[str]) -> None:
-    while True:
-        chunk = await reader.read(65536)
-        if not chunk:
+@dataclass(slots=True)
+class _Exit:
+    """How the remote command ended: ``status`` as asyncssh's ``get_exit_status`` (-1: signal, None: never said)."""
+
+    status: int | None = None
+    signal: str = ""
+
+    def exited(self, status: int) -> None:
+        self.status = status
+
+    def killed(self, signal: str) -> None:
+        self.status, self.signal = -1, signal
+
+
+class _StderrTail:
+    """The last ``STDERR_KEEP_BYTES`` characters of stderr, in bounded memory however much comes."""
+
+    def __init__(self) -> None:
+        self._chunks: list[bytes] = []
+        self._size = 0
+
+    def add(self, data: bytes) -> None:
+        self._chunks.append(data)
+        self._size += len(data)
+        if self._size > 16 * STDERR_KEEP_BYTES:  # 4 bytes per character at most: 4x keeps enough
+            kept = _from_char_start(b"".join(self._chunks)[-4 * STDERR_KEEP_BYTES:])
+            self._chunks, self._size = [kept], len(kept)
+
+    def text(self) -> str:
+        return _tail(b"".join(self._chunks).decode("utf-8", "replace"))
+
+
+class _Output(asyncssh.SSHClientSession[bytes]):
+    """run(): keeps the raw output, decoded once at the end (a character split across packets stays whole)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.stdout: list[bytes] = []
+        self.stderr = _StderrTail()
+        self.exit = _Exit()
+        self.closed: asyncio.Future[Exception | None] = loop.create_future()
+        """Set when the channel closes: None, or why the connection broke."""
+
+    def data_received(self, data: bytes, datatype: asyncssh.DataType) -> None:
+        if datatype is None:
+            self.stdout.append(data)
+        else:
+            self.stderr.add(data)
+
+    def exit_status_received(self, status: int) -> None:
+        self.exit.exited(status)
+
+    def exit_signal_received(self, signal: str, core_dumped: bool, msg: str, lang: str) -> None:
+        self.exit.killed(signal)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.closed.done():
+            self.closed.set_result(exc)
+
+
+class _Lines(asyncssh.SSHClientSession[bytes]):
+    """stream(): splits stdout into lines and hands each to ``on_line`` from the data callback.
+
+    No task or timer per line: one watchdog timer per stream wakes at the
+    deadline of the line it expects, and reschedules itself when a line came
+    meanwhile. A line is decoded whole, so a character split across packets
+    decodes right. A line longer than the channel window (2 MiB by default) is
+    delivered in window-sized pieces, as asyncssh's ``readline`` did, so memory
+    stays bounded; ``on_line`` runs synchronously, so a fast stream is held back
+    by TCP rather than queued here.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, on_line: Callable[[str], None], stop: asyncio.Event,
+                 first_line_timeout_s: float, line_timeout_s: float) -> None:
+        self._loop = loop
+        self._on_line = on_line
+        self._stop = stop
+        self._first_line_timeout_s = first_line_timeout_s
+        self._line_timeout_s = line_timeout_s
+        self._partial: list[bytes] = []
+        self._partial_bytes = 0
+        self._max_line_bytes = 2 * 1024 * 1024
+        self._last_at = loop.time()
+        self._eof = False
+        self._timer: asyncio.TimerHandle | None = None
+        self.lines = 0
+        self.stderr = _StderrTail()
+        self.exit = _Exit()
+        self.hung = ""
+        self.error: BaseException | None = None
+        """What ``on_line`` raised: ends the stream, raised again by ``stream()``."""
+        self.closed: asyncio.Future[Exception | None] = loop.create_future()
+        """Set when the stream is over: channel closed (None, or why the connection broke), hung, or on_line failed."""
+
+    # --- the watchdog -------------------------------------------------------------
+
+    def watch(self, chan: asyncssh.SSHClientChannel[bytes]) -> None:
+        """Start the first-line deadline now (the session has started) and learn the window size."""
+        self._max_line_bytes = max(chan.get_recv_window(), 1)
+        self._last_at = self._loop.time()
+        self._timer = self._loop.call_at(self._last_at + self._first_line_timeout_s, self._check)
+
+    def unwatch(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _check(self) -> None:
+        if self._eof:
+            limit = self._line_timeout_s
+        else:
+            limit = self._first_line_timeout_s if self.lines == 0 else self._line_timeout_s
+        deadline = self._last_at + limit
+        if self._loop.time() < deadline:
+            self._timer = self._loop.call_at(deadline, self._check)
             return
-        into.append(chunk)
+        self._timer = None
+        if self._eof:
+            self._end(hung=f"stream did not start or end within {self._first_line_timeout_s:g} s")
+        else:
+            what = "no first line" if self.lines == 0 else f"no line after line {self.lines}"
+            self._end(hung=f"{what} within {limit:g} s")
+
+    def _end(self, *, hung: str = "", error: BaseException | None = None, lost: Exception | None = None) -> None:
+        if self.closed.done():
+            return
+        self.hung, self.error = hung, error
+        self.closed.set_result(lost)
+
+    # --- asyncssh's callbacks -----------------------------------------------------
+
+    def data_received(self, data: bytes, datatype: asyncssh.DataType) -> None:
+        if datatype is not None:
+            self.stderr.add(data)
+            return
+        if self.closed.done() or self._stop.is_set():
+            return  # stopped, hung or failed: nothing more is delivered
+        try:
+            self._split(data)
+        except Exception as exc:  # on_line's own failure: the caller's, not the connection's
+            self._end(error=exc)
+
+    def _split(self, data: bytes) -> None:
+        end = data.find(b"\n")
+        if end < 0:
+            self._partial.append(data)
+            self._partial_bytes += len(data)
+            if self._partial_bytes >= self._max_line_bytes:
+                self._deliver_long_line()
+            return
+        if self._partial:
+            self._partial.append(data[:end])
+            line = b"".join(self._partial)
+            self._partial.clear()
+            self._partial_bytes = 0
+        else:
+            line = data[:end]
+        self._deliver(line)
+        start = end + 1
+        while (end := data.find(b"\n", start)) >= 0:
+            if self._stop.is_set():
+                return
+            self._deliver(data[start:end])
+            start = end + 1
+        if start < len(data) and not self._stop.is_set():
+            self._partial.append(data[start:])
+            self._partial_bytes = len(data) - start
+
+    def _deliver(self, line: bytes) -> None:
+        self.lines += 1
+        self._last_at = self._loop.time()
+        self._on_line(line.decode("utf-8", "replace"))
+
+    def _deliver_long_line(self) -> None:
+        """A line as long as the window: deliver what is whole of it, keep a split character for later."""
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        text = decoder.decode(b"".join(self._partial), final=False)
+        rest = decoder.getstate()[0]
+        self._partial = [rest] if rest else []
+        self._partial_bytes = len(rest)
+        self.lines += 1
+        self._last_at = self._loop.time()
+        self._on_line(text)
+
+    def _flush_partial(self) -> None:
+        """The last line had no newline: it is still a line."""
+        if self._partial and not self.closed.done() and not self._stop.is_set():
+            line = b"".join(self._partial)
+            self._partial.clear()
+            self._partial_bytes = 0
+            try:
+                self._deliver(line)
+            except Exception as exc:
+                self._end(error=exc)
+
+    def eof_received(self) -> bool:
+        self._flush_partial()
+        self._eof = True
+        self._last_at = self._loop.time()
+        return True  # half-open, as asyncssh's process API: stdin stays ours to close
+
+    def exit_status_received(self, status: int) -> None:
+        self.exit.exited(status)
+
+    def exit_signal_received(self, signal: str, core_dumped: bool, msg: str, lang: str) -> None:
+        self.exit.killed(signal)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._flush_partial()
+        self.unwatch()
+        self._end(lost=exc)
+
+
+def _from_char_start(data: bytes) -> bytes:
+    """``data`` from its first byte that starts a UTF-8 character (drops at most 3 continuation bytes)."""
+    skip = 0
+    while skip < min(3, len(data)) and data[skip] & 0xC0 == 0x80:
+        skip += 1
+    return data[skip:]
+
+
+def _decode_partial(data: bytes) -> str:
+    """Output cut short: decode what is whole, as an incremental decoder would have by now."""
+    return codecs.getincrementaldecoder("utf-8")("replace").decode(data, final=False)
 
 
 def _tail(text: str) -> str:
