@@ -91,6 +91,13 @@ class PendingQueue:
             self._busy += len(batch)
             return batch
 
+    def wait_items(self, timeout_s: float | None) -> bool:
+        """Block until something is queued (up to ``timeout_s``); whether something is."""
+        with self.cond:
+            if not self._items:
+                self.cond.wait(timeout_s)
+            return bool(self._items)
+
     def done(self, batch: Iterable[Item]) -> None:
         """The writer committed ``batch``."""
         with self.cond:
