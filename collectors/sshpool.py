@@ -526,7 +526,7 @@ class SshPool:
         finally:
             stop_wait.cancel()
             session.unwatch()
-            if chan is not None and not session.closed.done():
+            if chan is not None:  # both are no-ops on a channel already closed
                 if stop.is_set():
                     chan.write_eof()
                 chan.close()
@@ -670,7 +670,16 @@ class _Lines(asyncssh.SSHClientSession[bytes]):
             self._timer.cancel()
             self._timer = None
 
+    def _rearm(self) -> None:
+        """The deadline's rule changed (first line, end of output): check at the new deadline, not the old."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._check()
+
     def _check(self) -> None:
+        if self.closed.done():
+            self._timer = None
+            return
         if self._eof:
             limit = self._line_timeout_s
         else:
@@ -734,6 +743,8 @@ class _Lines(asyncssh.SSHClientSession[bytes]):
     def _deliver(self, line: bytes) -> None:
         self.lines += 1
         self._last_at = self._loop.time()
+        if self.lines == 1:
+            self._rearm()  # the line timeout may be shorter than the first line's
         self._on_line(line.decode("utf-8", "replace"))
 
     def _deliver_long_line(self) -> None:
@@ -745,6 +756,8 @@ class _Lines(asyncssh.SSHClientSession[bytes]):
         self._partial_bytes = len(rest)
         self.lines += 1
         self._last_at = self._loop.time()
+        if self.lines == 1:
+            self._rearm()
         self._on_line(text)
 
     def _flush_partial(self) -> None:
@@ -762,6 +775,7 @@ class _Lines(asyncssh.SSHClientSession[bytes]):
         self._flush_partial()
         self._eof = True
         self._last_at = self._loop.time()
+        self._rearm()
         return True  # half-open, as asyncssh's process API: stdin stays ours to close
 
     def exit_status_received(self, status: int) -> None:

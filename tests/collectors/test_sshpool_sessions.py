@@ -1,0 +1,305 @@
+"""What SshPool.run and SshPool.stream make of raw bytes, packet boundaries and endings.
+
+The server here writes bytes exactly as given, one SSH data packet per write,
+so a character can be split across packets the way a real sshd splits a pipe.
+The expected values are what asyncssh's process API (the pool's first
+implementation) returned for the same bytes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import asyncssh
+import pytest
+
+from collectors.commands import Command, command
+from collectors.inventory import InventoryHost
+from collectors.sshpool import STDERR_KEEP_BYTES, PoolSettings, SshPool
+from fabric.states import HostState
+
+Handler = Callable[[asyncssh.SSHServerProcess[bytes]], Awaitable[None]]
+FAST = PoolSettings(connect_timeout_s=2.0, slow_threshold_s=5.0, ssh_config=())
+WINDOW_BYTES = 2 * 1024 * 1024
+"""asyncssh's default channel window: the longest line the pool buffers before handing it on in pieces."""
+
+
+@dataclass
+class ByteServer:
+    """One loopback SSH server whose commands are names in ``handlers``."""
+
+    handlers: dict[str, Handler]
+    host_key: asyncssh.SSHKey = field(default_factory=lambda: asyncssh.generate_private_key("ssh-ed25519"))
+    port: int = 0
+    finished: defaultdict[str, asyncio.Event] = field(default_factory=lambda: defaultdict(asyncio.Event))
+    """Set when a command's handler has returned or was cancelled (its channel closed)."""
+    stdin_closed: defaultdict[str, asyncio.Event] = field(default_factory=lambda: defaultdict(asyncio.Event))
+
+    async def handle(self, process: asyncssh.SSHServerProcess[bytes]) -> None:
+        name = (process.command or "").split()[-1]
+        try:
+            await self.handlers[name](process)
+        finally:
+            self.finished[name].set()
+
+    async def read_stdin_to_eof(self, name: str, process: asyncssh.SSHServerProcess[bytes]) -> None:
+        await process.stdin.read()
+        self.stdin_closed[name].set()
+
+    def known_hosts(self, path: Path) -> Path:
+        path.write_text(f"[127.0.0.1]:{self.port} {self.host_key.export_public_key().decode().strip()}\n")
+        return path
+
+
+@pytest.fixture
+async def byte_server(client_key: tuple[asyncssh.SSHKey, Path]) -> AsyncIterator[ByteServer]:
+    server = ByteServer({})
+    allowed = client_key[0].convert_to_public()
+
+    class Auth(asyncssh.SSHServer):
+        def begin_auth(self, username: str) -> bool:
+            return True
+
+        def public_key_auth_supported(self) -> bool:
+            return True
+
+        def validate_public_key(self, username: str, key: asyncssh.SSHKey) -> bool:
+            return key == allowed
+
+    acceptor = await asyncssh.listen("127.0.0.1", 0, server_host_keys=[server.host_key], server_factory=Auth,
+                                     process_factory=server.handle, encoding=None)
+    server.port = acceptor.get_port()
+    yield server
+    acceptor.close()
+    await acceptor.wait_closed()
+
+
+@pytest.fixture
+async def pool(byte_server: ByteServer, client_key: tuple[asyncssh.SSHKey, Path], tmp_path: Path) -> AsyncIterator[SshPool]:
+    host = InventoryHost("gpu100", "node", "127.0.0.1", byte_server.port, "fleet", identity_file=client_key[1])
+    pool = SshPool([host], known_hosts=byte_server.known_hosts(tmp_path / "known_hosts"), settings=FAST)
+    yield pool
+    await pool.close()
+
+
+def named(name: str) -> Command:
+    """The command the server answers as ``name`` (``echo`` only to pass the allow-list)."""
+    return command("echo", name)
+
+
+def writes(*pieces: bytes, stderr: tuple[bytes, ...] = (), status: int = 0) -> Handler:
+    """A command that writes each piece as its own packet, then exits with ``status``."""
+
+    async def handler(process: asyncssh.SSHServerProcess[bytes]) -> None:
+        for piece in pieces:
+            process.stdout.write(piece)
+        for piece in stderr:
+            process.stderr.write(piece)
+        process.exit(status)
+
+    return handler
+
+
+SPLIT = (b"caf\xc3", b"\xa9 \xe2\x82", b"\xac\n", b"x\n\n", b"bad \xff byte\r\n", b"no newline \xf0\x9f", b"\x98\x80")
+"""UTF-8 characters cut between packets, an empty line, an invalid byte, a CR, a last line without newline."""
+
+
+async def test_run_decodes_characters_split_across_packets(byte_server: ByteServer, pool: SshPool) -> None:
+    byte_server.handlers["split"] = writes(*SPLIT, stderr=(b"warn \xe2", b"\x82\xac\n"))
+    result = await pool.run("gpu100", named("split"), timeout_s=5)
+    assert result.state is HostState.OK
+    assert result.stdout == "café €\nx\n\nbad \ufffd byte\r\nno newline 😀"
+    assert result.stderr == "warn €\n"
+    assert result.exit_status == 0
+
+
+async def test_stream_lines_split_across_packets(byte_server: ByteServer, pool: SshPool) -> None:
+    byte_server.handlers["split"] = writes(*SPLIT, b"a\nb\nc", b"d\n")
+    lines: list[str] = []
+    result = await pool.stream("gpu100", named("split"), lines.append, first_line_timeout_s=5, line_timeout_s=5)
+    assert lines == ["café €", "x", "", "bad \ufffd byte\r", "no newline 😀a", "b", "cd"]
+    assert (result.state, result.reason, result.lines, result.exit_status) == (HostState.OK, "stream ended", 7, 0)
+
+
+async def test_stream_last_line_without_newline_is_delivered(byte_server: ByteServer, pool: SshPool) -> None:
+    byte_server.handlers["tail"] = writes(b"one\ntwo \xe2\x82", b"\xac")
+    lines: list[str] = []
+    result = await pool.stream("gpu100", named("tail"), lines.append, first_line_timeout_s=5, line_timeout_s=5)
+    assert lines == ["one", "two €"]
+    assert result.lines == 2
+
+
+async def test_run_closes_stdin_at_once(byte_server: ByteServer, pool: SshPool) -> None:
+    async def wait_for_eof(process: asyncssh.SSHServerProcess[bytes]) -> None:
+        await byte_server.read_stdin_to_eof("cat", process)
+        process.stdout.write(b"stdin closed\n")
+        process.exit(0)
+
+    byte_server.handlers["cat"] = wait_for_eof
+    result = await pool.run("gpu100", named("cat"), timeout_s=5)
+    assert (result.state, result.stdout) == (HostState.OK, "stdin closed\n")
+
+
+async def test_run_keeps_the_stderr_tail_of_a_failure(byte_server: ByteServer, pool: SshPool) -> None:
+    noise = "".join(f"line {index} → ärger\n" for index in range(20000)).encode()
+    pieces = tuple(noise[start:start + 1000] for start in range(0, len(noise), 1000))  # cuts through characters
+    byte_server.handlers["noisy"] = writes(b"partial\n", stderr=pieces, status=3)
+    result = await pool.run("gpu100", named("noisy"), timeout_s=10)
+    assert result.state is HostState.COMMAND_FAILED
+    assert result.exit_status == 3
+    assert result.stdout == "partial\n"
+    assert result.stderr == noise.decode()[-STDERR_KEEP_BYTES:]
+    assert result.reason == f"exit status 3: {result.stderr.splitlines()[0]}"  # the tail's first, cut line
+
+
+@pytest.mark.parametrize("how", ["run", "stream"])
+async def test_killed_by_signal(byte_server: ByteServer, pool: SshPool, how: str) -> None:
+    async def killed(process: asyncssh.SSHServerProcess[bytes]) -> None:
+        process.stdout.write(b"started\n")
+        process.exit_with_signal("KILL")
+
+    byte_server.handlers["victim"] = killed
+    if how == "run":
+        result = await pool.run("gpu100", named("victim"), timeout_s=5)
+        assert (result.state, result.reason, result.exit_status) == (HostState.COMMAND_FAILED, "killed by signal KILL", -1)
+        assert result.stdout == "started\n"
+    else:
+        lines: list[str] = []
+        result = await pool.stream("gpu100", named("victim"), lines.append, first_line_timeout_s=5, line_timeout_s=5)
+        assert (result.state, result.reason, result.exit_status) == (
+            HostState.COMMAND_FAILED, "stream ended with exit status -1", -1)
+        assert lines == ["started"]
+
+
+async def test_run_hung_counts_whole_characters_so_far(byte_server: ByteServer, pool: SshPool) -> None:
+    release = asyncio.Event()
+
+    async def stalls(process: asyncssh.SSHServerProcess[bytes]) -> None:
+        process.stdout.write(b"ab\xe2\x82")  # a character's first two bytes, then silence
+        await release.wait()
+
+    byte_server.handlers["stall"] = stalls
+    try:
+        result = await pool.run("gpu100", named("stall"), timeout_s=0.3)
+    finally:
+        release.set()
+    assert (result.state, result.stdout) == (HostState.HUNG, "ab")
+    assert result.reason == "not finished (2 characters of output so far) within 0.3 s"
+
+
+async def test_stream_stop_from_on_line_delivers_no_later_line(byte_server: ByteServer, pool: SshPool) -> None:
+    async def burst(process: asyncssh.SSHServerProcess[bytes]) -> None:
+        process.stdout.write(b"1\n2\n3\n4\n5\n")  # one packet
+        await byte_server.read_stdin_to_eof("burst", process)
+        process.exit(0)
+
+    byte_server.handlers["burst"] = burst
+    stop = asyncio.Event()
+    lines: list[str] = []
+
+    def on_line(line: str) -> None:
+        lines.append(line)
+        if line == "2":
+            stop.set()
+
+    result = await pool.stream("gpu100", named("burst"), on_line, first_line_timeout_s=5, line_timeout_s=5, stop=stop)
+    assert (result.state, result.reason, result.lines) == (HostState.OK, "stream stopped", 2)
+    assert lines == ["1", "2"]
+    await asyncio.wait_for(byte_server.stdin_closed["burst"].wait(), timeout=5)
+
+
+async def test_stream_on_line_error_is_raised_and_channel_closed(byte_server: ByteServer, pool: SshPool) -> None:
+    async def forever(process: asyncssh.SSHServerProcess[bytes]) -> None:
+        process.stdout.write(b"boom\n")
+        await process.stdin.read()  # ends when the client closes the channel
+
+    byte_server.handlers["forever"] = forever
+
+    def on_line(line: str) -> None:
+        raise ValueError(f"cannot parse {line!r}")
+
+    with pytest.raises(ValueError, match="cannot parse 'boom'"):
+        await pool.stream("gpu100", named("forever"), on_line, first_line_timeout_s=5, line_timeout_s=5)
+    await asyncio.wait_for(byte_server.finished["forever"].wait(), timeout=5)
+    byte_server.handlers["hostname"] = writes(b"gpu100\n")
+    after = await pool.run("gpu100", named("hostname"), timeout_s=5)
+    assert (after.state, after.stdout) == (HostState.OK, "gpu100\n"), "the caller's error leaves the connection usable"
+
+
+async def test_stream_cancelled_closes_the_channel(byte_server: ByteServer, pool: SshPool) -> None:
+    async def forever(process: asyncssh.SSHServerProcess[bytes]) -> None:
+        process.stdout.write(b"hello\n")
+        await process.stdin.read()
+
+    byte_server.handlers["agent"] = forever
+    first = asyncio.Event()
+    task = asyncio.ensure_future(pool.stream("gpu100", named("agent"), lambda line: first.set(),
+                                             first_line_timeout_s=5, line_timeout_s=5))
+    await asyncio.wait_for(first.wait(), timeout=5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await asyncio.wait_for(byte_server.finished["agent"].wait(), timeout=5)
+
+
+async def test_stream_no_first_line_is_hung(byte_server: ByteServer, pool: SshPool) -> None:
+    async def silent(process: asyncssh.SSHServerProcess[bytes]) -> None:
+        process.stdout.write(b"no newline yet")  # bytes are not a line
+        await process.stdin.read()
+
+    byte_server.handlers["silent"] = silent
+    lines: list[str] = []
+    result = await pool.stream("gpu100", named("silent"), lines.append, first_line_timeout_s=0.3, line_timeout_s=5)
+    assert (result.state, result.reason, result.lines) == (HostState.HUNG, "no first line within 0.3 s", 0)
+    assert lines == []
+    await asyncio.wait_for(byte_server.finished["silent"].wait(), timeout=5)
+
+
+async def test_stream_deadline_moves_with_each_line(byte_server: ByteServer, pool: SshPool) -> None:
+    async def steady(process: asyncssh.SSHServerProcess[bytes]) -> None:
+        for seq in range(6):
+            process.stdout.write(f"{seq}\n".encode())
+            await asyncio.sleep(0.1)  # the agent's interval being simulated
+        process.stdout.write(b"half a line")
+        await process.stdin.read()
+
+    byte_server.handlers["steady"] = steady
+    lines: list[str] = []
+    result = await pool.stream("gpu100", named("steady"), lines.append, first_line_timeout_s=5, line_timeout_s=0.35)
+    assert lines == ["0", "1", "2", "3", "4", "5"], "0.6 s of lines 0.1 s apart never trip a 0.35 s line timeout"
+    assert (result.state, result.reason) == (HostState.HUNG, "no line after line 6 within 0.35 s")
+    assert result.seconds < 3.0, "judged by the line timeout, not the first-line one (5 s)"
+
+
+async def test_stream_that_ends_output_but_never_exits_is_hung(byte_server: ByteServer, pool: SshPool) -> None:
+    async def lingers(process: asyncssh.SSHServerProcess[bytes]) -> None:
+        process.stdout.write(b"last\n")
+        process.stderr.write(b"flushing\n")
+        process.stdout.write_eof()
+        await process.stdin.read()
+
+    byte_server.handlers["lingers"] = lingers
+    lines: list[str] = []
+    result = await pool.stream("gpu100", named("lingers"), lines.append, first_line_timeout_s=5, line_timeout_s=0.3)
+    assert lines == ["last"]
+    assert (result.state, result.reason, result.stderr) == (
+        HostState.HUNG, "stream did not start or end within 5 s", "flushing\n")
+    assert result.seconds < 1.5, "the end waits the line timeout (0.3 s), whatever the message says"
+
+
+async def test_stream_line_longer_than_the_window_comes_in_pieces(byte_server: ByteServer, pool: SshPool) -> None:
+    text = "€" * (2 * WINDOW_BYTES // 3 + 1000)  # three bytes each: more than two windows, cuts inside characters
+    data = text.encode()
+    pieces = tuple(data[start:start + 30000] for start in range(0, len(data), 30000))
+    byte_server.handlers["huge"] = writes(*pieces, b"\nnext\n")
+    lines: list[str] = []
+    result = await pool.stream("gpu100", named("huge"), lines.append, first_line_timeout_s=10, line_timeout_s=10)
+    assert result.state is HostState.OK
+    assert lines[-1] == "next"
+    assert "".join(lines[:-1]) == text, "no character lost or replaced at a cut"
+    assert len(lines) == 4
+    assert all(len(line.encode()) < WINDOW_BYTES + 32768 for line in lines), "memory bounded by the window"
