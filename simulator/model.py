@@ -381,6 +381,7 @@ class FleetModel:
         self._neighbors: dict[TxEnd, LldpNeighbor] = {}
         self._gpu_constants: dict[tuple[str, int], _GpuFixed] = {}
         self._baselines: dict[tuple[TxEnd, str], dict[str, float]] = {}
+        self._effects: dict[tuple[frozenset[int], frozenset[int]], FaultEffects] = {}
         self._phases: dict[TxEnd, float] = {}
         self._config_revision = 0
         self._last_segments: tuple[tuple[float, float, int], list[tuple[float, float, Solution]]] | None = None
@@ -434,14 +435,27 @@ class FleetModel:
     # ------------------------------------------------------------------ network state
 
     def effects(self, t: float) -> FaultEffects:
-        return fault_rules.effects(self.scenario.faults, self.topology, t)
+        """The faults' effects at ``t``: folded once per set of active (and escalated) faults."""
+        key = self._fault_key(t)
+        effects = self._effects.get(key)
+        if effects is None:
+            if len(self._effects) > 64:
+                self._effects.clear()
+            effects = self._effects[key] = fault_rules.effects(self.scenario.faults, self.topology, t)
+        return effects
 
-    def _state_key(self, t: float) -> StateKey:
+    def _fault_key(self, t: float) -> tuple[frozenset[int], frozenset[int]]:
+        """The faults active at ``t`` and the pfc_storm faults past their escalation: all that moves effects."""
         faults = self.scenario.faults
         active = frozenset(i for i, f in enumerate(faults) if f.active(t))
         escalated = frozenset(
             i for i in active if faults[i].kind == "pfc_storm" and t - faults[i].at >= fault_rules.STORM_ESCALATION_S
         )
+        return active, escalated
+
+    def _state_key(self, t: float) -> StateKey:
+        faults = self.scenario.faults
+        active, escalated = self._fault_key(t)
         configs = tuple(
             sorted(
                 (s, self.switch_config(s, t))
@@ -587,8 +601,9 @@ class FleetModel:
     def _link_down_steps(self, node: str, rail: int, t: float, effects: FaultEffects) -> int:
         cable = (node, nic_name(rail))
         count = fault_rules.link_down_events(self.scenario.faults, self.topology, cable, t)
-        switch, _ = self.nic_cable(node, rail, effects)
-        count += sum(1 for a in self._applied.get(switch, ()) if a.restart and a.t <= t)
+        if self._applied:  # switchd restarts of the switch at the cable's end
+            switch, _ = self.nic_cable(node, rail, effects)
+            count += sum(1 for a in self._applied.get(switch, ()) if a.restart and a.t <= t)
         return count
 
     def _storm_steps(self, node: str, rail: int, t: float) -> dict[str, int]:

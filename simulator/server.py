@@ -71,7 +71,7 @@ class FleetServer:
             listener.port,
             server_host_keys=[listener.key],
             authorized_client_keys=self._authorized,
-            process_factory=self._process_factory(listener.host),
+            server_factory=self._server_factory(listener.host),
             encoding="utf-8",
             allow_scp=False,
             x11_forwarding=False,
@@ -121,7 +121,26 @@ class FleetServer:
             self._shells[host] = shell
         return shell
 
-    def _process_factory(self, host: str) -> Callable[[asyncssh.SSHServerProcess[str]], object]:
+    def _server_factory(self, host: str) -> Callable[[], asyncssh.SSHServer]:
+        handle = self._process_factory(host)
+
+        def make() -> asyncssh.SSHServer:
+            return _MachineServer(lambda: _Session(self, host, handle))
+
+        return make
+
+    def answer_now(self, host: str, command: str) -> tuple[list[tuple[int, str]], int] | None:
+        """The output and exit status of an exec request that can be answered at once, else None.
+
+        A machine that hangs or answers slowly, and a line with a stateful
+        command, go through the process path (``_handle``) instead.
+        """
+        behaviour = self.model.behaviour(host, self.model.now())
+        if behaviour.hung or behaviour.delay_s:
+            return None
+        return self.shell(host).run_now(command)
+
+    def _process_factory(self, host: str) -> Callable[[asyncssh.SSHServerProcess[str]], Awaitable[None]]:
         async def handle(process: asyncssh.SSHServerProcess[str]) -> None:
             try:
                 await self._handle(host, process)
@@ -192,6 +211,60 @@ class FleetServer:
             self._close_listener(listener)
         for task in list(self._tasks):
             task.cancel()
+
+
+class _MachineServer(asyncssh.SSHServer):
+    """One connection's server side: its sessions are ``_Session``s."""
+
+    def __init__(self, session: Callable[[], asyncssh.SSHServerSession[str]]) -> None:
+        self._session = session
+
+    def session_requested(self) -> asyncssh.SSHServerSession[str]:
+        return self._session()
+
+
+class _Session(asyncssh.SSHServerProcess[str]):
+    """A session that answers a plain exec request of stateless commands as soon as it starts.
+
+    Such a request (``grep -H . /sys/...``, ``ethtool -S``) needs neither a
+    process task nor stdin: its output is written and the exit status sent in
+    the callback that starts the session. Everything else (shells, stateful
+    commands, PTYs, a hung or slow machine) runs as an ``SSHServerProcess``
+    through ``FleetServer._handle``, as before.
+    """
+
+    def __init__(
+        self, fleet: FleetServer, host: str, handle: Callable[[asyncssh.SSHServerProcess[str]], Awaitable[None]]
+    ) -> None:
+        super().__init__(handle, None, 0, False)
+        self._fleet = fleet
+        self._host = host
+
+    def session_started(self) -> None:
+        channel = self.channel
+        connection = channel.get_extra_info("connection")
+        if connection is not None:
+            self._fleet.listeners[self._host].connections.add(connection)
+        command = channel.get_command()
+        if command is None or channel.get_terminal_type() is not None:
+            super().session_started()
+            return
+        try:
+            answer = self._fleet.answer_now(self._host, command)
+        except Exception:  # a bug must not take the fleet down; the client sees exit 1
+            log.exception("command on %s failed", self._host)
+            answer = [(2, "simulator: internal error\n")], 1
+        if answer is None:
+            super().session_started()
+            return
+        chunks, status = answer
+        with contextlib.suppress(asyncssh.Error, ConnectionError, BrokenPipeError, OSError):
+            for stream, text in chunks:
+                if stream == 1:
+                    channel.write(text)
+                else:
+                    channel.write_stderr(text)
+            channel.exit(status)
 
 
 def _writer(stream: asyncssh.SSHWriter[str]) -> Callable[[str], None]:

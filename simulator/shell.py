@@ -15,8 +15,9 @@ from __future__ import annotations
 import asyncio
 import re
 import shlex
+from collections.abc import Callable
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from simulator import agent_stream, perftest, switch_cli
 from simulator.pipes import FILTERS
@@ -55,6 +56,23 @@ class _Pipeline:
 
     steps: list[tuple[str, list[_Command]]] = field(default_factory=list)
     error: str = ""
+
+
+_PARSED: dict[str, _Pipeline] = {}
+_PARSED_MAX = 512
+
+
+def parsed(line: str) -> _Pipeline:
+    """``parse_line``, remembered: a collector sends the same few lines to every machine, every tick.
+
+    The pipeline returned is shared: treat it as read-only.
+    """
+    pipeline = _PARSED.get(line)
+    if pipeline is None:
+        if len(_PARSED) >= _PARSED_MAX:
+            _PARSED.clear()
+        pipeline = _PARSED[line] = parse_line(line)
+    return pipeline
 
 
 def parse_line(line: str) -> _Pipeline:
@@ -176,7 +194,7 @@ class Shell:
 
     async def run(self, line: str, io: StreamIO) -> int:
         """Run a whole command line; the exit status is the last command's."""
-        pipeline = parse_line(line)
+        pipeline = parsed(line)
         if pipeline.error:
             io.stderr(pipeline.error)
             return 2
@@ -186,13 +204,60 @@ class Shell:
         finally:
             _LINE.reset(token)
 
+    def run_now(self, line: str) -> tuple[list[tuple[int, str]], int] | None:
+        """Run a line of stateless commands at once: (output chunks in order, exit status), else None.
+
+        Each chunk is (1 for stdout or 2 for stderr, text), consecutive writes
+        to one stream joined. A line with a stateful command (perftest, the
+        agent, a switch change) or ``timeout`` takes time, so it returns None
+        and must go through ``run``. The others never wait on anything, so
+        ``run``'s coroutine completes on its first step: it runs here, without
+        an event loop round trip, through the very same code.
+        """
+        pipeline = parsed(line)
+        if not pipeline.error and not all(self._immediate(c.argv) for _, cs in pipeline.steps for c in cs):
+            return None
+        chunks: list[tuple[int, str]] = []
+
+        def writer(stream: int) -> Callable[[str], None]:
+            def write(text: str) -> None:
+                if chunks and chunks[-1][0] == stream:
+                    chunks[-1] = (stream, chunks[-1][1] + text)
+                elif text:
+                    chunks.append((stream, text))
+
+            return write
+
+        coroutine = self.run(line, StreamIO(writer(1), writer(2)))
+        try:
+            coroutine.send(None)
+        except StopIteration as done:
+            return chunks, int(done.value)
+        coroutine.close()
+        raise RuntimeError(f"a stateless command line waited: {line!r}")
+
+    def _immediate(self, argv: list[str]) -> bool:
+        """Whether a command answers without waiting (no stateful handler, no ``timeout``, no ``$?``)."""
+        while argv and argv[0] == "sudo":
+            argv = argv[1:]
+            while argv and argv[0].startswith("-"):
+                argv = argv[1:]
+        if not argv:
+            return True
+        if argv[0] == "timeout" or any("$?" in word for word in argv):
+            return False
+        return not self.allowed(argv[0]) or self._handler(argv) is None
+
     async def _run_steps(self, pipeline: _Pipeline, io: StreamIO) -> int:
         status = 0
         for operator, commands in pipeline.steps:
             if (operator == "&&" and status != 0) or (operator == "||" and status == 0):
                 continue
-            for command in commands:
-                command.argv = [word.replace("$?", str(status)) for word in command.argv]
+            if any("$?" in word for command in commands for word in command.argv):
+                last = str(status)
+                commands = [
+                    replace(command, argv=[word.replace("$?", last) for word in command.argv]) for command in commands
+                ]
             status = await self._run_piped(commands, io)
             if status == -1:  # exit
                 break

@@ -16,7 +16,7 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from simulator.state import NicView, NodeView
@@ -109,11 +109,19 @@ class VirtualTree:
     def is_file(self, path: str) -> bool:
         return path in self.files
 
-    def read(self, path: str) -> str:
-        return self.files[path]
+    def get(self, path: str) -> str | None:
+        """The file's content, None if ``path`` is no file."""
+        return self.files.get(path)
+
+    def get_many(self, paths: list[str]) -> list[str | None]:
+        return [self.files.get(path) for path in paths]
 
     def expand(self, word: str) -> list[str]:
         return expand(self, word)
+
+    def resolve(self, word: str) -> list[tuple[str, str]]:
+        """Each path ``word`` expands to, as shown and as the kernel reads it."""
+        return [(path, _norm(path)) for path in expand(self, word)]
 
     def walk(self, path: str) -> Iterator[str]:
         """Every file under ``path``, depth first in sorted order (like ``grep -r``)."""
@@ -193,44 +201,46 @@ def _head_files(nic: NicView, host: str) -> dict[str, str]:
     return files
 
 
-def _counter_values(counters: dict[str, int]) -> dict[str, str]:
-    """``ports/<p>/counters/<name>``, by name."""
-    return {name: str(count) for name, count in counters.items()}
+def _counter_values(counters: dict[str, int], end: str = "") -> dict[str, str]:
+    """``ports/<p>/counters/<name>``, by name (each value followed by ``end``)."""
+    return {name: f"{count}{end}" for name, count in counters.items()}
 
 
-def _hw_values(hw_counters: dict[str, int]) -> dict[str, str]:
-    """``ports/<p>/hw_counters/<name>``, by name."""
-    values = {name: str(count) for name, count in hw_counters.items()}
+def _hw_values(hw_counters: dict[str, int], end: str = "") -> dict[str, str]:
+    """``ports/<p>/hw_counters/<name>``, by name (each value followed by ``end``)."""
+    values = {name: f"{count}{end}" for name, count in hw_counters.items()}
     if hw_counters:
         # The statistics refresh interval (ms) rdma_core exposes next to the counters.
-        values["lifespan"] = "10"
+        values["lifespan"] = f"10{end}"
     return values
 
 
-def _stat_values(ethtool: dict[str, int]) -> dict[str, str]:
-    """The netdev's ``statistics/<name>``, by name."""
-    return {name: str(sum(ethtool.get(src, 0) for src in sources)) for name, sources in _NET_STATISTICS}
+def _stat_values(ethtool: dict[str, int], end: str = "") -> dict[str, str]:
+    """The netdev's ``statistics/<name>``, by name (each value followed by ``end``)."""
+    return {name: f"{sum(ethtool.get(src, 0) for src in sources)}{end}" for name, sources in _NET_STATISTICS}
 
 
-_Section = tuple[int, str, str]
-"""Where a file's value comes from: (rail, section, key in the section's values)."""
+SECTIONS = ("head", "counters", "hw", "stats")
+_Section = tuple[int, str]
+"""Where a file's value comes from: (slot: rail * 4 + index in SECTIONS, key in the section's values)."""
 
 
 def _nic_sections(nic: NicView, rail: int) -> Iterator[tuple[str, _Section]]:
     """Every file of a NIC with the section (and key) its value comes from, in ``build_tree``'s order."""
     port = f"{IB_ROOT}/{nic.name}/ports/{nic.port}"
+    head, counters, hw, stats = (rail * len(SECTIONS) + index for index in range(len(SECTIONS)))
     for path in _head_files(nic, ""):
-        yield path, (rail, "head", path)
+        yield path, (head, path)
     for name in nic.counters:
-        yield f"{port}/counters/{name}", (rail, "counters", name)
+        yield f"{port}/counters/{name}", (counters, name)
     for name in _hw_values(nic.hw_counters):
-        yield f"{port}/hw_counters/{name}", (rail, "hw", name)
+        yield f"{port}/hw_counters/{name}", (hw, name)
     for rel in _netdev_head(nic):
         for base in _netdev_dirs(nic):
-            yield f"{base}/{rel}", (rail, "head", f"{base}/{rel}")
+            yield f"{base}/{rel}", (head, f"{base}/{rel}")
     for name, _ in _NET_STATISTICS:
         for base in _netdev_dirs(nic):
-            yield f"{base}/statistics/{name}", (rail, "stats", name)
+            yield f"{base}/statistics/{name}", (stats, name)
 
 
 def _nic_files(nic: NicView, host: str) -> dict[str, str]:
@@ -284,24 +294,34 @@ class Layout:
 
     dirs: dict[str, tuple[str, ...]]
     sections: dict[str, _Section]
-    globs: dict[str, list[str]]
+    globs: dict[str, list[str]] = field(default_factory=dict)
+    resolved: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
 
 
 def _layout_of(parts: LazyNode) -> Layout:
-    """The node's layout: learnt once per node, one object per shape."""
+    """The node's layout: its shape learnt once per node, the layout built once per shape."""
     key = ("sysfs-layout", parts.name)
     layout = parts.memo.get(key)
     if isinstance(layout, Layout):
         return layout
-    sections: dict[str, _Section] = {}
-    for rail in parts.rails:
-        head = parts.nic_head(rail)
-        shaped = replace(head, counters=parts.counters(rail), hw_counters=parts.hw_counters(rail))
-        sections.update(_nic_sections(shaped, rail))
-    shape = ("sysfs-shape", tuple(sections.items()))
+    nics = [
+        replace(parts.nic_head(rail), counters=parts.counters(rail), hw_counters=parts.hw_counters(rail))
+        for rail in parts.rails
+    ]
+    shape = (
+        "sysfs-shape",
+        tuple(
+            (nic.name, nic.port, nic.netdev, nic.link_layer, tuple(g.index for g in nic.gids),
+             tuple(nic.counters), tuple(nic.hw_counters))
+            for nic in nics
+        ),
+    )  # what the paths depend on: the files' values aside, nodes of one shape have one tree
     layout = parts.memo.get(shape)
     if not isinstance(layout, Layout):
-        layout = Layout(_directories(sections), sections, {})
+        sections: dict[str, _Section] = {}
+        for rail, nic in zip(parts.rails, nics, strict=True):
+            sections.update(_nic_sections(nic, rail))
+        layout = Layout(_directories(sections), sections)
         parts.memo[shape] = layout
     parts.memo[key] = layout
     return layout
@@ -313,34 +333,63 @@ class LazyTree:
     def __init__(self, parts: LazyNode) -> None:
         self.layout = _layout_of(parts)
         self.dirs = self.layout.dirs
+        self._sections = self.layout.sections
         self._parts = parts
-        self._values: dict[tuple[int, str], dict[str, str]] = {}
+        self._values: list[dict[str, str] | None] = [None] * (len(SECTIONS) * len(parts.rails))
 
     def is_file(self, path: str) -> bool:
-        return path in self.layout.sections
+        return path in self._sections
 
-    def read(self, path: str) -> str:
-        rail, section, key = self.layout.sections[path]
-        values = self._values.get((rail, section))
+    def get(self, path: str) -> str | None:
+        """The file's content, None if ``path`` is no file."""
+        where = self._sections.get(path)
+        if where is None:
+            return None
+        slot, key = where
+        values = self._values[slot]
         if values is None:
-            values = self._values[(rail, section)] = self._section(rail, section)
+            values = self._values[slot] = self._section(slot)
         return values[key]
 
-    def _section(self, rail: int, section: str) -> dict[str, str]:
+    def _section(self, slot: int) -> dict[str, str]:
         parts = self._parts
+        rail, index = divmod(slot, len(SECTIONS))
+        section = SECTIONS[index]
         if section == "counters":
-            values = _counter_values(parts.counters(rail))
-        elif section == "hw":
-            values = _hw_values(parts.hw_counters(rail))
-        elif section == "stats":
-            values = _stat_values(parts.ethtool(rail))
-        else:
-            nic = parts.nic_head(rail)
-            values = _head_files(nic, parts.name)
-            for rel, text in _netdev_head(nic).items():
-                for base in _netdev_dirs(nic):
-                    values[f"{base}/{rel}"] = text
+            return _counter_values(parts.counters(rail), "\n")
+        if section == "hw":
+            return _hw_values(parts.hw_counters(rail), "\n")
+        if section == "stats":
+            return _stat_values(parts.ethtool(rail), "\n")
+        nic = parts.nic_head(rail)
+        values = _head_files(nic, parts.name)
+        for rel, text in _netdev_head(nic).items():
+            for base in _netdev_dirs(nic):
+                values[f"{base}/{rel}"] = text
         return {key: value + "\n" for key, value in values.items()}
+
+    def get_many(self, paths: list[str]) -> list[str | None]:
+        """``get`` of each path, in one loop: grep reads a hundred files per command."""
+        sections, values = self._sections, self._values
+        texts: list[str | None] = []
+        for path in paths:
+            where = sections.get(path)
+            if where is None:
+                texts.append(None)
+                continue
+            slot, key = where
+            section = values[slot]
+            if section is None:
+                section = values[slot] = self._section(slot)
+            texts.append(section[key])
+        return texts
+
+    def resolve(self, word: str) -> list[tuple[str, str]]:
+        """``resolve`` over the layout, remembered per word for the run."""
+        resolved = self.layout.resolved.get(word)
+        if resolved is None:
+            resolved = self.layout.resolved[word] = [(path, _norm(path)) for path in self.expand(word)]
+        return resolved
 
     def expand(self, word: str) -> list[str]:
         """``expand`` over the layout, remembered per word for the run (a new list each time)."""
@@ -356,6 +405,9 @@ class LazyTree:
 
 _MAGIC = re.compile(r"[*?\[]")
 
+
+_ONE_LINE = re.compile("[^\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]+\n\\Z")
+"""One non-empty line and its newline, as ``str.splitlines`` splits lines."""
 
 _BRACE = re.compile(r"\{([^{}]*,[^{}]*)\}")
 
@@ -417,7 +469,11 @@ class Tree(Protocol):
 
     def is_file(self, path: str) -> bool: ...
 
-    def read(self, path: str) -> str: ...
+    def get(self, path: str) -> str | None: ...
+
+    def get_many(self, paths: list[str]) -> list[str | None]: ...
+
+    def resolve(self, word: str) -> list[tuple[str, str]]: ...
 
     def expand(self, word: str) -> list[str]: ...
 
@@ -446,8 +502,9 @@ def cat(ctx: ToolContext, argv: list[str]) -> ToolOutput:
             continue
         for path in tree.expand(word):
             real = _norm(path)
-            if tree.is_file(real):
-                out.append(tree.read(real))
+            text = tree.get(real)
+            if text is not None:
+                out.append(text)
             elif real in tree.dirs:
                 err.append(f"cat: {path}: Is a directory\n")
             else:
@@ -517,37 +574,33 @@ def grep(ctx: ToolContext, argv: list[str]) -> ToolOutput:
         regex = re.compile(source, re.IGNORECASE if ignore_case else 0)
     except re.error:
         return ToolOutput("", "grep: Unmatched [, [^, [:, [., or [=\n", 2)
-    paths = [p for w in words for p in tree.expand(w)]
+    pairs = [pair for w in words for pair in tree.resolve(w)]
     any_line = source == "." and not invert and not count
     """The pattern ``.`` matches every non-empty line: no regex needed for a one-line file."""
     if with_name is None:
-        with_name = len(paths) > 1 or recursive
+        with_name = len(pairs) > 1 or recursive
     out: list[str] = []
     err: list[str] = []
     matched = False
-    for path in paths:
-        real = _norm(path)
-        if real in tree.dirs:
-            if recursive:
-                targets = [
-                    (f"{path.rstrip('/')}{f[len(real) :]}" if real != "/" else f, f)
-                    for f in tree.walk(real)
-                ]
-            else:
+    texts = tree.get_many([real for _, real in pairs])
+    for (path, real), text in zip(pairs, texts, strict=True):
+        if text is not None:
+            if any_line and _ONE_LINE.match(text):  # the common case: a one-value file under "grep ."
+                matched = True
+                out.append(f"{path}:{text}" if with_name else text)
+                continue
+            targets = [(path, real)]
+        elif real in tree.dirs:
+            if not recursive:
                 err.append(f"grep: {path}: Is a directory\n")
                 continue
-        elif tree.is_file(real):
-            targets = [(path, real)]
+            targets = [(f"{path.rstrip('/')}{f[len(real) :]}" if real != "/" else f, f) for f in tree.walk(real)]
         else:
             err.append(f"grep: {path}: No such file or directory\n")
             continue
         for shown, file_path in targets:
-            text = tree.read(file_path)
-            if any_line and _one_line(text):  # the common case: a one-value file under "grep ."
-                matched = True
-                out.append(f"{shown}:{text}" if with_name else text)
-                continue
-            hits = [line for line in text.splitlines() if bool(regex.search(line)) != invert]
+            lines = (tree.get(file_path) or "").splitlines()
+            hits = [line for line in lines if bool(regex.search(line)) != invert]
             matched = matched or bool(hits)
             if count:
                 out.append(f"{shown}:{len(hits)}\n" if with_name else f"{len(hits)}\n")
@@ -592,8 +645,3 @@ def ls(ctx: ToolContext, argv: list[str]) -> ToolOutput:
             out.append(("\n" if files or index else "") + f"{path}:\n")
         out += [f"{entry}\n" for entry in tree.dirs[_norm(path)]]
     return ToolOutput("".join(out), "".join(err), 2 if err else 0)
-
-
-def _one_line(text: str) -> bool:
-    """Whether ``text`` is one non-empty line with its newline, as ``str.splitlines`` sees it."""
-    return len(text) > 1 and text[-1] == "\n" and text[:-1].isprintable()
