@@ -433,10 +433,17 @@ class AgentStream:
         self._values: dict[SeriesKey, float] | None = None
         """The last line's values without optics; None until a full line (or after a bad line)."""
         self._seq = 0
-        self._ports: dict[tuple[str, int], str] = {}
-        self._owners: dict[str, tuple[str, str]] = {}
+        self._ports: set[tuple[str, int]] = set()
+        """The (device, port) of the last full line."""
+        self._netdevs: dict[str, tuple[str, str]] = {}
+        """netdev -> (RDMA device, port), of the last full line."""
+        self._keys: dict[tuple[str, int], _PortKeys] = {}
+        self._ethtool_keys: dict[tuple[str, str], dict[str, SeriesKey]] = {}
+        """Built on first use and kept for the stream: the keys of a port's or netdev's values."""
+        self._last_optics: dict[str, tuple[str, str, dict[SeriesKey, float]]] = {}
+        """netdev -> its last ``ethtool -m`` text and readings: an unchanged text is not parsed again."""
         self._reshaped = False
-        """Set by ``_set`` when a key came or went: the line is compared whole."""
+        """Set when a key came or went: the line is compared whole."""
 
     def read(self, text: str | bytes) -> StreamSample:
         """One line; ``AgentLineError`` (reason names the field) for a line that cannot be used."""
@@ -453,32 +460,37 @@ class AgentStream:
             raise AgentLineError(f"changed-only line {seq} does not follow line {self._seq}")
         ts = float(_need(raw, "ts", (int, float), ""))
         changed: list[SeriesKey] = []
-        size = len(values)
+        self._reshaped = False
         optics = self._apply(raw, values, changed)
         self._values, self._seq = values, seq
         sample_values = dict(values)
         if optics:
             sample_values.update(optics)
         host = self._host or _need(raw, "host", str, "")
-        return StreamSample(HostSample(host, ts, sample_values),
-                            tuple(changed) if len(values) == size and not self._reshaped else None, None)
+        return StreamSample(HostSample(host, ts, sample_values), None if self._reshaped else tuple(changed), None)
 
     def _full(self, line: AgentLine) -> StreamSample:
         owners: dict[str, tuple[str, str]] = {}
         values = _line_values(line, None, owners)
-        self._values, self._seq, self._owners = values, line.seq, owners
-        self._ports = {(port.device, port.port): str(port.port) for port in line.ports}
+        self._values, self._seq = values, line.seq
+        self._ports = {(port.device, port.port) for port in line.ports}
+        self._netdevs = owners
         sample_values = dict(values)
-        if self._optics is not None:
-            for name, netdev in line.netdevs.items():
-                owner = owners.get(name)
-                if owner is not None and netdev.optics_text is not None:
-                    sample_values.update(self._optics_of(netdev.optics_text, owner[0]))
+        for name, netdev in line.netdevs.items():
+            owner = owners.get(name)
+            if owner is not None and netdev.optics_text is not None:
+                sample_values.update(self._optics_of(name, netdev.optics_text, owner[0]))
         return StreamSample(HostSample(self._host or line.host, line.ts, sample_values), None, owners)
 
-    def _optics_of(self, text: str, device: str) -> dict[SeriesKey, float]:
-        assert self._optics is not None
-        return {(metric, device, lane): float(reading) for (metric, lane), reading in self._optics(text).items()}
+    def _optics_of(self, netdev: str, text: str, device: str) -> dict[SeriesKey, float]:
+        if self._optics is None:
+            return {}
+        last = self._last_optics.get(netdev)
+        if last is not None and last[0] == text and last[1] == device:
+            return last[2]
+        readings = {(metric, device, lane): float(reading) for (metric, lane), reading in self._optics(text).items()}
+        self._last_optics[netdev] = (text, device, readings)
+        return readings
 
     def _set(self, values: dict[SeriesKey, float], key: SeriesKey, value: float | None,
              changed: list[SeriesKey]) -> None:
@@ -492,10 +504,25 @@ class AgentStream:
         values[key] = value
         changed.append(key)
 
+    def _counts(self, counts: Any, keys: Mapping[str, tuple[SeriesKey, int]], values: dict[SeriesKey, float],
+                changed: list[SeriesKey], where: str) -> None:
+        """Counters of one object (``name: integer``) that map to a key; the common case inline."""
+        append = changed.append
+        for counter, count in _items(counts, where):
+            entry = keys.get(counter)
+            if entry is None:
+                continue
+            if type(count) is not int:
+                raise AgentLineError(f"{where}.{counter}: expected an integer, got {count!r}")
+            key = entry[0]
+            if key not in values:
+                self._reshaped = True
+            values[key] = float(count * entry[1])
+            append(key)
+
     def _apply(self, raw: dict[str, Any], values: dict[SeriesKey, float],
                changed: list[SeriesKey]) -> dict[SeriesKey, float]:
         """Apply a changed-only line to ``values``; returns the optics it carries."""
-        self._reshaped = False
         ports = raw.get("ports", [])
         if not isinstance(ports, list):
             raise AgentLineError("ports: expected a list")
@@ -504,40 +531,38 @@ class AgentStream:
             if not isinstance(port, dict):
                 raise AgentLineError(f"{where}: expected an object")
             device, number = port.get("device"), port.get("port")
-            name = self._ports.get((device, number)) if isinstance(device, str) and type(number) is int else None
-            if name is None:
+            if not isinstance(device, str) or type(number) is not int or (device, number) not in self._ports:
                 raise AgentLineError(f"{where}: port {device!r} {number!r} is not in the last full line")
-            assert isinstance(device, str)
+            keys = self._keys.get((device, number))
+            if keys is None:
+                keys = self._keys[(device, number)] = _PortKeys(device, str(number))
             for field, value in port.items():
                 if field == "counters":
-                    for counter, count in _items(value, f"{where}.counters"):
-                        mapped = PORT_COUNTERS.get(counter)
-                        if mapped is not None:
-                            self._set(values, (mapped[0], device, name),
-                                      float(_count(count, f"{where}.counters.{counter}") * mapped[1]), changed)
+                    self._counts(value, keys.counters, values, changed, f"{where}.counters")
                 elif field == "hw_counters":
-                    for counter, count in _items(value, f"{where}.hw_counters"):
-                        if counter in HW_COUNTERS:
-                            self._set(values, (counter, device, name),
-                                      float(_count(count, f"{where}.hw_counters.{counter}")), changed)
-                elif field in _PORT_GAUGES:
-                    self._set(values, (_PORT_GAUGES[field], device, name),
-                              _number(value, f"{where}.{field}"), changed)
-        netdevs = raw.get("netdevs", {})
+                    self._counts(value, keys.hw_counters, values, changed, f"{where}.hw_counters")
+                elif field in keys.gauges:
+                    self._set(values, keys.gauges[field], _number(value, f"{where}.{field}"), changed)
         optics: dict[SeriesKey, float] = {}
-        for netdev, entry in _items(netdevs, "netdevs"):
+        for netdev, entry in _items(raw.get("netdevs", {}), "netdevs"):
             if not isinstance(entry, dict):
                 raise AgentLineError(f"netdevs.{netdev}: expected an object")
-            owner = self._owners.get(netdev)
+            owner = self._netdevs.get(netdev)
             if owner is None:
                 continue
-            for counter, count in _items(entry.get("ethtool", {}), f"netdevs.{netdev}.ethtool"):
-                if counter in ETHTOOL_COUNTERS:
-                    self._set(values, (counter, *owner),
-                              float(_count(count, f"netdevs.{netdev}.ethtool.{counter}")), changed)
+            device = owner[0]
+            ethtool_keys = self._ethtool_keys.get(owner)
+            if ethtool_keys is None:
+                ethtool_keys = self._ethtool_keys[owner] = {counter: (counter, *owner) for counter in ETHTOOL_COUNTERS}
+            ethtool = entry.get("ethtool")
+            if ethtool is not None:
+                for counter, count in _items(ethtool, f"netdevs.{netdev}.ethtool"):
+                    key = ethtool_keys.get(counter)
+                    if key is not None:
+                        self._set(values, key, float(_count(count, f"netdevs.{netdev}.ethtool.{counter}")), changed)
             text = entry.get("optics_text")
-            if self._optics is not None and isinstance(text, str):
-                optics.update(self._optics_of(text, owner[0]))
+            if isinstance(text, str):
+                optics.update(self._optics_of(netdev, text, device))
         for device, count in _items(raw.get("qp_count", {}), "qp_count"):
             self._set(values, ("qp_count", device, ""), float(_count(count, f"qp_count.{device}")), changed)
         gpus = raw.get("gpus", [])
@@ -553,6 +578,17 @@ class AgentStream:
                 if metric is not None:
                     self._set(values, (metric, device, ""), _number(value, f"{where}.{field}"), changed)
         return optics
+
+
+class _PortKeys:
+    """The keys of one port's values, by the name the agent sends them under."""
+
+    __slots__ = ("counters", "gauges", "hw_counters")
+
+    def __init__(self, device: str, port: str) -> None:
+        self.counters = {name: ((metric, device, port), factor) for name, (metric, factor) in PORT_COUNTERS.items()}
+        self.hw_counters = {name: ((name, device, port), 1) for name in HW_COUNTERS}
+        self.gauges = {field: (metric, device, port) for field, metric in _PORT_GAUGES.items()}
 
 
 def _items(obj: Any, where: str) -> Any:

@@ -1,0 +1,35 @@
+"""The writer lingers after the first queued item to commit several at once, but whoever
+waits for the queue (flush, close) is never kept waiting for the linger."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from store_samples import T0, nic_sample
+
+from store.reader import StoreReader
+from store.writer import StoreWriter
+
+
+def test_flush_and_close_cut_the_linger_short(fresh_db: Path) -> None:
+    writer = StoreWriter(fresh_db, linger_s=60.0).start()
+    began = time.monotonic()
+    for k in range(5):
+        assert writer.put_samples(nic_sample("n1", T0 + k, k))
+    assert writer.flush(20)
+    assert writer.put_samples(nic_sample("n1", T0 + 5, 5))
+    assert writer.close(20)
+    assert time.monotonic() - began < 20
+    series = StoreReader(fresh_db).series("n1", "tx_bytes", "mlx5_0", "1", start=T0, end=T0 + 10)
+    assert series.avg == [float(1_000_000 * k) for k in range(6)]
+
+
+def test_items_arrive_without_a_flush(fresh_db: Path) -> None:
+    writer = StoreWriter(fresh_db, linger_s=0.01).start()
+    try:
+        assert writer.put_samples(nic_sample("n1", T0, 0))
+        assert writer._queue.wait_idle(10)  # the writer commits on its own, after the linger
+        assert StoreReader(fresh_db).latest(["n1"])
+    finally:
+        writer.close()
