@@ -228,7 +228,7 @@ class FleetTable(ScrollView, can_focus=True):
         if reordered:
             self._cells = {name: cells for name, cells in self._cells.items() if name in self._position}
             self._lines.clear()
-            self.applied_cells = (min(last, len(rows)) - first) * len(COLUMNS)
+            self.applied_cells = max(0, min(last, len(rows)) - first) * len(COLUMNS)
             self.refresh()
             if keep in self._position:
                 self.move_cursor(row=self._position[keep], scroll=not same_nodes)
