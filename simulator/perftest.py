@@ -265,7 +265,17 @@ async def _run_pair(
     meeting: _Meeting,
     io: StreamIO,
 ) -> int:
-    """Both halves of one run: the client's text to ``io``, the server's into the meeting."""
+    """Both halves of one run: the client's text to ``io``, the server's into the meeting.
+
+    The run lasts ``run_seconds`` from the moment the client starts, whatever
+    the simulator's own CPU does meanwhile: on a real fleet every node runs
+    on its own CPU. What the model decides (the path's latency, bandwidth and
+    reachability at ``t``) is read at once; turning it into perftest's text
+    is pure and waits until the calibration has passed, so a round of probes
+    that all start together does not queue each other behind their formatting.
+    """
+    loop = asyncio.get_running_loop()
+    started = loop.time()
     model = machine.model
     t = model.now()
     server_nic = model.nic_identity(server_host, _DEVICE_RAIL.get(server_args.device, 0))
@@ -273,16 +283,19 @@ async def _run_pair(
     qpn_client = 0x100 + int(unit_random(seed, "pt-qpn", machine.host, t) * 0xFFF00)
     qpn_server = 0x100 + int(unit_random(seed, "pt-qpn", server_host, t) * 0xFFF00)
     src, dst = (machine.host, client_nic.rail), (server_host, server_nic.rail)
-    client_ep = _endpoint(model, client_nic, client_args, qpn_client, t)
-    server_ep = _endpoint(model, server_nic, server_args, qpn_server, t)
-    client_params = _params(model, client_args, client_nic, (client_ep,), (server_ep,))
-    server_params = _params(model, server_args, server_nic, (server_ep,), (client_ep,))
     estimate = model.probe(src, dst, t, qpn_client, flow_label=client_args.flow_label)
     test = client_args.test
+
+    def params() -> tuple[PerftestParams, PerftestParams]:
+        client_ep = _endpoint(model, client_nic, client_args, qpn_client, t)
+        server_ep = _endpoint(model, server_nic, server_args, qpn_server, t)
+        return (_params(model, client_args, client_nic, (client_ep,), (server_ep,)),
+                _params(model, server_args, server_nic, (server_ep,), (client_ep,)))  # fmt: skip
+
     if not estimate.reachable:
         await asyncio.sleep(0.05)
         io.stderr(" Completion with error at client\n Failed status 12: wr_id 0 syndrom 0x81\nscnt=1, ccnt=0\n")
-        meeting.server_text = format_server(test, server_params)
+        meeting.server_text = format_server(test, params()[1])
         meeting.server_status = 1
         meeting.done.set()
         return 1
@@ -291,22 +304,27 @@ async def _run_pair(
             _lat_row(model, src, dst, size, client_args, t, qpn_client, estimate if size == 2 else None)
             for size in client_args.sizes()
         ]
-        wall = sum(r.t_avg_usec * 2 * r.iterations for r in rows) / 1e6
-        await asyncio.sleep(run_seconds(wall, client_args, len(rows)))
-        meeting.server_text = format_server(test, server_params, lat_rows=rows)
-        meeting.done.set()
-        io.stdout(format_lat_client(test, client_params, rows))
-        return 0
-    bw_rows = [_bw_row(estimate.bw_gbps, size, client_args) for size in client_args.sizes()]
-    wall = sum(r.size_bytes * r.iterations * 8 / (r.bw_avg_gbps * 1e9) for r in bw_rows)
-    await asyncio.sleep(run_seconds(wall, client_args, len(bw_rows)))
-    server_rows = [BwRow(r.size_bytes, r.iterations, 0.0, r.bw_avg_gbps, r.msg_rate_mpps) for r in bw_rows]
-    meeting.server_text = format_server(
-        test, server_params, bw_rows=server_rows if test == "ib_send_bw" else bw_rows,
-        client_report_gbits=client_args.report_gbits,
-    )  # fmt: skip
+        run_s = run_seconds(sum(r.t_avg_usec * 2 * r.iterations for r in rows) / 1e6, client_args, len(rows))
+        await asyncio.sleep(min(run_s, len(rows) * CPU_MHZ_CALIBRATION_S))
+        client_params, server_params = params()
+        server_text = format_server(test, server_params, lat_rows=rows)
+        client_text = format_lat_client(test, client_params, rows)
+    else:
+        bw_rows = [_bw_row(estimate.bw_gbps, size, client_args) for size in client_args.sizes()]
+        wall = sum(r.size_bytes * r.iterations * 8 / (r.bw_avg_gbps * 1e9) for r in bw_rows)
+        run_s = run_seconds(wall, client_args, len(bw_rows))
+        await asyncio.sleep(min(run_s, len(bw_rows) * CPU_MHZ_CALIBRATION_S))
+        client_params, server_params = params()
+        server_rows = [BwRow(r.size_bytes, r.iterations, 0.0, r.bw_avg_gbps, r.msg_rate_mpps) for r in bw_rows]
+        server_text = format_server(
+            test, server_params, bw_rows=server_rows if test == "ib_send_bw" else bw_rows,
+            client_report_gbits=client_args.report_gbits,
+        )  # fmt: skip
+        client_text = format_bw_client(test, client_params, bw_rows)
+    await asyncio.sleep(max(0.0, started + run_s - loop.time()))
+    meeting.server_text = server_text
     meeting.done.set()
-    io.stdout(format_bw_client(test, client_params, bw_rows))
+    io.stdout(client_text)
     return 0
 
 

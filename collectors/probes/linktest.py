@@ -93,6 +93,8 @@ class LinktestReport:
     bad: tuple[PairOutcome, ...]
     suspects: tuple[Suspect, ...]
     records: tuple[ProbeRecord, ...] = field(repr=False, default=())
+    probes_seconds: float = 0.0
+    """The probe phase alone (after the local checks before, until the last probe ended), s."""
 
     def matrix(self, rail: int) -> dict[str, Any]:
         """Rail ``rail``'s p99 matrix: rows are clients, columns servers, usec (None: failed/not run)."""
@@ -167,6 +169,7 @@ async def run_linktest(
     tests = [(t, label) for r in rounds for t in r for label in _labels(spec.flows)]
     runner = _Runner(pool, spec, run_id, ports or PortAllocator(), len(tests), on_progress, on_record)
     outcomes = await runner.run(tests)
+    probes_seconds = time.monotonic() - runner.started
     if spec.local_checks:
         await asyncio.gather(*(check_after(pool, checks[n], spec.check_timeout_s) for n in reachable))
     plan = {(row.node, row.nic): row for row in cabling}
@@ -187,7 +190,7 @@ async def run_linktest(
     return LinktestReport(
         run_id=run_id, spec=spec, seconds=time.monotonic() - started, rounds=len(rounds), unreachable=unreachable,
         nic_checks=nic_checks, outcomes=tuple(outcomes), references_usec=references, bad=bad, suspects=tuple(suspects),
-        records=tuple(runner.records),
+        records=tuple(runner.records), probes_seconds=probes_seconds,
     )  # fmt: skip
 
 

@@ -25,6 +25,9 @@ def _check(result: dict[str, object]) -> None:
     assert isinstance(result["linktest_sim_cpu_ms_per_pair"], float) and result["linktest_sim_cpu_ms_per_pair"] > 0
     assert isinstance(result["linktest_console_cpu_ms_per_pair"], float)
     assert result["linktest_console_cpu_ms_per_pair"] > 0
+    assert 0 < result["linktest_probes_s"] <= result["linktest_s"]  # type: ignore[operator]
+    assert result["linktest_checks_s"] == pytest.approx(result["linktest_s"] - result["linktest_probes_s"], abs=0.02)  # type: ignore[operator]
+    assert isinstance(result["speedup_bound"], float) and result["speedup_bound"] > 0
 
 
 @pytest.mark.timeout(110)

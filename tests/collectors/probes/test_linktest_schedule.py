@@ -124,6 +124,7 @@ async def test_every_pair_runs_once_no_nic_twice_and_rounds_in_order(
             mine = [round_of[k[:3]] for k in fake.started if node in k[:2] and k[2] == rail]
             assert mine == sorted(mine), f"{node} rail {rail} ran its rounds out of order"
     assert fake.ended != fake.started  # probes really ended in another order than they started
+    assert 0 < report.probes_seconds <= report.seconds
 
 
 async def test_a_straggler_holds_back_only_the_probes_that_wait_for_it(monkeypatch: pytest.MonkeyPatch) -> None:
