@@ -54,13 +54,17 @@ class HostSeries:
         with the same keys in the same order (an agent stream's usual case: its counters, its rates,
         its lines with optics) skips the per-key lookups."""
 
-    def add(self, key: SeriesKey, sid: int, kind: MetricKind) -> int:
-        self.index[key] = len(self.sids)
-        self.sids = np.append(self.sids, np.int64(sid))
-        self.is_error = np.append(self.is_error, kind is MetricKind.ERROR)
-        self.values = np.append(self.values, np.nan)
-        self.ts_ms = np.append(self.ts_ms, NO_TS)
-        return self.index[key]
+    def add(self, keys: list[SeriesKey], sids: list[int], kinds: list[MetricKind]) -> list[int]:
+        """New series, appended in one step (a new host brings hundreds); returns their columns."""
+        first = len(self.sids)
+        for offset, key in enumerate(keys):
+            self.index[key] = first + offset
+        n = len(keys)
+        self.sids = np.concatenate([self.sids, np.array(sids, dtype=np.int64)])
+        self.is_error = np.concatenate([self.is_error, np.array([k is MetricKind.ERROR for k in kinds], dtype=np.bool_)])
+        self.values = np.concatenate([self.values, np.full(n, np.nan)])
+        self.ts_ms = np.concatenate([self.ts_ms, np.full(n, NO_TS, dtype=np.int64)])
+        return list(range(first, first + n))
 
 
 class Catalog:
@@ -112,20 +116,28 @@ class Catalog:
             hs = self.hosts[name] = HostSeries()
         return hs
 
-    def create(self, host: str, hs: HostSeries, key: SeriesKey) -> int:
-        """Insert a new series (and its group when new); returns its column in ``hs``."""
-        metric, device, port = key
-        gid = self.groups.get((host, metric))
-        if gid is None:
-            cursor = self.conn.execute(
-                "INSERT INTO series_groups (host, metric) VALUES (?, ?)", (host, metric)
-            )
-            gid = self.groups[(host, metric)] = int(cursor.lastrowid or 0)
-        kind = metric_kind(metric)
-        cursor = self.conn.execute(
-            "INSERT INTO series (host, metric, device, port, kind, group_id) VALUES (?, ?, ?, ?, ?, ?)",
-            (host, metric, device, port, str(kind), gid),
+    def create(self, host: str, hs: HostSeries, keys: list[SeriesKey]) -> list[int]:
+        """Insert new series (and their groups when new); returns their columns in ``hs``.
+
+        Ids are the next free ones (what SQLite would pick), given here so that one
+        ``executemany`` inserts them all: a new host brings several hundred series.
+        """
+        conn = self.conn
+        new_groups = list(dict.fromkeys(metric for metric, _, _ in keys if (host, metric) not in self.groups))
+        if new_groups:
+            next_gid = int(conn.execute("SELECT coalesce(max(id), 0) + 1 FROM series_groups").fetchone()[0])
+            conn.executemany("INSERT INTO series_groups (id, host, metric) VALUES (?, ?, ?)",
+                             [(next_gid + i, host, metric) for i, metric in enumerate(new_groups)])
+            for i, metric in enumerate(new_groups):
+                self.groups[(host, metric)] = next_gid + i
+        next_sid = int(conn.execute("SELECT coalesce(max(id), 0) + 1 FROM series").fetchone()[0])
+        sids = list(range(next_sid, next_sid + len(keys)))
+        kinds = [metric_kind(metric) for metric, _, _ in keys]
+        gids = [self.groups[(host, metric)] for metric, _, _ in keys]
+        conn.executemany(
+            "INSERT INTO series (id, host, metric, device, port, kind, group_id) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [(sid, host, metric, device, port, str(kind), gid)
+             for sid, (metric, device, port), kind, gid in zip(sids, keys, kinds, gids, strict=True)],
         )
-        sid = int(cursor.lastrowid or 0)
-        self.group_of[sid] = gid
-        return hs.add(key, sid, kind)
+        self.group_of.update(zip(sids, gids, strict=True))
+        return hs.add(keys, sids, kinds)

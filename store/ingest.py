@@ -63,8 +63,10 @@ class Ingestor:
             index = hs.index
             cols_list = [index.get(key, -1) for key in keys]
             if -1 in cols_list:
-                cols_list = [c if c >= 0 else catalog.create(sample.host, hs, keys[i])
-                             for i, c in enumerate(cols_list)]
+                missing = [i for i, c in enumerate(cols_list) if c < 0]
+                created = catalog.create(sample.host, hs, [keys[i] for i in missing])
+                for i, col in zip(missing, created, strict=True):
+                    cols_list[i] = col
             layout = hs.layouts[len(keys)] = Layout(keys, np.array(cols_list, dtype=np.int64), hs.is_error, hs.sids)
         cols = layout.cols
         values = np.fromiter(sample.values.values(), dtype=np.float64, count=len(cols))
