@@ -280,6 +280,24 @@ def _detail(flag: RateFlag, previous: float, current: float) -> str:
     return f"wrapped from {previous:.0f} to {current:.0f}"
 
 
+_ERRORS, _FEC = 1, 2
+_FEC_METRICS = frozenset({"rx_corrected_bits_phy", "rx_bits_phy"})
+
+
+@dataclass(frozen=True, slots=True)
+class _Feeds:
+    """One counter of a host's sample, for ``update_changed``."""
+
+    spec: CounterSpec
+    index: int
+    """Its place in the sample's order."""
+    gauge: SeriesKey | None
+    """The rate gauge it feeds (with ``factor``), if any."""
+    factor: float
+    role: int
+    """_ERRORS: summed into its port's ``errors_per_s``; _FEC: one side of ``pre_fec_ber``; else 0."""
+
+
 @dataclass(slots=True)
 class _Still:
     """A host's rates when no counter moved, and where each counter feeds: the base of
@@ -289,22 +307,28 @@ class _Still:
     """The values of the sample this was last used with (identity: the next must follow it)."""
     values: dict[SeriesKey, float]
     flags: tuple[FlaggedSeries, ...]
-    position: dict[SeriesKey, int]
-    """Every counter's place in the sample's order (flags are reported in that order)."""
+    counters: dict[SeriesKey, _Feeds]
+    """Every counter of the sample: its rule, its place in the sample's order, what it feeds."""
     place_errors: dict[tuple[str, str], tuple[SeriesKey, ...]]
     """NIC error counters per (device, port), in the sample's order (their sum is ``errors_per_s``)."""
 
     @classmethod
     def of(cls, sample: HostSample) -> _Still:
         standing = derive_rates(HostSample(sample.host, sample.ts - 1.0, sample.values), sample, math.inf)
-        position: dict[SeriesKey, int] = {}
+        counters: dict[SeriesKey, _Feeds] = {}
         place_errors: dict[tuple[str, str], list[SeriesKey]] = {}
         for index, key in enumerate(sample.values):
-            if key[0] in _RATED:
-                position[key] = index
-                if key[0] in NIC_ERROR_METRICS:
-                    place_errors.setdefault((key[1], key[2]), []).append(key)
-        return cls({}, dict(standing.sample.values), standing.flags, position,
+            metric = key[0]
+            spec = _RATED.get(metric)
+            if spec is None:
+                continue
+            target = _GAUGE_OF.get(metric)
+            role = _ERRORS if metric in NIC_ERROR_METRICS else _FEC if metric in _FEC_METRICS else 0
+            counters[key] = _Feeds(spec, index, (target[0], key[1], key[2]) if target else None,
+                                   target[1] if target else 0.0, role)
+            if role == _ERRORS:
+                place_errors.setdefault((key[1], key[2]), []).append(key)
+        return cls({}, dict(standing.sample.values), standing.flags, counters,
                    {place: tuple(keys) for place, keys in place_errors.items()})
 
     def derive(self, previous: HostSample, current: HostSample, changed: Collection[SeriesKey],
@@ -315,12 +339,12 @@ class _Still:
         deltas: dict[SeriesKey, float | None] = {}
         places: set[tuple[str, str]] = set()
         fec: set[tuple[str, str]] = set()
-        before_values, now_values = previous.values, current.values
+        before_values, now_values, counters = previous.values, current.values, self.counters
         for key in changed:
-            metric = key[0]
-            spec = _RATED.get(metric)
-            if spec is None or key not in self.position:
+            feeds = counters.get(key)
+            if feeds is None:  # a gauge
                 continue
+            spec = feeds.spec
             before, value = before_values.get(key), now_values[key]
             if before is None:
                 return None
@@ -333,19 +357,17 @@ class _Still:
                 counted = counter_delta(before, value, dt_s, spec)
                 delta = counted.delta
                 if counted.flag is not None:
-                    flags.append(FlaggedSeries(metric, key[1], key[2], counted.flag,
+                    flags.append(FlaggedSeries(key[0], key[1], key[2], counted.flag,
                                                _detail(counted.flag, before, value)))
             deltas[key] = delta
-            target = _GAUGE_OF.get(metric)
-            if target is not None:
-                gauge = (target[0], key[1], key[2])
+            if feeds.gauge is not None:
                 if delta is None:
-                    values.pop(gauge, None)
+                    values.pop(feeds.gauge, None)
                 else:
-                    values[gauge] = delta / dt_s * target[1]
-            if metric in NIC_ERROR_METRICS:
+                    values[feeds.gauge] = delta / dt_s * feeds.factor
+            if feeds.role == _ERRORS:
                 places.add((key[1], key[2]))
-            elif metric in ("rx_corrected_bits_phy", "rx_bits_phy"):
+            elif feeds.role == _FEC:
                 fec.add((key[1], key[2]))
         for place in places:
             total: float | None = None
@@ -367,7 +389,7 @@ class _Still:
                 values.pop(("pre_fec_ber", device, port), None)
         all_flags = list(self.flags)
         if flags:
-            all_flags = sorted([*all_flags, *flags], key=lambda f: self.position[(f.metric, f.device, f.port)])
+            all_flags = sorted([*all_flags, *flags], key=lambda f: self.counters[(f.metric, f.device, f.port)].index)
         if dt_s > max_gap_s:
             all_flags.insert(0, FlaggedSeries("", "", "", RateFlag.GAP, f"{dt_s:.1f} s since the previous sample"))
         return DerivedRates(HostSample(current.host, current.ts, values), tuple(all_flags))
@@ -376,7 +398,7 @@ class _Still:
                   now_values: Mapping[SeriesKey, float]) -> float | None:
         if key in deltas:
             return deltas[key]
-        if key not in self.position:
+        if key not in self.counters:
             return None
         return _still_delta(key, now_values[key])
 
