@@ -10,6 +10,12 @@ Why it looks like this (measured against clush/pdsh, see issue 3):
   hung host never delays another.
 - Every failure is a specific ``HostState`` with a reason in words: an engineer
   acts differently on a refused connection, a rejected key and a changed host key.
+- Commands and streams use asyncssh's session callbacks, not its process API:
+  output is kept as bytes and decoded once, a stream's lines are split and
+  handed on inside the data callback, and one timer per stream watches for
+  silence. The process API cost a readline task and an ``asyncio.wait`` per
+  line and three tasks per command (collector CPU per agent line 0.27 -> 0.17
+  ms, per command on 256 open connections 0.65 -> 0.42 ms, against the simulator).
 
 Host keys: a key that differs from known_hosts, or a host that known_hosts does
 not list, is refused before authentication (nothing is sent to that machine).
@@ -630,9 +636,9 @@ class _Lines(asyncssh.SSHClientSession[bytes]):
     deadline of the line it expects, and reschedules itself when a line came
     meanwhile. A line is decoded whole, so a character split across packets
     decodes right. A line longer than the channel window (2 MiB by default) is
-    delivered in window-sized pieces, as asyncssh's ``readline`` did, so memory
-    stays bounded; ``on_line`` runs synchronously, so a fast stream is held back
-    by TCP rather than queued here.
+    delivered in pieces of about the window (asyncssh's ``readline`` cut at
+    2 Mi characters), so memory stays bounded; ``on_line`` runs synchronously,
+    so a fast stream is held back by TCP rather than queued here.
     """
 
     def __init__(self, loop: asyncio.AbstractEventLoop, on_line: Callable[[str], None], stop: asyncio.Event,
