@@ -7,8 +7,10 @@ use 400 nodes in a short window so that most rows are off screen.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import pytest
+from console_waits import view_where
 from rich.console import Console
 from rich.padding import Padding
 from rich.segment import Segment
@@ -17,6 +19,9 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.renderables.styled import Styled
 
+from console.app import FleetApp
+from console.screens.fleet import FleetScreen
+from console.screens.node import NodeScreen
 from console.view_model import NodeRow
 from console.widgets.fleet_columns import COLUMN_BY_KEY
 from console.widgets.fleet_table import COLUMN_STARTS, COLUMN_WIDTHS, FleetTable, cell_segments
@@ -169,3 +174,36 @@ async def test_a_new_order_keeps_the_cursor_on_its_node() -> None:
         assert table.current_node() == "gpu0100" and table.scroll_y == 0
         assert [line_text(table, y).split()[0] for y in (1, 20)] == ["gpu0100", "gpu0119"]
         assert line_text(table, 21).strip() == ""
+
+
+async def test_on_the_fleet_screen_headers_sort_space_marks_and_a_second_click_opens(
+        make_app: Callable[..., FleetApp]) -> None:
+    app = make_app()
+    async with app.run_test(size=(160, 40)) as pilot:
+        await view_where(app, lambda v: len(v.rows) == 8)
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, FleetScreen)
+        table = screen.query_one(FleetTable)
+        group = list(COLUMN_BY_KEY).index("group")
+        header = (COLUMN_STARTS[group] + 1, 0)
+        await pilot.click(FleetTable, offset=header)
+        await pilot.pause()
+        assert screen.sort_column == "group" and screen.sort_descending
+        await pilot.click(FleetTable, offset=header)
+        await pilot.pause()
+        assert not screen.sort_descending
+        groups = [r.group for r in sorted(app.view.rows, key=lambda r: table.order.index(r.name))]
+        assert groups == sorted(groups)
+
+        for row in (0, 2):
+            await pilot.click(FleetTable, offset=(2, row + 1))
+            await pilot.press("space")
+        await pilot.pause()
+        assert screen.marked == (table.order[0], table.order[2])
+        assert f"marked {table.order[0]} {table.order[2]}" in str(screen.query_one("#reasons").render())
+
+        await pilot.click(FleetTable, offset=(2, 2))
+        await pilot.click(FleetTable, offset=(2, 2))
+        await pilot.pause()
+        assert isinstance(app.screen, NodeScreen) and app.screen.node_name == table.order[1]
