@@ -157,6 +157,16 @@ async def test_clicks_move_the_cursor_then_select_and_headers_sort() -> None:
         await pilot.pause()
         assert app.headers == ["state"] and table.current_node() == "gpu0003"
 
+        def background(y: int) -> object:
+            style = list(table.render_line(y))[1].style
+            assert style is not None
+            return style.bgcolor
+
+        await pilot.hover(FleetTable, offset=(2, 8))
+        assert background(8) != background(9)  # the row under the mouse
+        await pilot.press("down")  # keys hide the hover again
+        assert background(8) == background(9)
+
 
 async def test_a_new_order_keeps_the_cursor_on_its_node() -> None:
     rows = [node(i) for i in range(NODES)]
