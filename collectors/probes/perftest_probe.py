@@ -138,6 +138,15 @@ class GidCache:
             self.known[key] = await lookup_gid_index(pool, host, device, ib_port, timeout_s)
         return self.known[key]
 
+    async def pair(self, pool: SshPool, spec: PerftestSpec) -> tuple[int | None, int | None]:
+        """The client's and the server's GID index, both looked up at once when either is unknown."""
+        client = (spec.src, spec.src_nic, spec.ib_port)
+        server = (spec.dst, spec.server_nic, spec.ib_port)
+        if client in self.known and server in self.known:  # a link test's usual case: no task to start
+            return self.known[client], self.known[server]
+        found = await asyncio.gather(self.index(pool, *client, spec.timeout_s), self.index(pool, *server, spec.timeout_s))
+        return found[0], found[1]
+
 
 async def lookup_gid_index(pool: SshPool, host: str, device: str, ib_port: int, timeout_s: float) -> int | None:
     """The GID index perftest needs on ``host``'s ``device``: None on InfiniBand; raises ProbeFailed."""
@@ -215,10 +224,7 @@ async def run_perftest(
         async with asyncio.timeout(spec.timeout_s):
             stage("gid")
             if spec.gid_index is None:
-                client_gid, server_gid = await asyncio.gather(
-                    gids.index(pool, spec.src, spec.src_nic, spec.ib_port, spec.timeout_s),
-                    gids.index(pool, spec.dst, spec.server_nic, spec.ib_port, spec.timeout_s),
-                )
+                client_gid, server_gid = await gids.pair(pool, spec)
             else:
                 client_gid = server_gid = spec.gid_index
             params["gid_index"] = {"client": client_gid, "server": server_gid}
@@ -327,15 +333,15 @@ class _Server:
         self.budget_s = budget_s
         self.lines: list[str] = []
         self.listening = False
-        self._heard = asyncio.Event()
+        self._heard: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._stop = asyncio.Event()
         self._task: asyncio.Task[RunResult] | None = None
 
     def _on_line(self, line: str) -> None:
         self.lines.append(line)
-        if _WAITING in line:
+        if not self.listening and _WAITING in line:
             self.listening = True
-            self._heard.set()
+            self._heard.set_result(None)
 
     async def start(self) -> bool:
         """Start the server; True once its banner came, False when it ended or stayed silent."""
@@ -343,11 +349,8 @@ class _Server:
             self.spec.dst, self.command, self._on_line, first_line_timeout_s=self.budget_s + SERVER_GRACE_S,
             line_timeout_s=self.budget_s + SERVER_GRACE_S, stop=self._stop,
         ))  # fmt: skip
-        heard = asyncio.ensure_future(self._heard.wait())
-        try:
-            await asyncio.wait({heard, self._task}, timeout=LISTEN_WAIT_S, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            heard.cancel()
+        either: set[asyncio.Future[Any]] = {self._heard, self._task}
+        await asyncio.wait(either, timeout=LISTEN_WAIT_S, return_when=asyncio.FIRST_COMPLETED)
         if self.ended() and not self.listening:
             return False
         return self.listening
