@@ -41,6 +41,18 @@ COLUMN_INDEX = {c.key: i for i, c in enumerate(COLUMNS)}
 HEADER_CELLS = tuple(Text(c.label) for c in COLUMNS)
 
 
+class TableMessage(Message):
+    """What the table tells its screen; ``control`` lets ``@on(..., selector)`` match the table."""
+
+    def __init__(self, table: FleetTable) -> None:
+        super().__init__()
+        self.table = table
+
+    @property
+    def control(self) -> FleetTable:
+        return self.table
+
+
 class FleetTable(ScrollView, can_focus=True):
     """Draws the rows it is given, in the order given; builds only what is on screen."""
 
@@ -108,41 +120,26 @@ class FleetTable(ScrollView, can_focus=True):
     }
     """
 
-    class RowHighlighted(Message):
+    class RowHighlighted(TableMessage):
         """The cursor moved to another row (``node`` is None when the table is empty)."""
 
         def __init__(self, table: FleetTable, node: str | None) -> None:
-            super().__init__()
-            self.table = table
+            super().__init__(table)
             self.node = node
 
-        @property
-        def control(self) -> FleetTable:
-            return self.table
-
-    class RowSelected(Message):
+    class RowSelected(TableMessage):
         """Enter, or a click on the row under the cursor: open ``node``."""
 
         def __init__(self, table: FleetTable, node: str) -> None:
-            super().__init__()
-            self.table = table
+            super().__init__(table)
             self.node = node
 
-        @property
-        def control(self) -> FleetTable:
-            return self.table
-
-    class HeaderSelected(Message):
+    class HeaderSelected(TableMessage):
         """A click on a column's label: sort by ``column_key``."""
 
         def __init__(self, table: FleetTable, column_key: str) -> None:
-            super().__init__()
-            self.table = table
+            super().__init__(table)
             self.column_key = column_key
-
-        @property
-        def control(self) -> FleetTable:
-            return self.table
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
