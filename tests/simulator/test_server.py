@@ -102,6 +102,17 @@ async def test_asyncssh_client_runs_commands(fleet: Path) -> None:
         assert result.exit_status == 0 and "gpu[001-006]" in str(result.stdout)
 
 
+async def test_exec_answers_alike_at_once_and_through_a_process(fleet: Path) -> None:
+    """A stateless line is answered in the session's start callback; with ``timeout`` it runs as a process."""
+    files = "/sys/class/infiniband/mlx5_0/node_guid /nope"
+    async with await connect(fleet, "gpu001") as conn:
+        quick = await conn.run(f"cat {files}; hostname; exit 3", check=False)
+        process = await conn.run(f"timeout 5 cat {files}; hostname; exit 3", check=False)
+    assert (quick.exit_status, quick.stdout, quick.stderr) == (process.exit_status, process.stdout, process.stderr)
+    assert quick.exit_status == 3 and str(quick.stdout).endswith("\ngpu001\n")
+    assert quick.stderr == "cat: /nope: No such file or directory\n"
+
+
 async def test_interactive_shell(fleet: Path) -> None:
     async with await connect(fleet, "leaf01") as conn:
         process = await conn.create_process()
