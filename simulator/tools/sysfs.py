@@ -284,6 +284,10 @@ def build_tree(node: NodeView) -> VirtualTree:
     return VirtualTree(files, _directories(files))
 
 
+_WORDS_REMEMBERED = 1024
+"""Glob expansions a layout keeps: the collectors send a few words, a person may type any number."""
+
+
 @dataclass(frozen=True, slots=True)
 class Layout:
     """The paths of a node's ``/sys``, fixed for the run: only the values move.
@@ -386,9 +390,12 @@ class LazyTree:
 
     def resolve(self, word: str) -> list[tuple[str, str]]:
         """``resolve`` over the layout, remembered per word for the run."""
-        resolved = self.layout.resolved.get(word)
+        remembered = self.layout.resolved
+        resolved = remembered.get(word)
         if resolved is None:
-            resolved = self.layout.resolved[word] = [(path, _norm(path)) for path in self.expand(word)]
+            if len(remembered) >= _WORDS_REMEMBERED:
+                remembered.clear()
+            resolved = remembered[word] = [(path, _norm(path)) for path in self.expand(word)]
         return resolved
 
     def expand(self, word: str) -> list[str]:
@@ -396,6 +403,8 @@ class LazyTree:
         globs = self.layout.globs
         paths = globs.get(word)
         if paths is None:
+            if len(globs) >= _WORDS_REMEMBERED:
+                globs.clear()
             paths = globs[word] = _expand(self.dirs, word)
         return list(paths)
 

@@ -19,6 +19,7 @@ from simulator.model import FleetModel
 from simulator.session import Machine, Rendezvous, StreamIO
 from simulator.shell import Shell
 from simulator.tools import ToolContext
+from simulator.tools.sysfs import Layout
 from simulator.traffic import SwitchConfig
 
 SYS = "/sys/class/infiniband"
@@ -170,3 +171,15 @@ def test_stateful_lines_are_left_to_the_process_path() -> None:
                  "python3 -c x --interval 1"):
         assert shell.run_now(line) is None, line
     assert shell.run_now("sudo -n ibstat | head -1") is not None
+
+
+def test_remembered_glob_expansions_stay_bounded() -> None:
+    """Words typed by people are remembered too, but not without limit."""
+    model = small_model()
+    at(model, 5.0)
+    shell = Shell(Machine("gpu001", "node", model, Rendezvous()))
+    for index in range(1100):
+        assert fast(shell, f"grep . /sys/nope{index}")[2] == 2
+    layout = model.memo[("sysfs-layout", "gpu001")]
+    assert isinstance(layout, Layout)
+    assert 0 < len(layout.globs) <= 1024 and 0 < len(layout.resolved) <= 1024
