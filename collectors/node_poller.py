@@ -100,13 +100,18 @@ class NodePoller:
         self._keep(host_sample(line, self.host.name, optics=optics_values), None)
 
     def _keep(self, sample: HostSample, changed: tuple[SeriesKey, ...] | None) -> None:
-        """Rates and the store; ``changed``: only these counters moved since the host's last sample."""
+        """Rates and the store; ``changed``: only these counters moved since the host's last sample.
+
+        The counters and the rates derived from them go to the store as one sample: one
+        frame per line (and one put, one layout) rather than two at the same instant.
+        """
         derived = self._rates.update(sample) if changed is None else self._rates.update_changed(sample, changed)
-        for item in (sample, derived.sample):
-            if item.values:
-                if not self._writer.put_samples(item):
-                    self._counters.dropped += 1
-                self._counters.samples += len(item.values)
+        values = dict(sample.values)
+        values.update(derived.sample.values)
+        if values:
+            if not self._writer.put_samples(HostSample(sample.host, sample.ts, values)):
+                self._counters.dropped += 1
+            self._counters.samples += len(values)
         self._counters.lines += 1
         self.got_sample.set()
 

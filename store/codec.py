@@ -220,6 +220,19 @@ def encode_sorted_frame(sids_i32: bytes, values: F64) -> bytes:
     return b"".join((_FRAME_HEADER.pack(0, len(values)), sids_i32, values.astype(np.float64, copy=False).tobytes()))
 
 
+def merge_frames(older: bytes, newer: bytes) -> bytes:
+    """Two frames of one host and instant as one: every series of either, ``newer``'s value where both have one."""
+    new_sids, new_values, _ = decode_frame(newer)
+    old_sids, old_values, _ = decode_frame(older)
+    sids, first = np.unique(np.concatenate((new_sids, old_sids)), return_index=True)
+    return encode_frame(sids, np.concatenate((new_values, old_values))[first])
+
+
+def frame_size(blob: bytes) -> int:
+    """How many values a frame holds."""
+    return int(_FRAME_HEADER.unpack_from(blob)[1])
+
+
 def decode_frame(blob: bytes) -> tuple[I64, F64, I64 | None]:
     """The inverse of :func:`encode_frame`: ``(sids, values, ts_ms or None)``, sorted by sid."""
     with_ts, n = _FRAME_HEADER.unpack_from(blob)

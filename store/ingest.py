@@ -13,7 +13,7 @@ from fabric.records import ActionRecord, HostRecord, HostStatus, JobRecord, Port
 from fabric.samples import HostSample
 from store import rows
 from store.catalog import Catalog, Layout
-from store.codec import encode_frame, encode_sorted_frame
+from store.codec import encode_frame, encode_sorted_frame, frame_size, merge_frames
 from store.pending import Item
 
 
@@ -28,6 +28,8 @@ class Ingestor:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
         self.catalog = Catalog(conn)
+        conn.create_function("fleet_merge_frames", 2, merge_frames, deterministic=True)
+        conn.create_function("fleet_frame_size", 1, frame_size, deterministic=True)
 
     def write(self, batch: list[Item]) -> int:
         """Write every item of ``batch``; returns the number of samples and records written."""
@@ -41,7 +43,7 @@ class Ingestor:
             else:
                 written += getattr(self, f"_put_{item.kind}")(item.payload)
         if frames:
-            self.conn.executemany("INSERT OR REPLACE INTO frames (host, ts_ms, n, data) VALUES (?, ?, ?, ?)", frames)
+            self.conn.executemany(_INSERT_FRAME, _merged(frames))
         if changes:
             self.conn.executemany("INSERT OR REPLACE INTO changes VALUES (?, ?, ?)", changes)
         self._write_latest()
@@ -161,6 +163,32 @@ class Ingestor:
         ended = [(ts, job_id) for job_id in running if job_id not in listed]
         self.conn.executemany("UPDATE jobs SET end_ts = ? WHERE job_id = ?", ended)
         return len(jobs)
+
+
+_INSERT_FRAME = (
+    "INSERT INTO frames (host, ts_ms, n, data) VALUES (?, ?, ?, ?) ON CONFLICT (host, ts_ms) DO UPDATE SET "
+    "data = CASE WHEN frames.sealed THEN excluded.data ELSE fleet_merge_frames(frames.data, excluded.data) END, "
+    "n = CASE WHEN frames.sealed THEN excluded.n "
+    "ELSE fleet_frame_size(fleet_merge_frames(frames.data, excluded.data)) END, sealed = 0"
+)
+"""Two samples of one host at one instant (a collector's counters and the rates derived from them)
+share a frame: the second adds its series rather than replacing the first's. Against a frame
+already sealed (its points are in chunks) the late one is a frame of its own, as before: the
+next seal merges its points into the chunks."""
+
+
+def _merged(frames: list[tuple[str, int, int, bytes]]) -> list[tuple[str, int, int, bytes]]:
+    """``frames`` with those of the same host and instant merged (the later wins per series)."""
+    at: dict[tuple[str, int], int] = {}
+    out: list[tuple[str, int, int, bytes]] = []
+    for frame in frames:
+        place = at.setdefault((frame[0], frame[1]), len(out))
+        if place == len(out):
+            out.append(frame)
+        else:
+            data = merge_frames(out[place][3], frame[3])
+            out[place] = (frame[0], frame[1], frame_size(data), data)
+    return out
 
 
 def _marks(n: int) -> str:
