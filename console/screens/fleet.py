@@ -59,7 +59,7 @@ class FleetScreen(ProbeKeys, FleetScreenBase):
 
     def visible_rows(self, view: ConsoleView) -> list[NodeRow]:
         """The rows the filter lets through, in the chosen order (name breaks ties)."""
-        rows = [r for r in view.rows if self.node_filter.matches(r)]
+        rows = [r for r in view.rows if self.node_filter.matches(r)] if self.node_filter.predicates else list(view.rows)
         rows.sort(key=lambda r: r.name)
         rows.sort(key=COLUMN_BY_KEY[self.sort_column].sort_key, reverse=self.sort_descending)
         return rows

@@ -199,48 +199,53 @@ class FleetTable(ScrollView, can_focus=True):
 
     def show_rows(self, rows: Sequence[NodeRow], highlighted: frozenset[str]) -> None:
         """Show exactly ``rows`` in this order; redraw only changed cells that are visible."""
-        self.applied_cells = 0
-        keep = self.current_node()
         recoloured = highlighted ^ self._highlighted
         self._highlighted = highlighted
-        old_rows = dict(zip(self._order, self._rows, strict=True))
+        old_rows, self._rows = self._rows, list(rows)
         keys = [r.name for r in rows]
-        same_nodes = len(keys) == len(old_rows) and all(key in old_rows for key in keys)
-        reordered = keys != self._order
-        self._rows = list(rows)
-        if reordered:
-            self._order = keys
-            self._position = {key: i for i, key in enumerate(keys)}
-            self.virtual_size = Size(TABLE_WIDTH, len(keys) + HEADER_HEIGHT)
+        if keys != self._order:
+            self._reorder(keys, old_rows, recoloured)
+            return
         first, last = self._visible_range()
-        for index, row in enumerate(rows):
-            name = row.name
-            if row == old_rows.get(name) and name not in recoloured:
+        scroll_x, scroll_y = int(self.scroll_x), int(self.scroll_y)
+        regions: list[Region] = []
+        for index, (row, old) in enumerate(zip(rows, old_rows, strict=True)):
+            if (row is old or row == old) and row.name not in recoloured:
                 continue
-            old = self._cells.pop(name, None)
-            self._lines.pop(name, None)
-            if reordered or not first <= index < last:
-                continue  # built when drawn
-            self._redraw_changed(index, old)
-        if reordered:
-            self._cells = {name: cells for name, cells in self._cells.items() if name in self._position}
-            self._lines.clear()
-            self.applied_cells = max(0, min(last, len(rows)) - first) * len(COLUMNS)
-            self.refresh()
-            if keep in self._position:
-                self.move_cursor(row=self._position[keep], scroll=not same_nodes)
-            else:
-                self.scroll_to(y=0, animate=False)
-                self.move_cursor(row=0, scroll=False)
+            old_cells = self._cells.pop(row.name, None)
+            self._lines.pop(row.name, None)
+            if first <= index < last:  # else built when it scrolls into view
+                cells = self._cells_of(row.name)
+                y = index + HEADER_HEIGHT - scroll_y
+                regions.extend(Region(COLUMN_STARTS[column] - scroll_x, y, COLUMN_WIDTHS[column], 1)
+                               for column, cell in enumerate(cells)
+                               if old_cells is None or not same_cell(old_cells[column], cell))
+        self.applied_cells = len(regions)
+        if regions:
+            self.refresh(*regions)
 
-    def _redraw_changed(self, index: int, old: tuple[Text, ...] | None) -> None:
-        cells = self._cells_of(self._order[index])
-        y = index + HEADER_HEIGHT - int(self.scroll_y)
-        scroll_x = int(self.scroll_x)
-        for column, cell in enumerate(cells):
-            if old is None or not same_cell(old[column], cell):
-                self.refresh(Region(COLUMN_STARTS[column] - scroll_x, y, COLUMN_WIDTHS[column], 1))
-                self.applied_cells += 1
+    def _reorder(self, keys: list[str], old_rows: Sequence[NodeRow], recoloured: frozenset[str]) -> None:
+        """Sorted, filtered or other nodes: keep the cells of unchanged rows, redraw the view."""
+        keep = self.current_node()
+        old_position = self._position
+        self._order = keys
+        self._position = {key: i for i, key in enumerate(keys)}
+        self.virtual_size = Size(TABLE_WIDTH, len(keys) + HEADER_HEIGHT)
+        for row in self._rows:
+            at = old_position.get(row.name)
+            if at is None or old_rows[at] != row or row.name in recoloured:
+                self._cells.pop(row.name, None)
+        self._cells = {name: cells for name, cells in self._cells.items() if name in self._position}
+        self._lines.clear()
+        first, last = self._visible_range()
+        self.applied_cells = max(0, min(last, len(keys)) - first) * len(COLUMNS)
+        self.refresh()
+        if keep in self._position:
+            same_nodes = len(keys) == len(old_position) and all(key in old_position for key in keys)
+            self.move_cursor(row=self._position[keep], scroll=not same_nodes)
+        else:
+            self.scroll_to(y=0, animate=False)
+            self.move_cursor(row=0, scroll=False)
 
     def _recolour(self) -> None:
         """Health colours come from the theme: rebuild every cell when it changes."""
