@@ -1,7 +1,7 @@
 """fleet node agent: one JSON line per interval, schema ``fleet-agent/1`` (docs/agent-schema.md).
 
 Sent over SSH and run as ``python3 -u -c <this file> --interval N [--sysfs ROOT]
-[--optics-every K] [--changed-only [--full-every F]]``, so this file must stay SELF-CONTAINED: the standard
+[--optics-every K] [--optics-readings] [--changed-only [--full-every F]]``, so this file must stay SELF-CONTAINED: the standard
 library only, plus ``pynvml`` (nvidia-ml-py) when the node has it. It never
 imports anything from fleet.
 
@@ -187,8 +187,23 @@ def parse_ethtool_stats(text: str) -> dict[str, int]:
     return values
 
 
+_OPTICS_READING_WORDS = ("bias current", "power", "temperature", "voltage")
+
+
+def optics_readings(text: str) -> str:
+    """The lines of ``ethtool -m`` output that hold a reading (temperature, voltage, per-lane bias
+    and power), without thresholds, alarm and warning flags or identification: about a sixth of
+    a CMIS module's dump, and every line fleet parses (the same rule as collectors/optics.py)."""
+    kept = []
+    for line in text.splitlines():
+        key = line.partition(" :")[0].lower()
+        if "alarm" not in key and "warning" not in key and any(word in key for word in _OPTICS_READING_WORDS):
+            kept.append(line)
+    return "\n".join(kept)
+
+
 def collect_netdevs(names: list[str], with_optics: bool, errors: list[str],
-                    keep: frozenset[str] | None = None) -> dict[str, dict[str, Any]]:
+                    keep: frozenset[str] | None = None, readings_only: bool = False) -> dict[str, dict[str, Any]]:
     """``ethtool -S`` (and with ``with_optics`` the raw ``ethtool -m``) of each netdev.
 
     ``names`` come from ``port_netdevs``, which admits only interface-like names.
@@ -205,7 +220,7 @@ def collect_netdevs(names: list[str], with_optics: bool, errors: list[str],
         if with_optics:
             optics = run_tool(["ethtool", "-m", name], errors)
             if optics is not None:
-                entry["optics_text"] = optics
+                entry["optics_text"] = optics_readings(optics) if readings_only else optics
         result[name] = entry
     return result
 
@@ -533,7 +548,7 @@ def sample_line(args: argparse.Namespace, seq: int, gpus: Gpus, hostname: str) -
         "seq": seq,
         "interval_s": args.interval,
         "ports": ports,
-        "netdevs": collect_netdevs(netdev_names, with_optics, errors, args.ethtool_keep),
+        "netdevs": collect_netdevs(netdev_names, with_optics, errors, args.ethtool_keep, args.optics_readings),
     }
     qps = qp_counts(errors)
     if qps is not None:
@@ -561,6 +576,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--count", type=int, default=0, help="stop after N lines (0: until stdin closes)")
     parser.add_argument("--ethtool-keep", type=lambda text: frozenset(filter(None, text.split(","))),
                         default=None, help="comma-separated ethtool -S counters to send (default: all)")
+    parser.add_argument("--optics-readings", action="store_true",
+                        help="send only the reading lines of ethtool -m (no thresholds, flags, identification)")
     parser.add_argument("--changed-only", action="store_true",
                         help="between full lines, send only the values that changed since the previous line")
     parser.add_argument("--full-every", type=int, default=60, help="with --changed-only: a full line every F lines")

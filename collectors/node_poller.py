@@ -156,7 +156,7 @@ class NodePoller:
         stream = asyncio.ensure_future(self._pool.stream(
             self.host.name,
             agent_command(agent_source(), settings.interval_s, optics_every=settings.optics_every,
-                          ethtool_keep=ETHTOOL_COUNTERS, full_every=settings.full_every),
+                          ethtool_keep=ETHTOOL_COUNTERS, full_every=settings.full_every, optics_readings=True),
             self._on_agent_line,
             first_line_timeout_s=settings.hung_after_s + settings.interval_s,
             line_timeout_s=settings.hung_after_s + settings.interval_s,

@@ -35,6 +35,8 @@ class AgentOptions:
     optics_every: int = 10
     ethtool_keep: frozenset[str] | None = None
     """Only these ``ethtool -S`` counters (``--ethtool-keep a,b``); None: all of them."""
+    optics_readings: bool = False
+    """Only the reading lines of ``ethtool -m`` (``--optics-readings``), as the real agent sends them."""
     changed_only: bool = False
     full_every: int = 60
     """With ``changed_only``: a full line every this many lines (and the first)."""
@@ -47,7 +49,7 @@ def _options(words: list[str]) -> AgentOptions:
     while index < len(words):
         word = words[index]
         name, equals, value = word.partition("=")
-        if name == "--changed-only":
+        if name in ("--changed-only", "--optics-readings"):
             values[name] = ""
         elif name in ("--interval", "--optics-every", "--ethtool-keep", "--full-every"):
             if not equals:
@@ -60,6 +62,7 @@ def _options(words: list[str]) -> AgentOptions:
         optics_every=int(values.get("--optics-every", 10)),
         ethtool_keep=(frozenset(filter(None, values["--ethtool-keep"].split(",")))
                       if "--ethtool-keep" in values else None),
+        optics_readings="--optics-readings" in values,
         changed_only="--changed-only" in values,
         full_every=int(values.get("--full-every", 60)),
     )
@@ -98,7 +101,8 @@ async def run_python(machine: Machine, argv: list[str], io: StreamIO) -> int:
         seq += 1
         view = model.node_view(machine.host, t)
         line = agent_line(view, model.unix(t), seq, options.interval_s,
-                          optics=(seq - 1) % options.optics_every == 0, ethtool_keep=options.ethtool_keep)
+                          optics=(seq - 1) % options.optics_every == 0, ethtool_keep=options.ethtool_keep,
+                          readings_only=options.optics_readings)
         sent: dict[str, Any] | None = None
         if options.changed_only:
             if previous is not None and (seq - 1) % options.full_every:
@@ -112,7 +116,7 @@ async def run_python(machine: Machine, argv: list[str], io: StreamIO) -> int:
 
 
 def agent_line(view: NodeView, ts: float, seq: int, interval_s: float, *, optics: bool,
-               ethtool_keep: frozenset[str] | None = None) -> dict[str, Any]:
+               ethtool_keep: frozenset[str] | None = None, readings_only: bool = False) -> dict[str, Any]:
     """One ``fleet-agent/1`` document for a node's view at ``ts``."""
     ports = []
     netdevs: dict[str, dict[str, Any]] = {}
@@ -137,7 +141,8 @@ def agent_line(view: NodeView, ts: float, seq: int, interval_s: float, *, optics
                    else {name: value for name, value in nic.ethtool.items() if name in ethtool_keep})
         entry: dict[str, Any] = {"ethtool": ethtool}
         if optics and nic.optics is not None:
-            entry["optics_text"] = render_module(nic.optics)
+            text = render_module(nic.optics)
+            entry["optics_text"] = optics_readings(text) if readings_only else text
         netdevs[nic.netdev] = entry
     gpus = [
         {
@@ -177,6 +182,19 @@ def agent_line(view: NodeView, ts: float, seq: int, interval_s: float, *, optics
         "gpu_error": "",
         "errors": [],
     }
+
+
+_OPTICS_READING_WORDS = ("bias current", "power", "temperature", "voltage")
+
+
+def optics_readings(text: str) -> str:
+    """The reading lines of ``ethtool -m`` output, by the real agent's rule (``--optics-readings``)."""
+    kept = []
+    for line in text.splitlines():
+        key = line.partition(" :")[0].lower()
+        if "alarm" not in key and "warning" not in key and any(word in key for word in _OPTICS_READING_WORDS):
+            kept.append(line)
+    return "\n".join(kept)
 
 
 PER_LINE_KEYS = ("schema", "host", "ts", "seq", "interval_s", "errors")

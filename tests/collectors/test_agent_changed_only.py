@@ -179,3 +179,34 @@ def test_agent_sends_changed_only_lines_against_a_sysfs_tree(tmp_path: Path) -> 
     samples = [stream.read(json.dumps(line)).sample for line in lines]
     assert samples[1].values.keys() == samples[3].values.keys()
     assert samples[2].values.keys() == samples[0].values.keys()
+
+
+ETHTOOL_M = sorted((Path(__file__).parent.parent / "fixtures" / "ethtool").glob("*ethtool-m*"))
+
+
+@pytest.mark.parametrize("capture", ETHTOOL_M, ids=lambda path: path.name)
+def test_optics_readings_keep_every_reading_fleet_parses(capture: Path) -> None:
+    text = capture.read_text()
+    kept = agent.optics_readings(text)
+    assert optics_values(kept) == optics_values(text)
+    assert len(kept) < len(text) / 2
+    assert agent_stream.optics_readings(text) == kept
+
+
+def test_simulated_optics_readings_match_the_agents() -> None:
+    model = FleetModel(parse_scenario(SCENARIO), seed=1, start_unix=1764430000.0)
+    full = agent_stream.agent_line(model.node_view("gpu001", 1.0), model.unix(1.0), 1, 1.0, optics=True)
+    short = agent_stream.agent_line(model.node_view("gpu001", 1.0), model.unix(1.0), 1, 1.0, optics=True,
+                                    readings_only=True)
+    for name, netdev in full["netdevs"].items():
+        text = netdev["optics_text"]
+        assert short["netdevs"][name]["optics_text"] == agent.optics_readings(text)
+        assert optics_values(agent.optics_readings(text)) == optics_values(text)
+
+
+def test_agent_sends_optics_readings_only(tmp_path: Path) -> None:
+    full, short = (run_agent(tmp_path / name, "--interval", "0.01", "--optics-every", "1", *args)[0]
+                   for name, args in (("full", ()), ("short", ("--optics-readings",))))
+    text = full["netdevs"]["bond0"]["optics_text"]
+    assert short["netdevs"]["bond0"]["optics_text"] == agent.optics_readings(text)
+    assert 0 < len(short["netdevs"]["bond0"]["optics_text"]) < len(text) / 2
