@@ -5,12 +5,13 @@ requests (``ssh host cmd``) and interactive shells (``ssh host``, with or
 without a PTY) both run through the machine's :class:`~simulator.shell.Shell`,
 so the real OpenSSH client and the console's asyncssh pool get the same
 answers. An exec of stateless commands (a collector's ``grep -H . /sys/...``)
-is answered in the callback that starts the session, without a process task:
-a round over 1,024 nodes is 1,024 of them. Faults of the scenario shape the server itself: ``node_unreachable``
-closes the listener (connections are refused) for the fault's time,
-``node_hang`` accepts and authenticates but never answers a command,
-``slow_node`` answers after its delay. Views are computed per command, never
-per tick, so an idle fleet costs nothing.
+is answered in the callback that starts the session, without a process task
+(a collection round over 1,024 nodes is 1,024 of them). Faults of the
+scenario shape the server itself: ``node_unreachable`` closes the listener
+(connections are refused) for the fault's time, ``node_hang`` accepts and
+authenticates but never answers a command, ``slow_node`` answers after its
+delay. Views are computed per command, never per tick, so an idle fleet
+costs nothing.
 """
 
 from __future__ import annotations
