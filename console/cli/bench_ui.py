@@ -87,8 +87,12 @@ async def _measure(db: Path, now_ts: float, refreshes: int, size: tuple[int, int
                 problems = "; ".join(str(n.message) for n in app._notifications) or "none shown"
                 raise click.ClickException(f"no view with values within 60 s (problems: {problems})") from None
         view = app.view
-        await pilot.pause()
+        # Timed like the first frame: the screen refresh after the table took the values.
+        await asyncio.wait_for(table.wait_for_refresh(), 60)
         full_frame_s = time.perf_counter() - started
+        top = table.current_node()
+        if top is None or not table.get_cell(top, "tx").plain.strip():
+            raise click.ClickException("the frame after the values arrived shows no tx value on the cursor's row")
         rng = random.Random(5)
         apply_ms, cells = [], []
         for _ in range(refreshes):
