@@ -542,7 +542,10 @@ class AgentStream:
                 elif field == "hw_counters":
                     self._counts(value, keys.hw_counters, values, changed, f"{where}.hw_counters")
                 elif field in keys.gauges:
-                    self._set(values, keys.gauges[field], _number(value, f"{where}.{field}"), changed)
+                    number = _number(value, f"{where}.{field}")
+                    if number is not None and field != "rate_gbps":  # state codes: integers, as decoded whole
+                        number = float(int(number))
+                    self._set(values, keys.gauges[field], number, changed)
         optics: dict[SeriesKey, float] = {}
         for netdev, entry in _items(raw.get("netdevs", {}), "netdevs"):
             if not isinstance(entry, dict):

@@ -211,13 +211,14 @@ class StoreWriter:
             _safe_close(conn)
 
     def _linger(self, idle_wait: float | None) -> bool:
-        """Wait (up to ``idle_wait``) for something to be queued, then give the items behind it
-        ``linger_s`` to arrive (unless hurried); False when it did not wait (no lingering)."""
-        if self.linger_s <= 0 or self._failing is not None:
+        """With nothing else to do (``idle_wait`` None), wait for something to be queued, then give
+        the items behind it ``linger_s`` to arrive (unless hurried); False when it did not wait.
+        While maintenance has work its steps between batches give the queue that time instead."""
+        if self.linger_s <= 0 or self._failing is not None or idle_wait is not None:
             return False
         if self._queue.queued == 0:
             self._hurry.clear()  # whoever hurried has what they waited for
-        if self._queue.wait_items(idle_wait) and self._queue.queued_samples < self.batch_samples:
+        if self._queue.wait_items(None) and self._queue.queued_samples < self.batch_samples:
             self._hurry.wait(self.linger_s)
         return True
 
