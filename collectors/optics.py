@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 
-from collectors.parsers.ethtool_module import EthtoolModule, parse_ethtool_module
+from collectors.parsers.ethtool_module import EthtoolModule, measurement_key, parse_ethtool_module
 
 
 def optics_values(text: str) -> Mapping[tuple[str, str], float]:
@@ -17,7 +18,15 @@ def optics_values(text: str) -> Mapping[tuple[str, str], float]:
     whose laser is off and that receives nothing (no bias, no light either
     way) is an unused channel, as CMIS modules print for 8 channels of a
     4-lane link, and is left out.
+
+    Every node sends each NIC's readings every few seconds, so the readings are
+    read line by line with a table of the keys seen (``_fast_values``); any line
+    that is not exactly as ethtool prints it sends the text through the full
+    parser, which gives the same values the slow way.
     """
+    fast = _fast_values(text)
+    if fast is not None:
+        return fast
     return module_values(parse_ethtool_module(_readings_only(text)))
 
 
@@ -29,18 +38,26 @@ def module_values(module: EthtoolModule) -> dict[tuple[str, str], float]:
     if module.voltage_v is not None:
         values[("optics_voltage_v", "")] = module.voltage_v
     for lane in module.lanes:
-        if not (lane.tx_bias_ma or lane.tx_power_mw or lane.rx_power_mw):
-            continue
-        port = f"L{lane.lane - 1}"
-        for metric, reading in (
-            ("optics_rx_power_dbm", lane.rx_power_dbm),
-            ("optics_tx_power_dbm", lane.tx_power_dbm),
-            ("optics_tx_bias_ma", lane.tx_bias_ma),
-        ):
-            if reading is None or math.isnan(reading):
-                continue
-            values[(metric, port)] = max(reading, DARK_LANE_DBM) if metric.endswith("_dbm") else reading
+        _put_lane(values, lane.lane, lane.tx_bias_ma, lane.tx_power_mw, lane.tx_power_dbm,
+                  lane.rx_power_mw, lane.rx_power_dbm)
     return values
+
+
+def _put_lane(values: dict[tuple[str, str], float], lane: int, tx_bias_ma: float | None,
+              tx_power_mw: float | None, tx_power_dbm: float | None, rx_power_mw: float | None,
+              rx_power_dbm: float | None) -> None:
+    """One lane's readings (``lane`` 1-based, as printed), unless the lane is unused."""
+    if not (tx_bias_ma or tx_power_mw or rx_power_mw):
+        return
+    port = f"L{lane - 1}"
+    for metric, reading in (
+        ("optics_rx_power_dbm", rx_power_dbm),
+        ("optics_tx_power_dbm", tx_power_dbm),
+        ("optics_tx_bias_ma", tx_bias_ma),
+    ):
+        if reading is None or math.isnan(reading):
+            continue
+        values[(metric, port)] = max(reading, DARK_LANE_DBM) if metric.endswith("_dbm") else reading
 
 
 _READING_WORDS = ("bias current", "power", "temperature", "voltage")
@@ -53,9 +70,112 @@ def _readings_only(text: str) -> str:
     kept = []
     for line in text.splitlines():
         key = line.partition(" :")[0].lower()
-        if "alarm" not in key and "warning" not in key and any(word in key for word in _READING_WORDS):
+        if _is_reading_key(key):
             kept.append(line)
     return "\n".join(kept)
+
+
+def _is_reading_key(low_key: str) -> bool:
+    return "alarm" not in low_key and "warning" not in low_key and any(word in low_key for word in _READING_WORDS)
+
+
+# --- the fast path ------------------------------------------------------------------
+
+# Values exactly as ethtool prints them. A value one of these matches whole (after
+# strip) is read by the parser's own patterns (_POWER_RE, _TEMP_RE, _UNIT_RE of
+# collectors/parsers/ethtool_module.py, tried in that order) into the same number:
+# only a power value holds "mW", only a temperature "degrees C", and the groups
+# stop at the same space.
+_POWER_VALUE = re.compile(r"([-+0-9.eE]+) mW / ([-+0-9.a-zA-Z]+) dBm")
+_TEMP_VALUE = re.compile(r"([-+0-9.]+) degrees C / [-+0-9.]+ degrees F")
+_BIAS_VALUE = re.compile(r"([-+0-9.]+) mA")
+_VOLT_VALUE = re.compile(r"([-+0-9.]+) V")
+
+_TEMP, _VOLT, _BIAS, _TX, _RX = range(5)  # _TX and _RX last: `quantity >= _TX` is a power
+_QUANTITIES = {"temp": _TEMP, "voltage": _VOLT, "tx_bias": _BIAS, "tx_power": _TX, "rx_power": _RX}
+_VALUE_OF = (_TEMP_VALUE, _VOLT_VALUE, _BIAS_VALUE, _POWER_VALUE, _POWER_VALUE)
+
+_KEYS: dict[str, tuple[int, int] | None] = {}
+"""Key as printed (before `` :``, indent and padding included) -> (quantity, lane) or None
+(not a reading). A module prints the same few dozen keys every time."""
+_MAX_KEYS = 4096
+"""Beyond this many distinct keys (garbage) they are worked out each time, not kept."""
+_UNSEEN = (-1, -1)
+
+
+def _key_kind(raw_key: str) -> tuple[int, int] | None:
+    """What the line of ``raw_key`` gives ``optics_values``: the readings-only filter, then the parser's reading."""
+    if not _is_reading_key(raw_key.lower()):
+        return None
+    key = raw_key.strip()
+    measured = measurement_key(key) if key else None
+    if measured is None:
+        return None
+    quantity, lane = measured
+    return _QUANTITIES[quantity], lane or 1
+
+
+def _fast_values(text: str) -> dict[tuple[str, str], float] | None:
+    """``optics_values(text)`` for text as ethtool prints it; None when any reading is printed otherwise."""
+    try:
+        temp_c, voltage_v, lanes = _fast_readings(text)
+    except ValueError:  # a number the parser would not read (to_float: None)
+        return None
+    if lanes is None:
+        return None
+    values: dict[tuple[str, str], float] = {}
+    if temp_c is not None:
+        values[("optics_temp_c", "")] = temp_c
+    if voltage_v is not None:
+        values[("optics_voltage_v", "")] = voltage_v
+    for lane in sorted(lanes):
+        _put_lane(values, lane, *lanes[lane])
+    return values
+
+
+_Readings = tuple[float | None, float | None, dict[int, list[float | None]] | None]
+
+
+def _fast_readings(text: str) -> _Readings:
+    """(temperature C, voltage V, lane -> [tx bias mA, tx mW, tx dBm, rx mW, rx dBm]), lanes None when
+    a reading is printed otherwise than ethtool prints it; ValueError for a number ``float`` refuses
+    (as ``to_float``, where the parser leaves the reading out)."""
+    temp_c: float | None = None
+    voltage_v: float | None = None
+    lanes: dict[int, list[float | None]] = {}
+    keys, value_of = _KEYS, _VALUE_OF
+    for line in text.splitlines():
+        cut = line.find(" :")
+        if cut < 0:
+            continue
+        raw_key = line[:cut]
+        kind = keys.get(raw_key, _UNSEEN)
+        if kind is _UNSEEN:
+            kind = _key_kind(raw_key)
+            if len(keys) < _MAX_KEYS:
+                keys[raw_key] = kind
+        if kind is None:
+            continue
+        quantity, lane = kind
+        m = value_of[quantity].fullmatch(line[cut + 2:].strip())
+        if m is None:
+            return temp_c, voltage_v, None
+        if quantity >= _TX:
+            entry = lanes.get(lane)
+            if entry is None:
+                entry = lanes[lane] = [None, None, None, None, None]
+            at = 1 if quantity == _TX else 3
+            entry[at], entry[at + 1] = float(m[1]), float(m[2])
+        elif quantity == _BIAS:
+            entry = lanes.get(lane)
+            if entry is None:
+                entry = lanes[lane] = [None, None, None, None, None]
+            entry[0] = float(m[1])
+        elif quantity == _TEMP:
+            temp_c = float(m[1])
+        else:
+            voltage_v = float(m[1])
+    return temp_c, voltage_v, lanes
 
 
 DARK_LANE_DBM = -40.0

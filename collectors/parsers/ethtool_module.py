@@ -93,6 +93,21 @@ def _level(base: str) -> str | None:
     return None
 
 
+def measurement_key(key: str) -> tuple[str, int | None] | None:
+    """What a stripped key measures, exactly as ``parse_ethtool_module`` reads it:
+    ``(quantity, lane as printed or None)`` with quantity ``temp``, ``voltage``,
+    ``tx_bias``, ``tx_power`` or ``rx_power``; None for any other key (flags,
+    thresholds, identification). For fast readers of the measurements alone."""
+    base, lane = key, None
+    m = _LANE_RE.match(key)
+    if m is not None:
+        base, lane = m.group(1), int(m.group(2))
+    quantity = _quantity(base)
+    if quantity is None or _level(base) is not None:
+        return None
+    return quantity, lane
+
+
 class _Reading:
     """A value read apart into the units that matter; all None when it is not one."""
 

@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
+import math
+import random
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from collectors.optics import module_values, optics_values
+from collectors.agent import optics_readings
+from collectors.optics import (
+    DARK_LANE_DBM,
+    _fast_values,
+    _readings_only,
+    module_values,
+    optics_values,
+)
 from collectors.parsers.ethtool_module import parse_ethtool_module
 from simulator.model import FleetModel
 from simulator.scenario import parse_scenario
+from simulator.state import OpticsLane
 from simulator.tools.ethtool import render_module
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "ethtool"
@@ -66,3 +78,154 @@ def test_thresholds_and_alarm_flags_do_not_become_readings() -> None:
     assert optics_values(text) == {
         ("optics_temp_c", ""): 41.5, ("optics_tx_bias_ma", "L0"): 6.75, ("optics_rx_power_dbm", "L0"): -1.0,
     }
+
+
+# --- the fast path: the same values as the full parse, or the full parse itself --------
+
+SHARED_FIXTURES = Path("/work/shared/fixtures/ethtool")
+FAULTS = """
+[[faults]]
+kind = "optics_attenuation"
+target = "gpu001:mlx5_2"
+db = 45.0
+at = 0
+
+[[faults]]
+kind = "link_down"
+target = "gpu001:mlx5_3"
+at = 0
+
+[[faults]]
+kind = "high_ber"
+target = "gpu002:mlx5_0"
+ber = 1e-4
+at = 0
+"""
+
+
+def _slow(text: str) -> dict[tuple[str, str], float]:
+    """What ``optics_values`` gave before the fast path: the readings lines through the full parser."""
+    return module_values(parse_ethtool_module(_readings_only(text)))
+
+
+def _same(text: str) -> None:
+    """``optics_values`` equals the full parse, value for value and in the same order."""
+    got, want = optics_values(text), _slow(text)
+    assert list(got.items()) == list(want.items()) or _nan_equal(got, want), text
+
+
+def _nan_equal(got: Mapping[tuple[str, str], float], want: Mapping[tuple[str, str], float]) -> bool:
+    return list(got) == list(want) and all(
+        a == b or (math.isnan(a) and math.isnan(b)) for a, b in zip(got.values(), want.values(), strict=True))
+
+
+def _captures() -> list[Path]:
+    paths = {p.name: p for p in FIXTURES.glob("*ethtool-m*")}
+    if SHARED_FIXTURES.is_dir():
+        paths.update({p.name: p for p in SHARED_FIXTURES.glob("*ethtool-m*") if p.name not in paths})
+    return sorted(paths.values())
+
+
+def _rendered() -> list[str]:
+    """Simulated modules: CMIS (OSFP, 8 channels, 4 used) with faults, and SFF-8636 (QSFP28) ones."""
+    model = FleetModel(parse_scenario(FLEET + FAULTS, source="faults.toml"), start_unix=1_760_000_000.0)
+    cmis = [nic.optics for host in ("gpu001", "gpu002") for nic in model.node_view(host, 30.0).nics
+            if nic.optics is not None]
+    lanes = (OpticsLane(0.7943, 1.1, 6.75), OpticsLane(0.0, 1.0, 6.5), OpticsLane(0.0, 0.0, 0.0),
+             OpticsLane(0.0004, 0.9, 7.0))
+    qsfp = [replace(cmis[0], identifier="0x11 (QSFP28)", lanes=lanes),
+            replace(cmis[1], identifier="0x0d (QSFP+)", lanes=lanes[:1]),
+            replace(cmis[2], identifier="0x18 (QSFP-DD)", lanes=lanes * 2)]
+    return [render_module(optics) for optics in cmis + qsfp]
+
+
+@pytest.mark.parametrize("path", _captures(), ids=lambda p: p.name)
+def test_fast_path_reads_real_captures_whole_and_readings_only(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    for variant in (text, optics_readings(text)):
+        assert _fast_values(variant) is not None, "a capture as ethtool prints it takes the fast path"
+        _same(variant)
+
+
+def test_fast_path_reads_simulated_modules_with_faults() -> None:
+    texts = _rendered()
+    assert len(texts) == 19
+    for text in texts:
+        for variant in (text, optics_readings(text)):
+            assert _fast_values(variant) is not None
+            _same(variant)
+    dark = optics_values(optics_readings(texts[2]))  # gpu001 mlx5_2: 45 dB down, no light
+    assert dark[("optics_rx_power_dbm", "L0")] == DARK_LANE_DBM
+    qsfp28 = optics_values(optics_readings(texts[16]))
+    assert ("optics_tx_bias_ma", "L2") not in qsfp28  # an unused lane is left out
+    assert qsfp28[("optics_rx_power_dbm", "L1")] == DARK_LANE_DBM  # a dark lane is kept
+
+
+def test_truncated_dumps_read_as_the_full_parse() -> None:
+    text = optics_readings(_rendered()[9])
+    for end in range(len(text) + 1):
+        _same(text[:end])
+
+
+@pytest.mark.parametrize("text", [
+    "",
+    "\n\n",
+    "garbage without a colon\n\x00\xff",
+    "Module temperature : 3.3 V\n",  # a reading in another unit: the parser's rule decides
+    "Module temperature                        : 41.00 degrees C / 105.80 degrees F\n"
+    "Module temperature                        : n/a\n",
+    "Laser tx bias current (Channel 0)         : 6.000 mA\n",  # lane 0 is filed as lane 1
+    "Laser tx bias current (Channel 01)        : 6.000 mA\n",
+    "Laser tx bias current (Channel \u0663)         : 6.000 mA\n",  # an Arabic-Indic digit
+    "Laser tx bias current (Channel 1)         : 6.000 mA\n"
+    "Laser tx bias current (Channel 1)         : 7.000 mA\n",
+    "Transmit avg optical power (Channel 1)    : 1.0 mW / nan dBm\nLaser tx bias current (Channel 1) : 1 mA\n",
+    "Transmit avg optical power (Channel 1)    : 1e0 mW / Infinity dBm\n",
+    "Transmit avg optical power (Channel 1)    : - mW / 1.0 dBm\n",
+    "Transmit avg optical power (Channel 1)    : 1.0 mW / x dBm\n",
+    "Transmit avg optical power (Channel 1)    : 1.0 mW /  -1.0 dBm\n",
+    "Transmit avg optical power (Channel 1)    : 1.0mW / -1.0 dBm\n",
+    "Rcvr signal avg optical power(Channel 2)  : 0.9100 mW / -0.41 dBm extra\n",
+    "Module voltage                            : 3.3 Volt\n",
+    "Module voltage alarm                      : 3.3 V\n",  # 'alarm' in the key: not a reading
+    "Laser temperature                         : 40.00 degrees C / 104.00 degrees F\n",
+    "Power class                               : 4\nMax power : 8.50W\n",
+    "Laser tx bias current                     : 6.000 mA\r\nModule voltage : 3.2 V\x0b\n",
+    "Identifier : 0x11\nModule voltage : 3.2 V\nIdentifier : 0x11\nModule voltage : 3.3 V\n",
+])
+def test_hostile_input_reads_as_the_full_parse(text: str) -> None:
+    _same(text)
+
+
+def test_other_tools_text_reads_as_the_full_parse() -> None:
+    for path in sorted(FIXTURES.parent.rglob("*.txt")):
+        _same(path.read_text(encoding="utf-8", errors="replace"))
+
+
+def test_mutated_dumps_read_as_the_full_parse() -> None:
+    """Seeded random edits of real and simulated dumps: characters, lines and values swapped around."""
+    rng = random.Random(20261129)
+    texts = [p.read_text(encoding="utf-8") for p in _captures()] + _rendered()[8:12]
+    alphabet = " \t:/.-+0123456789eEmWAVdBinfCchanel()\n"
+    for _ in range(600):
+        lines = optics_readings(rng.choice(texts)).splitlines()
+        for _ in range(rng.randint(1, 4)):
+            at = rng.randrange(len(lines))
+            line = lines[at]
+            edit = rng.randrange(4)
+            if edit == 0 and line:
+                cut = rng.randrange(len(line))
+                lines[at] = line[:cut] + rng.choice(alphabet) + line[cut + 1:]
+            elif edit == 1:
+                lines.insert(rng.randrange(len(lines) + 1), line)
+            elif edit == 2:
+                other = rng.choice(lines)
+                lines[at] = line.partition(" :")[0] + " :" + other.partition(" :")[2]
+            else:
+                del lines[at]
+        _same("\n".join(lines))
+
+
+def test_an_odd_reading_takes_the_full_parse() -> None:
+    assert _fast_values("Module temperature : 3.3 V\n") is None
+    assert optics_values("Module temperature : 3.3 V\n") == {}
