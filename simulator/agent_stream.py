@@ -13,14 +13,29 @@ the two copies to the same output; the simulator may not import collectors).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 from dataclasses import dataclass
 from typing import Any
 
+from simulator.faults import FaultEffects
+from simulator.model import (
+    ETHTOOL_IPOIB_TABLE,
+    ETHTOOL_ROCE_TABLE,
+    CounterTable,
+    FleetModel,
+    NodeParts,
+)
 from simulator.session import Machine, StreamIO
-from simulator.state import NodeView
-from simulator.tools.ethtool import render_module
+from simulator.state import GpuView, NicView, NodeView, OpticsLane, OpticsView
+from simulator.tools.ethtool import (
+    _CMIS_IDS,
+    _lane_readings,
+    _row,
+    _temp,
+    _volt,
+    identifier_byte,
+    render_module,
+)
 from simulator.tools.ib import PHYS_STATE_NUM, PORT_STATE_NUM, sysfs_rate
 
 SCHEMA = "fleet-agent/1"
@@ -87,31 +102,26 @@ async def run_python(machine: Machine, argv: list[str], io: StreamIO) -> int:
         io.stderr(f"agent: error: {error}\n")
         return 2
     model = machine.model
+    lines = AgentLines(model, machine.host, options)
     seq = 0
-    previous: dict[str, Any] | None = None
-    while not io.stdin_eof.is_set() and not io.closed.is_set():
-        t = model.now()
-        behaviour = model.behaviour(machine.host, t)
-        if behaviour.hung:  # a node that hangs mid-stream stops printing, it does not hang up
-            await io.closed.wait()
-            break
-        if behaviour.delay_s:
-            await asyncio.sleep(behaviour.delay_s)
+    eof = asyncio.ensure_future(io.stdin_eof.wait())
+    try:
+        while not io.stdin_eof.is_set() and not io.closed.is_set():
             t = model.now()
-        seq += 1
-        view = model.node_view(machine.host, t)
-        line = agent_line(view, model.unix(t), seq, options.interval_s,
-                          optics=(seq - 1) % options.optics_every == 0, ethtool_keep=options.ethtool_keep,
-                          readings_only=options.optics_readings)
-        sent: dict[str, Any] | None = None
-        if options.changed_only:
-            if previous is not None and (seq - 1) % options.full_every:
-                sent = changed_line(previous, line)
-            previous = line
-        io.stdout(json.dumps(sent if sent is not None else line, separators=(",", ":")) + "\n")  # compact
-        await io.drain()  # a client that reads slowly slows the stream, as a pipe would
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(io.stdin_eof.wait(), options.interval_s)
+            behaviour = model.behaviour(machine.host, t)
+            if behaviour.hung:  # a node that hangs mid-stream stops printing, it does not hang up
+                await io.closed.wait()
+                break
+            if behaviour.delay_s:
+                await asyncio.sleep(behaviour.delay_s)
+                t = model.now()
+            seq += 1
+            io.stdout(lines.line(model.node_parts(machine.host, t), model.unix(t), seq))
+            await io.drain()  # a client that reads slowly slows the stream, as a pipe would
+            # asyncio.wait on one long-lived task: wait_for would wrap a new task around the wait every line
+            await asyncio.wait((eof,), timeout=options.interval_s)
+    finally:
+        eof.cancel()
     return 0
 
 
@@ -266,3 +276,238 @@ def changed_line(previous: dict[str, Any], current: dict[str, Any]) -> dict[str,
         if change is not _SAME:
             line[key] = change
     return line
+
+
+# --- the stream's fast path --------------------------------------------------------------
+#
+# ``AgentLines`` prints, line for line, what ``agent_line`` + ``changed_line`` + compact
+# ``json.dumps`` print for the node's whole view, but reads only the parts a line carries
+# (no QP tables, LLDP, or optics between optics lines; only the kept ethtool counters), keeps
+# what cannot change within a run (identities, the NIC heads while the faults and link state
+# hold) and diffs section by section (one dict comparison per counter table).
+# tests/simulator/test_agent_stream_fast.py holds the two to the same text.
+
+_ENCODE = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
+"""``json.dumps(obj, separators=(",", ":"))`` without building an encoder per line."""
+_PORT_HEAD_KEYS = ("device", "port", "state", "state_code", "phys_state", "phys_state_code", "rate", "rate_gbps",
+                   "link_layer", "netdev")
+_PORT_STATE_KEYS = _PORT_HEAD_KEYS[2:8]
+"""The head values that may change within a run (state .. rate_gbps, ``head[2:8]``); the rest name the port."""
+_GPU_KEYS = ("index", "name", "uuid", "util_pct", "mem_used_bytes", "mem_total_bytes", "temp_c", "power_w",
+             "sm_clock_mhz", "throttle_reasons", "ecc_volatile_uncorrected", "ecc_aggregate_uncorrected",
+             "ecc_volatile_corrected", "retired_pages", "pcie_replay", "xid_last", "xid_count", "nvlink_crc_errors",
+             "nvlink_replay_errors", "nvlink_recovery_errors")
+
+PortHead = tuple[str, int, str, int, str, int, str, float, str, str]
+
+
+def _port_head(nic: NicView) -> PortHead:
+    """A port's entry without its counters, in ``agent_line``'s key order (``_PORT_HEAD_KEYS``)."""
+    return (nic.name, nic.port, nic.state, PORT_STATE_NUM.get(nic.state, 0), nic.phys_state,
+            PHYS_STATE_NUM.get(nic.phys_state, 0), sysfs_rate(nic), float(nic.rate_gbps), nic.link_layer, nic.netdev)
+
+
+def _gpu_values(g: GpuView) -> tuple[Any, ...]:
+    """A GPU's entry in ``agent_line``'s key order (``_GPU_KEYS``)."""
+    return (g.index, g.name, g.uuid, g.util_pct, g.mem_used_mib * 1048576, g.mem_total_mib * 1048576, g.temp_c,
+            g.power_w, g.sm_clock_mhz, g.throttle_reasons, g.ecc_volatile_uncorrected, g.ecc_aggregate_uncorrected,
+            0, 0, g.pcie_replay, g.xid_last, g.xid_count, sum(g.nvlink_crc_errors), sum(g.nvlink_replay_errors),
+            sum(g.nvlink_recovery_errors))
+
+
+def _kept_table(table: CounterTable, keep: frozenset[str]) -> CounterTable:
+    """``table`` with only the counters in ``keep``, in the driver's order: filled alone, it equals the
+    whole table filled and then filtered (``--ethtool-keep``) at a twentieth of the work."""
+    return CounterTable(
+        zeros={name: 0 for name in table.zeros if name in keep},
+        single=tuple(row for row in table.single if row[0] in keep),
+        mixed=tuple(row for row in table.mixed if row[0] in keep),
+    )
+
+
+_READING_KEYS: dict[str, bool] = {}
+"""``optics_readings``' verdict per row label (a few dozen distinct labels in a run)."""
+
+
+def _is_reading(key: str) -> bool:
+    kept = _READING_KEYS.get(key)
+    if kept is None:
+        low = key.lower()
+        kept = _READING_KEYS[key] = ("alarm" not in low and "warning" not in low
+                                     and any(word in low for word in _OPTICS_READING_WORDS))
+    return kept
+
+
+def _cmis_reading_rows(optics: OpticsView) -> list[str]:
+    """The rows of ``render_module`` (CMIS layout) that ``optics_readings`` keeps, built by the renderer's
+    own row functions: the module's power class, temperature and voltage, and each channel's readings."""
+    lanes = len(optics.lanes)
+    channels = max(8, -(-lanes // 8) * 8)
+    padded = list(optics.lanes) + [OpticsLane(0.0, 0.0, 0.0)] * (channels - lanes)
+    rows = [_row("Power class", "5" if lanes > 4 else "4"), _row("Max power", "10.00W" if lanes > 4 else "8.50W"),
+            _row("Module temperature", _temp(optics.temp_c)), _row("Module voltage", _volt(optics.voltage_v)),
+            *_lane_readings(padded, rx_label="Rcvr signal avg optical power (Channel {})")]
+    return [row for row in rows if _is_reading(row.partition(" :")[0])]
+
+
+_CMIS_CHECKED: dict[tuple[str, int], bool] = {}
+"""Per module layout (identifier, lanes): whether ``_cmis_reading_rows`` printed what the full
+render filtered prints (checked on the layout's first module; labels depend on the layout only)."""
+
+
+def optics_readings_of(optics: OpticsView) -> str:
+    """``optics_readings(render_module(optics))``, without rendering the ~180 rows that are not readings."""
+    if identifier_byte(optics) in _CMIS_IDS:
+        layout = (optics.identifier, len(optics.lanes))
+        fast = _CMIS_CHECKED.get(layout)
+        if fast is None:
+            fast = _CMIS_CHECKED[layout] = (
+                "".join(_cmis_reading_rows(optics)).removesuffix("\n") == optics_readings(render_module(optics)))
+        if fast:
+            return "".join(_cmis_reading_rows(optics)).removesuffix("\n")
+    return optics_readings(render_module(optics))
+
+
+class AgentLines:
+    """The lines of one agent stream, each from the node's parts at one instant (see the section comment).
+
+    Reads through ``NodeParts`` (port counters, hw_counters, ethtool totals, link state) and, for
+    what ``NodeParts`` does not split out, the model's own per-part functions (a GPU, a module's
+    optics, a NIC's QP table, the latter only when the faults or the link state change).
+    """
+
+    def __init__(self, model: FleetModel, host: str, options: AgentOptions) -> None:
+        self.model = model
+        self.host = host
+        self.options = options
+        self._ethtool_table: CounterTable | None = None
+        if options.ethtool_keep is not None:
+            self._ethtool_table = _kept_table(ETHTOOL_ROCE_TABLE if model.roce else ETHTOOL_IPOIB_TABLE,
+                                              options.ethtool_keep)
+        self._gpu_indices: tuple[int, ...] = ()
+        self._rails = 0
+        # per rail: the faults and link state the NIC's head and QP count were last read under
+        self._head_of: list[tuple[FaultEffects, bool, PortHead] | None] = []
+        self._qps_of: list[tuple[FaultEffects, bool, int] | None] = []
+        self._last: _Sections | None = None
+        """What the last line carried (the changed-only lines' reference)."""
+
+    def _start(self, parts: NodeParts) -> None:
+        """Learn the node's shape (NICs, GPUs) from its whole view, once per stream."""
+        view = parts.view()
+        self._rails = len(view.nics)
+        self._gpu_indices = tuple(g.index for g in view.gpus)
+        self._head_of = [None] * self._rails
+        self._qps_of = [None] * self._rails
+
+    def line(self, parts: NodeParts, ts: float, seq: int) -> str:
+        """Line ``seq`` (from 1) for the node at ``parts``' instant, unix time ``ts``, with its newline."""
+        if not self._rails:
+            self._start(parts)
+        options = self.options
+        model, host, t = self.model, self.host, parts.t
+        effects = parts.effects
+        head_of, qps_of, table = self._head_of, self._qps_of, self._ethtool_table
+        now = _Sections([], [], [], [], [], [])
+        for rail in range(self._rails):
+            down = parts.down(rail)
+            head = head_of[rail]
+            if head is None or head[0] is not effects or head[1] != down:
+                head = head_of[rail] = (effects, down, _port_head(parts.nic_head(rail)))
+            now.heads.append(head[2])
+            now.counters.append(parts.counters(rail))
+            now.hw.append(parts.hw_counters(rail))
+            now.ethtool.append(parts.ethtool(rail) if table is None
+                               else FleetModel._fill(table, parts.totals(rail), parts.steps(rail)))
+            qps = qps_of[rail]
+            if qps is None or qps[0] is not effects or qps[1] != down:
+                qps = qps_of[rail] = (effects, down, len(model._qps(host, rail, effects, down, parts.totals(rail))))
+            now.qp_counts.append(qps[2])
+        solution = model.solution(t)[1]
+        now.gpus.extend(_gpu_values(model._gpu_view(host, index, t, effects, solution)) for index in self._gpu_indices)
+        optics: list[str] | None = None
+        if (seq - 1) % options.optics_every == 0:
+            modules = (model._optics(host, rail, effects, t) for rail in range(self._rails))
+            optics = [optics_readings_of(o) if options.optics_readings else render_module(o) for o in modules]
+        last, self._last = self._last, now
+        per_line = {"schema": SCHEMA, "host": host, "ts": round(ts, 3), "seq": seq, "interval_s": options.interval_s}
+        if not options.changed_only or last is None or (seq - 1) % options.full_every == 0:
+            return _ENCODE(now.full_line(per_line, optics)) + "\n"
+        return _ENCODE(now.changed_line(last, per_line, optics)) + "\n"
+
+
+@dataclass(frozen=True, slots=True)
+class _Sections:
+    """One line's values, per rail (NIC heads, counter tables, QP counts) and per GPU."""
+
+    heads: list[PortHead]
+    counters: list[dict[str, int]]
+    hw: list[dict[str, int]]
+    ethtool: list[dict[str, int]]
+    qp_counts: list[int]
+    gpus: list[tuple[Any, ...]]
+
+    def full_line(self, per_line: dict[str, Any], optics: list[str] | None) -> dict[str, Any]:
+        """``agent_line``'s document."""
+        netdevs: dict[str, dict[str, Any]] = {}
+        for rail, port in enumerate(self.heads):
+            entry: dict[str, Any] = {"ethtool": self.ethtool[rail]}
+            if optics is not None:
+                entry["optics_text"] = optics[rail]
+            netdevs[port[9]] = entry
+        return per_line | {
+            "ports": [dict(zip(_PORT_HEAD_KEYS, port, strict=True)) | {"counters": self.counters[rail],
+                                                                        "hw_counters": self.hw[rail]}
+                      for rail, port in enumerate(self.heads)],
+            "netdevs": netdevs,
+            "qp_count": {port[0]: count for port, count in zip(self.heads, self.qp_counts, strict=True)},
+            "gpus": [dict(zip(_GPU_KEYS, gpu, strict=True)) for gpu in self.gpus],
+            "gpu_error": "",
+            "errors": [],
+        }
+
+    def changed_line(self, last: _Sections, per_line: dict[str, Any], optics: list[str] | None) -> dict[str, Any]:
+        """``changed_line(last's document, this one's)``: the shapes match by construction (same node, same
+        tables), so each section is compared as a whole first and item by item only when it moved."""
+        line = per_line | {"errors": [], "changed_only": True}
+        ports = []
+        netdevs: dict[str, dict[str, Any]] = {}
+        qp_count = {}
+        for rail, port in enumerate(self.heads):
+            before = last.heads[rail]
+            change: dict[str, Any] = {}
+            if port is not before:
+                change = {key: new for key, old, new in zip(_PORT_STATE_KEYS, before[2:8], port[2:8], strict=True)
+                          if old != new}
+            for key, tables, previous in (("counters", self.counters, last.counters), ("hw_counters", self.hw, last.hw)):
+                moved = _moved(previous[rail], tables[rail])
+                if moved:
+                    change[key] = moved
+            if change:
+                ports.append({"device": port[0], "port": port[1], "netdev": port[9], "link_layer": port[8]} | change)
+            entry: dict[str, Any] = {}
+            moved = _moved(last.ethtool[rail], self.ethtool[rail])
+            if moved:
+                entry["ethtool"] = moved
+            if optics is not None:
+                entry["optics_text"] = optics[rail]
+            if entry:
+                netdevs[port[9]] = entry
+            if self.qp_counts[rail] != last.qp_counts[rail]:
+                qp_count[port[0]] = self.qp_counts[rail]
+        gpus = []
+        for gpu, before_gpu in zip(self.gpus, last.gpus, strict=True):
+            if gpu != before_gpu:
+                gpus.append({"index": gpu[0]} | {key: new for key, old, new in zip(_GPU_KEYS, before_gpu, gpu,
+                                                                                  strict=True) if old != new})
+        for key, value in (("ports", ports), ("netdevs", netdevs), ("qp_count", qp_count), ("gpus", gpus)):
+            if value:
+                line[key] = value
+        return line
+
+
+def _moved(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    """The counters of ``after`` whose value differs from ``before`` (same names, same order)."""
+    if before == after:
+        return {}
+    return {name: value for name, value in after.items() if before[name] != value}
