@@ -3,7 +3,9 @@
 The real agent (``collectors/agent.py``) reads sysfs, ethtool, rdma and NVML
 and prints one JSON line of schema ``fleet-agent/1`` (docs/agent-schema.md)
 per interval until stdin closes. The simulated node answers the same command
-line with lines of the same schema, built from its NodeView at each tick;
+line with lines of the same schema, on the same fixed ticks; ``agent_line``
+builds one from the node's whole NodeView (the reference), ``AgentLines`` the
+same text from only the parts a line carries (what the stream prints);
 ``optics_text`` is the ``ethtool -m`` renderer's text, every K-th line.
 With ``--changed-only`` the lines between full ones carry only what changed,
 built by the same rules as the real agent's ``changed_line`` (a test holds
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -105,6 +108,8 @@ async def run_python(machine: Machine, argv: list[str], io: StreamIO) -> int:
     lines = AgentLines(model, machine.host, options)
     seq = 0
     eof = asyncio.ensure_future(io.stdin_eof.wait())
+    loop = asyncio.get_running_loop()
+    next_at = loop.time()
     try:
         while not io.stdin_eof.is_set() and not io.closed.is_set():
             t = model.now()
@@ -118,8 +123,14 @@ async def run_python(machine: Machine, argv: list[str], io: StreamIO) -> int:
             seq += 1
             io.stdout(lines.line(model.node_parts(machine.host, t), model.unix(t), seq))
             await io.drain()  # a client that reads slowly slows the stream, as a pipe would
+            # On fixed ticks, as the real agent: the time a line takes does not stretch the interval, and
+            # a stream that fell behind skips the ticks it missed instead of piling lines up.
+            next_at += options.interval_s
+            now = loop.time()
+            if now > next_at:
+                next_at += math.ceil((now - next_at) / options.interval_s) * options.interval_s
             # asyncio.wait on one long-lived task: wait_for would wrap a new task around the wait every line
-            await asyncio.wait((eof,), timeout=options.interval_s)
+            await asyncio.wait((eof,), timeout=next_at - now)
     finally:
         eof.cancel()
     return 0
