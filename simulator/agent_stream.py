@@ -18,6 +18,8 @@ import asyncio
 import json
 import math
 from dataclasses import dataclass
+from itertools import compress
+from operator import ne
 from typing import Any
 
 from simulator.faults import FaultEffects
@@ -488,29 +490,27 @@ class _Sections:
             before = last.heads[rail]
             change: dict[str, Any] = {}
             if port is not before:
-                change = {key: new for key, old, new in zip(_PORT_STATE_KEYS, before[2:8], port[2:8], strict=True)
-                          if old != new}
-            for key, tables, previous in (("counters", self.counters, last.counters), ("hw_counters", self.hw, last.hw)):
-                moved = _moved(previous[rail], tables[rail])
-                if moved:
-                    change[key] = moved
+                change = dict(compress(zip(_PORT_STATE_KEYS, port[2:8], strict=True), map(ne, before[2:8], port[2:8])))
+            moved = _moved(last.counters[rail], self.counters[rail])
+            if moved:
+                change["counters"] = moved
+            moved = _moved(last.hw[rail], self.hw[rail])
+            if moved:
+                change["hw_counters"] = moved
             if change:
                 ports.append({"device": port[0], "port": port[1], "netdev": port[9], "link_layer": port[8]} | change)
-            entry: dict[str, Any] = {}
             moved = _moved(last.ethtool[rail], self.ethtool[rail])
-            if moved:
-                entry["ethtool"] = moved
             if optics is not None:
-                entry["optics_text"] = optics[rail]
-            if entry:
-                netdevs[port[9]] = entry
+                netdevs[port[9]] = ({"ethtool": moved, "optics_text": optics[rail]} if moved
+                                    else {"optics_text": optics[rail]})
+            elif moved:
+                netdevs[port[9]] = {"ethtool": moved}
             if self.qp_counts[rail] != last.qp_counts[rail]:
                 qp_count[port[0]] = self.qp_counts[rail]
         gpus = []
         for gpu, before_gpu in zip(self.gpus, last.gpus, strict=True):
             if gpu != before_gpu:
-                gpus.append({"index": gpu[0]} | {key: new for key, old, new in zip(_GPU_KEYS, before_gpu, gpu,
-                                                                                  strict=True) if old != new})
+                gpus.append({"index": gpu[0]} | dict(compress(zip(_GPU_KEYS, gpu, strict=True), map(ne, before_gpu, gpu))))
         for key, value in (("ports", ports), ("netdevs", netdevs), ("qp_count", qp_count), ("gpus", gpus)):
             if value:
                 line[key] = value
@@ -521,4 +521,4 @@ def _moved(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
     """The counters of ``after`` whose value differs from ``before`` (same names, same order)."""
     if before == after:
         return {}
-    return {name: value for name, value in after.items() if before[name] != value}
+    return dict(compress(after.items(), map(ne, before.values(), after.values())))
