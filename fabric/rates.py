@@ -283,19 +283,12 @@ def _detail(flag: RateFlag, previous: float, current: float) -> str:
 _ERRORS, _FEC = 1, 2
 _FEC_METRICS = frozenset({"rx_corrected_bits_phy", "rx_bits_phy"})
 
-
-@dataclass(frozen=True, slots=True)
-class _Feeds:
-    """One counter of a host's sample, for ``update_changed``."""
-
-    spec: CounterSpec
-    index: int
-    """Its place in the sample's order."""
-    gauge: SeriesKey | None
-    """The rate gauge it feeds (with ``factor``), if any."""
-    factor: float
-    role: int
-    """_ERRORS: summed into its port's ``errors_per_s``; _FEC: one side of ``pre_fec_ber``; else 0."""
+_Feeds = tuple[float, "SeriesKey | None", float, int, tuple[str, str], CounterSpec, int, "float | None"]
+"""One counter of a host's sample, for ``update_changed``: (the value from which it counts as
+saturated, ``inf`` if it wraps; the rate gauge it feeds; the factor to the gauge's unit; its role:
+_ERRORS summed into its port's ``errors_per_s``, _FEC one side of ``pre_fec_ber``, else 0; its
+(device, port); its rule; its place in the sample's order; its delta while it stands still).
+A plain tuple: ``derive`` unpacks one per changed counter, a few hundred a second per node."""
 
 
 @dataclass(slots=True)
@@ -309,27 +302,37 @@ class _Still:
     flags: tuple[FlaggedSeries, ...]
     counters: dict[SeriesKey, _Feeds]
     """Every counter of the sample: its rule, its place in the sample's order, what it feeds."""
-    place_errors: dict[tuple[str, str], tuple[SeriesKey, ...]]
-    """NIC error counters per (device, port), in the sample's order (their sum is ``errors_per_s``)."""
+    place_errors: dict[tuple[str, str], tuple[tuple[SeriesKey, float | None], ...]]
+    """NIC error counters per (device, port), in the sample's order (their sum is ``errors_per_s``),
+    each with its delta while it stands still."""
+    fec_keys: dict[tuple[str, str], tuple[SeriesKey, SeriesKey, SeriesKey]]
+    """(device, port) -> the keys of its corrected bits, received bits and ``pre_fec_ber``."""
 
     @classmethod
     def of(cls, sample: HostSample) -> _Still:
         standing = derive_rates(HostSample(sample.host, sample.ts - 1.0, sample.values), sample, math.inf)
         counters: dict[SeriesKey, _Feeds] = {}
-        place_errors: dict[tuple[str, str], list[SeriesKey]] = {}
-        for index, key in enumerate(sample.values):
+        place_errors: dict[tuple[str, str], list[tuple[SeriesKey, float | None]]] = {}
+        fec_keys: dict[tuple[str, str], tuple[SeriesKey, SeriesKey, SeriesKey]] = {}
+        for index, (key, value) in enumerate(sample.values.items()):
             metric = key[0]
             spec = _RATED.get(metric)
             if spec is None:
                 continue
             target = _GAUGE_OF.get(metric)
             role = _ERRORS if metric in NIC_ERROR_METRICS else _FEC if metric in _FEC_METRICS else 0
-            counters[key] = _Feeds(spec, index, (target[0], key[1], key[2]) if target else None,
-                                   target[1] if target else 0.0, role)
+            place = (key[1], key[2])
+            still = _still_delta(key, value)
+            counters[key] = (spec.maximum if spec.saturates else math.inf,
+                             (target[0], key[1], key[2]) if target else None, target[1] if target else 0.0,
+                             role, place, spec, index, still)
             if role == _ERRORS:
-                place_errors.setdefault((key[1], key[2]), []).append(key)
+                place_errors.setdefault(place, []).append((key, still))
+            elif role == _FEC and place not in fec_keys:
+                fec_keys[place] = (("rx_corrected_bits_phy", *place), ("rx_bits_phy", *place),
+                                   ("pre_fec_ber", *place))
         return cls({}, dict(standing.sample.values), standing.flags, counters,
-                   {place: tuple(keys) for place, keys in place_errors.items()})
+                   {place: tuple(keys) for place, keys in place_errors.items()}, fec_keys)
 
     def derive(self, previous: HostSample, current: HostSample, changed: Collection[SeriesKey],
                dt_s: float, max_gap_s: float) -> DerivedRates | None:
@@ -337,19 +340,21 @@ class _Still:
         values = dict(self.values)
         flags: list[FlaggedSeries] = []
         deltas: dict[SeriesKey, float | None] = {}
+        """The deltas of the changed error and FEC counters (the others only feed a gauge)."""
         places: set[tuple[str, str]] = set()
         fec: set[tuple[str, str]] = set()
-        before_values, now_values, counters = previous.values, current.values, self.counters
+        before_values, now_values, get_feeds = previous.values, current.values, self.counters.get
         for key in changed:
-            feeds = counters.get(key)
+            feeds = get_feeds(key)
             if feeds is None:  # a gauge
                 continue
-            spec = feeds.spec
-            before, value = before_values.get(key), now_values[key]
+            before = before_values.get(key)
             if before is None:
                 return None
-            if spec.saturates and (value >= spec.maximum or before >= spec.maximum):
-                return None
+            value = now_values[key]
+            saturated_at, gauge, factor, role, place, spec, _, _ = feeds
+            if value >= saturated_at or before >= saturated_at:
+                return None  # a saturating counter reached or left its maximum
             delta: float | None
             if value >= before:
                 delta = value - before
@@ -359,48 +364,47 @@ class _Still:
                 if counted.flag is not None:
                     flags.append(FlaggedSeries(key[0], key[1], key[2], counted.flag,
                                                _detail(counted.flag, before, value)))
-            deltas[key] = delta
-            if feeds.gauge is not None:
+            if gauge is not None:
                 if delta is None:
-                    values.pop(feeds.gauge, None)
+                    values.pop(gauge, None)
                 else:
-                    values[feeds.gauge] = delta / dt_s * feeds.factor
-            if feeds.role == _ERRORS:
-                places.add((key[1], key[2]))
-            elif feeds.role == _FEC:
-                fec.add((key[1], key[2]))
+                    values[gauge] = delta / dt_s * factor
+            if role:
+                deltas[key] = delta
+                if role == _ERRORS:
+                    places.add(place)
+                else:
+                    fec.add(place)
         for place in places:
             total: float | None = None
-            for key in self.place_errors[place]:  # in the sample's order, as derive_rates sums them
-                delta = deltas[key] if key in deltas else _still_delta(key, now_values[key])
+            for key, still in self.place_errors[place]:  # in the sample's order, as derive_rates sums them
+                delta = deltas.get(key, still)
                 if delta is not None:
                     total = delta / dt_s if total is None else total + delta / dt_s
             if total is None:
                 values.pop(("errors_per_s", *place), None)
             else:
                 values[("errors_per_s", *place)] = total
-        for device, port in fec:
-            corrected_key, received_key = ("rx_corrected_bits_phy", device, port), ("rx_bits_phy", device, port)
-            corrected = self._delta_of(corrected_key, deltas, now_values)
-            received = self._delta_of(received_key, deltas, now_values)
+        for place in fec:
+            corrected_key, received_key, ber_key = self.fec_keys[place]
+            corrected = self._delta_of(corrected_key, deltas)
+            received = self._delta_of(received_key, deltas)
             if received and corrected is not None:
-                values[("pre_fec_ber", device, port)] = corrected / received
+                values[ber_key] = corrected / received
             else:
-                values.pop(("pre_fec_ber", device, port), None)
+                values.pop(ber_key, None)
         all_flags = list(self.flags)
         if flags:
-            all_flags = sorted([*all_flags, *flags], key=lambda f: self.counters[(f.metric, f.device, f.port)].index)
+            all_flags = sorted([*all_flags, *flags], key=lambda f: self.counters[(f.metric, f.device, f.port)][6])
         if dt_s > max_gap_s:
             all_flags.insert(0, FlaggedSeries("", "", "", RateFlag.GAP, f"{dt_s:.1f} s since the previous sample"))
         return DerivedRates(HostSample(current.host, current.ts, values), tuple(all_flags))
 
-    def _delta_of(self, key: SeriesKey, deltas: Mapping[SeriesKey, float | None],
-                  now_values: Mapping[SeriesKey, float]) -> float | None:
+    def _delta_of(self, key: SeriesKey, deltas: Mapping[SeriesKey, float | None]) -> float | None:
         if key in deltas:
             return deltas[key]
-        if key not in self.counters:
-            return None
-        return _still_delta(key, now_values[key])
+        feeds = self.counters.get(key)
+        return None if feeds is None else feeds[7]
 
 
 def _still_delta(key: SeriesKey, value: float) -> float | None:

@@ -16,6 +16,7 @@ from agent_harness import run_agent
 from collectors import agent
 from collectors.agent_reader import AgentLineError, AgentStream, decode_agent_line, host_sample
 from collectors.optics import optics_values
+from fabric.rates import RateTracker
 from fabric.samples import HostSample
 from simulator import agent_stream
 from simulator.model import FleetModel
@@ -149,6 +150,16 @@ def test_changed_only_without_its_full_line_is_refused() -> None:
     (("ports", 0, "device"), "mlx5_9", r"ports\[0\]: port 'mlx5_9' 1 is not in the last full line"),
     (("gpus", 0, "power_w"), float("nan"), r"gpus\[0\].power_w: expected a number or null"),
     (("qp_count",), [], "qp_count: expected an object"),
+    (("qp_count", "mlx5_0"), 1.5, r"qp_count.mlx5_0: expected an integer, got 1.5"),
+    (("ports", 0, "hw_counters"), [], r"ports\[0\].hw_counters: expected an object"),
+    (("ports", 0, "counters", "port_rcv_data"), True, r"ports\[0\].counters.port_rcv_data: expected an integer"),
+    (("ports", 0, "port"), "1", r"ports\[0\]: port 'mlx5_0' '1' is not in the last full line"),
+    (("ports", 0, "state_code"), "4", r"ports\[0\].state_code: expected a number or null"),
+    (("netdevs", "*", "ethtool", "rx_bits_phy"), 2.0, r"netdevs\.\w+\.ethtool\.rx_bits_phy: expected an integer"),
+    (("netdevs", "*", "ethtool"), 3, r"netdevs\.\w+\.ethtool: expected an object"),
+    (("gpus", 0, "index"), True, r"gpus\[0\].index: expected int, got bool"),
+    (("gpus", 0, "temp_c"), "hot", r"gpus\[0\].temp_c: expected a number or null, got 'hot'"),
+    (("gpus", 0, "power_w"), float("inf"), r"gpus\[0\].power_w: expected a number or null"),
 ])
 def test_bad_changed_only_line_names_the_field(path: tuple[Any, ...], value: Any, reason: str) -> None:
     lines = simulated_lines(3)
@@ -156,9 +167,11 @@ def test_bad_changed_only_line_names_the_field(path: tuple[Any, ...], value: Any
     assert delta is not None
     delta.setdefault("qp_count", {})
     delta.setdefault("gpus", [{"index": 0}])
+    netdev = next(iter(lines[1]["netdevs"]))  # "*" in a path
+    delta.setdefault("netdevs", {}).setdefault(netdev, {}).setdefault("ethtool", {})
     target: Any = delta
     for step in path[:-1]:
-        target = target[step]
+        target = target[netdev if step == "*" else step]
     target[path[-1]] = value
     stream = AgentStream("n1")
     stream.read(json.dumps(lines[0]))
@@ -210,3 +223,80 @@ def test_agent_sends_optics_readings_only(tmp_path: Path) -> None:
     text = full["netdevs"]["bond0"]["optics_text"]
     assert short["netdevs"]["bond0"]["optics_text"] == agent.optics_readings(text)
     assert 0 < len(short["netdevs"]["bond0"]["optics_text"]) < len(text) / 2
+
+
+def test_a_counter_fleet_does_not_keep_may_hold_anything_on_a_changed_only_line() -> None:
+    """Only the counters fleet keeps are checked (and read) on a changed-only line, as before."""
+    lines = simulated_lines(2)
+    delta = agent.changed_line(lines[0], lines[1])
+    assert delta is not None
+    delta["ports"][0].setdefault("counters", {})["not_a_counter_fleet_keeps"] = "x"
+    stream = AgentStream("n1")
+    stream.read(json.dumps(lines[0]))
+    assert stream.read(json.dumps(delta)).sample == full_samples(lines)[1]
+
+
+FAULTY = SCENARIO + """
+[[faults]]
+kind = "pfc_storm"
+target = "gpu001:mlx5_1"
+at = 2
+
+[[faults]]
+kind = "high_ber"
+target = "gpu001:mlx5_2"
+ber = 1e-4
+at = 0
+
+[[faults]]
+kind = "link_flap"
+target = "gpu001:mlx5_3"
+period = 3
+at = 1
+
+[[faults]]
+kind = "optics_attenuation"
+target = "gpu001:mlx5_0"
+db = 9.0
+at = 0
+"""
+
+
+def test_stream_and_rates_of_a_faulty_node_are_those_of_its_full_lines() -> None:
+    """A node with a PFC storm, a high BER, a flapping link and weak light, read as the collector
+    reads it (changed-only lines, ``update_changed``) and whole (``host_sample``, ``update``):
+    the same samples, the same rates and the same flags, line for line."""
+    model = FleetModel(parse_scenario(FAULTY), seed=1, start_unix=1764430000.0)
+    lines = [agent_stream.agent_line(model.node_view("gpu001", float(seq)), model.unix(float(seq)), seq, 1.0,
+                                     optics=seq % 3 == 0, readings_only=True)
+             for seq in range(1, 41)]
+    stream, changed_only, whole = AgentStream("n1", optics_values), RateTracker(), RateTracker()
+    errors_seen = 0
+    for text, expected in zip(sent(lines, full_every=15), full_samples(lines), strict=True):
+        read = stream.read(text)
+        assert read.sample == expected
+        got = changed_only.update(read.sample) if read.changed is None else \
+            changed_only.update_changed(read.sample, read.changed)
+        want = whole.update(expected)
+        assert got.sample.values == want.sample.values
+        assert got.flags == want.flags
+        errors_seen += any(key[0] == "errors_per_s" and value > 0 for key, value in want.sample.values.items())
+    assert errors_seen > 5, "the faults move error counters"
+
+
+def test_a_counter_the_full_line_lacked_makes_the_line_compared_whole() -> None:
+    lines = simulated_lines(2)
+    first = copy.deepcopy(lines[0])
+    counters = first["ports"][0]["counters"]
+    name = next(iter(counters))
+    del counters[name]
+    delta = {"schema": lines[1]["schema"], "host": "n1", "ts": lines[1]["ts"], "seq": lines[1]["seq"],
+             "interval_s": 1.0, "changed_only": True,
+             "ports": [{"device": first["ports"][0]["device"], "port": first["ports"][0]["port"],
+                        "counters": {name: lines[1]["ports"][0]["counters"][name]}}]}
+    stream = AgentStream("n1")
+    stream.read(json.dumps(first))
+    read = stream.read(json.dumps(delta))
+    assert read.changed is None
+    assert len(read.sample.values) == len(stream.read(json.dumps({**delta, "seq": delta["seq"] + 1,
+                                                                   "ports": []})).sample.values)

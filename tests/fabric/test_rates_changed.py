@@ -67,3 +67,37 @@ def test_clock_that_did_not_advance_is_flagged_like_update() -> None:
         values[moved] += 4.0 * (step + 1)
         sample = HostSample("n1", ts, dict(values))
         assert tracker.update_changed(sample, [moved]) == reference.update(sample)
+
+
+def test_a_port_whose_only_other_error_counter_sits_at_its_maximum() -> None:
+    """Every error counter of the port gives no rate (one stuck at its maximum, one reset):
+    no ``errors_per_s``, as ``update`` gives, rather than 0."""
+    stuck, reset = ("symbol_error", "mlx5_0", "1"), ("port_rcv_errors", "mlx5_0", "1")
+    tracker, reference = RateTracker(), RateTracker()
+    values = {stuck: 65535.0, reset: 10.0, ("tx_bytes", "mlx5_0", "1"): 0.0}
+    for ts, moved, value in ((1.0, None, 0.0), (2.0, "tx", 8.0), (3.0, "reset", 3.0), (4.0, "reset", 5.0)):
+        changed: list[SeriesKey] = []
+        if moved == "tx":
+            values[("tx_bytes", "mlx5_0", "1")] += value
+            changed = [("tx_bytes", "mlx5_0", "1")]
+        elif moved == "reset":
+            values[reset] = value
+            changed = [reset]
+        sample = HostSample("n1", ts, dict(values))
+        got = tracker.update(sample) if moved is None else tracker.update_changed(sample, changed)
+        want = reference.update(sample)
+        assert got.sample.values == want.sample.values
+        assert got.flags == want.flags
+        if ts == 3.0:  # the reset: no error counter of the port has a rate
+            assert ("errors_per_s", "mlx5_0", "1") not in got.sample.values
+    assert got.sample.values[("errors_per_s", "mlx5_0", "1")] == 2.0
+
+
+def test_received_bits_without_corrected_bits_give_no_ber() -> None:
+    received = ("rx_bits_phy", "mlx5_0", "1")
+    tracker, reference = RateTracker(), RateTracker()
+    for ts in (1.0, 2.0, 3.0):
+        sample = HostSample("n1", ts, {received: ts * 1e9, ("port_state", "mlx5_0", "1"): 4.0})
+        got = tracker.update(sample) if ts == 1.0 else tracker.update_changed(sample, [received])
+        assert got == reference.update(sample)
+        assert ("pre_fec_ber", "mlx5_0", "1") not in got.sample.values
