@@ -440,8 +440,6 @@ class AgentStream:
         self._seq = 0
         self._ports: dict[tuple[str, int], _PortKeys] = {}
         """The (device, port) of the last full line, with the keys of their values."""
-        self._netdevs: dict[str, tuple[str, str]] = {}
-        """netdev -> (RDMA device, port), of the last full line."""
         self._netdev_keys: dict[str, tuple[str, dict[str, tuple[SeriesKey, int]]]] = {}
         """netdev -> (RDMA device, the keys of its ethtool counters), of the last full line."""
         self._keys: dict[tuple[str, int], _PortKeys] = {}
@@ -482,7 +480,6 @@ class AgentStream:
         values = _line_values(line, None, owners)
         self._values, self._seq = values, line.seq
         self._ports = {(port.device, port.port): self._port_keys(port.device, port.port) for port in line.ports}
-        self._netdevs = owners
         self._netdev_keys = {netdev: (owner[0], self._netdev_counter_keys(owner)) for netdev, owner in owners.items()}
         sample_values = dict(values)
         for name, netdev in line.netdevs.items():

@@ -283,7 +283,7 @@ def _detail(flag: RateFlag, previous: float, current: float) -> str:
 _ERRORS, _FEC = 1, 2
 _FEC_METRICS = frozenset({"rx_corrected_bits_phy", "rx_bits_phy"})
 
-_Feeds = tuple[float, "SeriesKey | None", float, int, tuple[str, str], CounterSpec, int, "float | None"]
+_Feeds = tuple[float, SeriesKey | None, float, int, tuple[str, str], CounterSpec, int, float | None]
 """One counter of a host's sample, for ``update_changed``: (the value from which it counts as
 saturated, ``inf`` if it wraps; the rate gauge it feeds; the factor to the gauge's unit; its role:
 _ERRORS summed into its port's ``errors_per_s``, _FEC one side of ``pre_fec_ber``, else 0; its
@@ -339,8 +339,7 @@ class _Still:
         """``derive_rates(previous, current)`` from the changed counters; None when it cannot be exact."""
         values = dict(self.values)
         flags: list[FlaggedSeries] = []
-        deltas: dict[SeriesKey, float | None] = {}
-        """The deltas of the changed error and FEC counters (the others only feed a gauge)."""
+        deltas: dict[SeriesKey, float | None] = {}  # of the changed error and FEC counters only
         places: set[tuple[str, str]] = set()
         fec: set[tuple[str, str]] = set()
         before_values, now_values, get_feeds = previous.values, current.values, self.counters.get
