@@ -519,6 +519,4 @@ class _Sections:
 
 def _moved(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
     """The counters of ``after`` whose value differs from ``before`` (same names, same order)."""
-    if before == after:
-        return {}
     return dict(compress(after.items(), map(ne, before.values(), after.values())))

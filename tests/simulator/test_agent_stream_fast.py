@@ -8,7 +8,9 @@ GPUs and optics change, full and changed-only, optics lines and not, every count
 
 from __future__ import annotations
 
+import asyncio
 import json
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -24,6 +26,8 @@ from simulator.agent_stream import (
     optics_readings_of,
 )
 from simulator.model import FleetModel
+from simulator.session import Machine, Rendezvous, StreamIO
+from simulator.shell import Shell
 from simulator.tools.ethtool import render_module
 
 FAULTS = {
@@ -112,3 +116,28 @@ def test_optics_readings_of_a_module_is_the_filtered_render(db: float) -> None:
         optics = parts.nic(rail).optics
         assert optics is not None
         assert optics_readings_of(optics) == optics_readings(render_module(optics))
+
+
+async def test_lines_come_on_fixed_ticks_as_the_real_agent() -> None:
+    """A client that takes 0.07 s to drain each line does not stretch the 0.1 s interval to 0.17 s."""
+    model = small_model()
+    loop = asyncio.get_running_loop()
+    at: list[float] = []
+    enough = asyncio.Event()
+
+    def out(_: str) -> None:
+        at.append(loop.time())
+        if len(at) == 9:
+            enough.set()
+
+    async def slow_drain() -> None:
+        await asyncio.sleep(0.07)
+
+    io = StreamIO(out, out, drain=slow_drain)
+    shell = Shell(Machine("gpu002", "node", model, Rendezvous()))
+    task = asyncio.create_task(shell.run("python3 -u -c 'import agent' --interval 0.1 --changed-only", io))
+    await asyncio.wait_for(enough.wait(), 10)
+    io.stdin_eof.set()
+    assert await asyncio.wait_for(task, 5) == 0
+    gaps = [round((b - a) / 0.1) for a, b in pairwise(at[1:])]  # from the 2nd line: set-up aside
+    assert gaps.count(1) >= len(gaps) - 2, gaps  # on the ticks; a busy machine may skip one or two
