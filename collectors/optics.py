@@ -134,6 +134,36 @@ def _fast_values(text: str) -> dict[tuple[str, str], float] | None:
 
 
 _Readings = tuple[float | None, float | None, dict[int, list[float | None]] | None]
+_LineReading = tuple[int, int, float, float]
+"""(quantity, lane, number, dBm of a power reading else 0.0)."""
+_ODD: _LineReading = (-1, -1, 0.0, 0.0)
+"""A reading printed otherwise than ethtool prints it."""
+
+_LINES: dict[str, _LineReading | None] = {}
+"""Line as printed -> its reading, or None (not a reading). An unused or dark lane, a module's
+voltage, a steady reading print the same line read after read."""
+_MAX_LINES = 8192
+"""Lines kept; when full the table starts again (hostile text cannot grow it)."""
+
+
+def _line_reading(line: str) -> _LineReading | None:
+    """The reading of one line; ValueError for a number ``float`` refuses."""
+    cut = line.find(" :")
+    if cut < 0:
+        return None
+    raw_key = line[:cut]
+    kind = _KEYS.get(raw_key, _UNSEEN)
+    if kind is _UNSEEN:
+        kind = _key_kind(raw_key)
+        if len(_KEYS) < _MAX_KEYS:
+            _KEYS[raw_key] = kind
+    if kind is None:
+        return None
+    quantity, lane = kind
+    m = _VALUE_OF[quantity].fullmatch(line[cut + 2:].strip())
+    if m is None:
+        return _ODD
+    return quantity, lane, float(m[1]), float(m[2]) if quantity >= _TX else 0.0
 
 
 def _fast_readings(text: str) -> _Readings:
@@ -143,38 +173,34 @@ def _fast_readings(text: str) -> _Readings:
     temp_c: float | None = None
     voltage_v: float | None = None
     lanes: dict[int, list[float | None]] = {}
-    keys, value_of = _KEYS, _VALUE_OF
+    seen = _LINES
     for line in text.splitlines():
-        cut = line.find(" :")
-        if cut < 0:
+        reading = seen.get(line, _ODD)
+        if reading is _ODD:  # not seen (or odd, which is rare and read again)
+            reading = _line_reading(line)
+            if len(seen) >= _MAX_LINES:
+                seen.clear()
+            seen[line] = reading
+            if reading is _ODD:
+                return temp_c, voltage_v, None
+        if reading is None:
             continue
-        raw_key = line[:cut]
-        kind = keys.get(raw_key, _UNSEEN)
-        if kind is _UNSEEN:
-            kind = _key_kind(raw_key)
-            if len(keys) < _MAX_KEYS:
-                keys[raw_key] = kind
-        if kind is None:
-            continue
-        quantity, lane = kind
-        m = value_of[quantity].fullmatch(line[cut + 2:].strip())
-        if m is None:
-            return temp_c, voltage_v, None
+        quantity, lane, number, dbm = reading
         if quantity >= _TX:
             entry = lanes.get(lane)
             if entry is None:
                 entry = lanes[lane] = [None, None, None, None, None]
             at = 1 if quantity == _TX else 3
-            entry[at], entry[at + 1] = float(m[1]), float(m[2])
+            entry[at], entry[at + 1] = number, dbm
         elif quantity == _BIAS:
             entry = lanes.get(lane)
             if entry is None:
                 entry = lanes[lane] = [None, None, None, None, None]
-            entry[0] = float(m[1])
+            entry[0] = number
         elif quantity == _TEMP:
-            temp_c = float(m[1])
+            temp_c = number
         else:
-            voltage_v = float(m[1])
+            voltage_v = number
     return temp_c, voltage_v, lanes
 
 
