@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import compress
 from operator import ne
@@ -34,7 +35,8 @@ from simulator.session import Machine, StreamIO
 from simulator.state import GpuView, NicView, NodeView, OpticsLane, OpticsView
 from simulator.tools.ethtool import (
     _CMIS_IDS,
-    _lane_readings,
+    _bias,
+    _power,
     _row,
     _temp,
     _volt,
@@ -338,47 +340,66 @@ def _kept_table(table: CounterTable, keep: frozenset[str]) -> CounterTable:
     )
 
 
-_READING_KEYS: dict[str, bool] = {}
-"""``optics_readings``' verdict per row label (a few dozen distinct labels in a run)."""
+_DARK = OpticsLane(0.0, 0.0, 0.0)
+"""An unused channel, as the CMIS renderer pads the lanes to the bank."""
+Reading = tuple[str, Callable[[Any], str], Any]
+"""A row of ``ethtool -m``: its label, the renderer's formatter of the value, the value."""
 
 
-def _is_reading(key: str) -> bool:
-    kept = _READING_KEYS.get(key)
-    if kept is None:
-        low = key.lower()
-        kept = _READING_KEYS[key] = ("alarm" not in low and "warning" not in low
-                                     and any(word in low for word in _OPTICS_READING_WORDS))
-    return kept
-
-
-def _cmis_reading_rows(optics: OpticsView) -> list[str]:
-    """The rows of ``render_module`` (CMIS layout) that ``optics_readings`` keeps, built by the renderer's
-    own row functions: the module's power class, temperature and voltage, and each channel's readings."""
+def _cmis_readings(optics: OpticsView) -> list[Reading]:
+    """The rows of ``render_module`` (CMIS layout) that ``optics_readings`` keeps, in order, as the
+    renderer formats them: power class, temperature, voltage, then each channel's bias, Tx and Rx power."""
     lanes = len(optics.lanes)
-    channels = max(8, -(-lanes // 8) * 8)
-    padded = list(optics.lanes) + [OpticsLane(0.0, 0.0, 0.0)] * (channels - lanes)
-    rows = [_row("Power class", "5" if lanes > 4 else "4"), _row("Max power", "10.00W" if lanes > 4 else "8.50W"),
-            _row("Module temperature", _temp(optics.temp_c)), _row("Module voltage", _volt(optics.voltage_v)),
-            *_lane_readings(padded, rx_label="Rcvr signal avg optical power (Channel {})")]
-    return [row for row in rows if _is_reading(row.partition(" :")[0])]
+    padded = [*optics.lanes, *[_DARK] * (max(8, -(-lanes // 8) * 8) - lanes)]
+    big = lanes > 4
+    return [
+        ("Power class", str, "5" if big else "4"), ("Max power", str, "10.00W" if big else "8.50W"),
+        ("Module temperature", _temp, optics.temp_c), ("Module voltage", _volt, optics.voltage_v),
+        *((f"Laser tx bias current (Channel {i})", _bias, lane.tx_bias_ma) for i, lane in enumerate(padded, 1)),
+        *((f"Transmit avg optical power (Channel {i})", _power, lane.tx_power_mw) for i, lane in enumerate(padded, 1)),
+        *((f"Rcvr signal avg optical power (Channel {i})", _power, lane.rx_power_mw)
+          for i, lane in enumerate(padded, 1)),
+    ]
 
 
 _CMIS_CHECKED: dict[tuple[str, int], bool] = {}
-"""Per module layout (identifier, lanes): whether ``_cmis_reading_rows`` printed what the full
-render filtered prints (checked on the layout's first module; labels depend on the layout only)."""
+"""Per module layout (identifier, lanes): whether ``_cmis_readings`` gives what the full render, filtered,
+gives (checked on the layout's first module: the labels depend on the layout only, the values go through
+the renderer's own formatters)."""
 
 
-def optics_readings_of(optics: OpticsView) -> str:
-    """``optics_readings(render_module(optics))``, without rendering the ~180 rows that are not readings."""
-    if identifier_byte(optics) in _CMIS_IDS:
+def _same(before: Any, after: Any) -> bool:
+    """Whether a formatter prints ``after`` as it printed ``before`` (0.0 and -0.0 print apart)."""
+    return bool(before == after and type(before) is type(after)
+                and (after != 0 or math.copysign(1.0, before) == math.copysign(1.0, after)))
+
+
+class ModuleReadings:
+    """One module's readings-only ``ethtool -m`` text, ``optics_readings(render_module(optics))``, built
+    from the reading rows alone (not the ~180 rows of the whole render) and re-formatting only the rows
+    whose value moved since the module's last optics line (bias, voltage and dark channels do not)."""
+
+    def __init__(self) -> None:
+        self._rows: dict[str, tuple[Any, str]] = {}
+
+    def text(self, optics: OpticsView) -> str:
+        if identifier_byte(optics) not in _CMIS_IDS:
+            return optics_readings(render_module(optics))
+        readings = _cmis_readings(optics)
         layout = (optics.identifier, len(optics.lanes))
-        fast = _CMIS_CHECKED.get(layout)
-        if fast is None:
-            fast = _CMIS_CHECKED[layout] = (
-                "".join(_cmis_reading_rows(optics)).removesuffix("\n") == optics_readings(render_module(optics)))
-        if fast:
-            return "".join(_cmis_reading_rows(optics)).removesuffix("\n")
-    return optics_readings(render_module(optics))
+        checked = _CMIS_CHECKED.get(layout)
+        if checked is None:
+            fresh = "".join(_row(label, form(value)) for label, form, value in readings).removesuffix("\n")
+            checked = _CMIS_CHECKED[layout] = fresh == optics_readings(render_module(optics))
+        if not checked:
+            return optics_readings(render_module(optics))
+        rows, out = self._rows, []
+        for label, form, value in readings:
+            held = rows.get(label)
+            if held is None or not _same(held[0], value):
+                held = rows[label] = (value, _row(label, form(value)))
+            out.append(held[1])
+        return "".join(out).removesuffix("\n")
 
 
 class AgentLines:
@@ -402,6 +423,7 @@ class AgentLines:
         # per rail: the faults and link state the NIC's head and QP count were last read under
         self._head_of: list[tuple[FaultEffects, bool, PortHead] | None] = []
         self._qps_of: list[tuple[FaultEffects, bool, int] | None] = []
+        self._readings: list[ModuleReadings] = []
         self._last: _Sections | None = None
         """What the last line carried (the changed-only lines' reference)."""
 
@@ -412,6 +434,7 @@ class AgentLines:
         self._gpu_indices = tuple(g.index for g in view.gpus)
         self._head_of = [None] * self._rails
         self._qps_of = [None] * self._rails
+        self._readings = [ModuleReadings() for _ in range(self._rails)]
 
     def line(self, parts: NodeParts, ts: float, seq: int) -> str:
         """Line ``seq`` (from 1) for the node at ``parts``' instant, unix time ``ts``, with its newline."""
@@ -440,8 +463,9 @@ class AgentLines:
         now.gpus.extend(_gpu_values(model._gpu_view(host, index, t, effects, solution)) for index in self._gpu_indices)
         optics: list[str] | None = None
         if (seq - 1) % options.optics_every == 0:
-            modules = (model._optics(host, rail, effects, t) for rail in range(self._rails))
-            optics = [optics_readings_of(o) if options.optics_readings else render_module(o) for o in modules]
+            modules = [model._optics(host, rail, effects, t) for rail in range(self._rails)]
+            optics = ([readings.text(o) for readings, o in zip(self._readings, modules, strict=True)]
+                      if options.optics_readings else [render_module(o) for o in modules])
         last, self._last = self._last, now
         per_line = {"schema": SCHEMA, "host": host, "ts": round(ts, 3), "seq": seq, "interval_s": options.interval_s}
         if not options.changed_only or last is None or (seq - 1) % options.full_every == 0:
