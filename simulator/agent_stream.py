@@ -299,7 +299,7 @@ def changed_line(previous: dict[str, Any], current: dict[str, Any]) -> dict[str,
 # ``json.dumps`` print for the node's whole view, but reads only the parts a line carries
 # (no QP tables, LLDP, or optics between optics lines; only the kept ethtool counters), keeps
 # what cannot change within a run (identities, the NIC heads while the faults and link state
-# hold) and diffs section by section (one dict comparison per counter table).
+# hold) and diffs section by section (each counter table's moved values picked in one pass).
 # tests/simulator/test_agent_stream_fast.py holds the two to the same text.
 
 _ENCODE = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
@@ -504,8 +504,9 @@ class _Sections:
         }
 
     def changed_line(self, last: _Sections, per_line: dict[str, Any], optics: list[str] | None) -> dict[str, Any]:
-        """``changed_line(last's document, this one's)``: the shapes match by construction (same node, same
-        tables), so each section is compared as a whole first and item by item only when it moved."""
+        """``changed_line(last's document, this one's)``. The shapes match by construction (same node, same
+        tables), and values compare with ``!=`` alone where ``changed_line`` also sends a value whose type
+        changed: each field's type is fixed (counters are ints from the tables, GPU fields have one type)."""
         line = per_line | {"errors": [], "changed_only": True}
         ports = []
         netdevs: dict[str, dict[str, Any]] = {}
