@@ -203,7 +203,10 @@ class RateTracker:
             return DerivedRates(HostSample(sample.host, sample.ts, {}),
                                 (FlaggedSeries("", "", "", RateFlag.CLOCK, detail),))
         self._previous[sample.host] = sample
-        self._still.pop(sample.host, None)
+        still = self._still.pop(sample.host, None)
+        if still is not None and still.fits(sample):  # a periodic full line of the same shape
+            still.keys = sample.values
+            self._still[sample.host] = still
         return derive_rates(previous, sample, self.max_gap_s)
 
 
@@ -307,6 +310,9 @@ class _Still:
     each with its delta while it stands still."""
     fec_keys: dict[tuple[str, str], tuple[SeriesKey, SeriesKey, SeriesKey]]
     """(device, port) -> the keys of its corrected bits, received bits and ``pre_fec_ber``."""
+    stuck: tuple[tuple[SeriesKey, float, float | None], ...] | None
+    """Each saturating counter with its maximum and its value if it sat there; None when a value
+    of the sample was not finite. All that the rates of a sample standing still depend on."""
 
     @classmethod
     def of(cls, sample: HostSample) -> _Still:
@@ -332,7 +338,18 @@ class _Still:
                 fec_keys[place] = (("rx_corrected_bits_phy", *place), ("rx_bits_phy", *place),
                                    ("pre_fec_ber", *place))
         return cls({}, dict(standing.sample.values), standing.flags, counters,
-                   {place: tuple(keys) for place, keys in place_errors.items()}, fec_keys)
+                   {place: tuple(keys) for place, keys in place_errors.items()}, fec_keys,
+                   _stuck(sample.values, counters))
+
+    def fits(self, sample: HostSample) -> bool:
+        """Whether this is also the base of ``sample``: the same counters in the same order (other
+        keys, such as optics readings, may come and go), every value finite, the same saturating
+        counters at their maximum. A node's full line every minute need not build it again."""
+        if self.stuck is None:
+            return False
+        values, counters = sample.values, self.counters
+        keys = [key for key in values if key[0] in _RATED]
+        return len(keys) == len(counters) and keys == list(counters) and _stuck(values, counters) == self.stuck
 
     def derive(self, previous: HostSample, current: HostSample, changed: Collection[SeriesKey],
                dt_s: float, max_gap_s: float) -> DerivedRates | None:
@@ -404,6 +421,21 @@ class _Still:
             return deltas[key]
         feeds = self.counters.get(key)
         return None if feeds is None else feeds[7]
+
+
+def _stuck(values: Mapping[SeriesKey, float],
+           counters: Mapping[SeriesKey, _Feeds]) -> tuple[tuple[SeriesKey, float, float | None], ...] | None:
+    """The saturating counters of ``values`` with their maximum and their value if they sit there;
+    None when a value is not finite (its rates standing still are not those of finite ones)."""
+    if not math.isfinite(sum(values.values())):
+        return None
+    stuck = []
+    for key, feeds in counters.items():
+        maximum = feeds[0]
+        if maximum != math.inf:
+            value = values[key]
+            stuck.append((key, maximum, value if value >= maximum else None))
+    return tuple(stuck)
 
 
 def _still_delta(key: SeriesKey, value: float) -> float | None:

@@ -101,3 +101,40 @@ def test_received_bits_without_corrected_bits_give_no_ber() -> None:
         got = tracker.update(sample) if ts == 1.0 else tracker.update_changed(sample, [received])
         assert got == reference.update(sample)
         assert ("pre_fec_ber", "mlx5_0", "1") not in got.sample.values
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_full_lines_between_changed_ones_give_what_update_gives(seed: int) -> None:
+    """Every few lines a full line (``update``) in which anything may move: a counter reaching or
+    leaving its maximum, a key going or coming back, optics-like gauges that come and go. The
+    changed-only lines after it must still give exactly what ``update`` gives."""
+    rng = random.Random(seed)
+    keys = _keys()
+    values: dict[SeriesKey, float] = {key: float(rng.randrange(0, 1000)) for key in keys}
+    whole, changed_only = RateTracker(max_gap_s=3.0), RateTracker(max_gap_s=3.0)
+    ts = 1764430000.0
+    for step in range(120):
+        ts += 1.0
+        if step % 7 == 0:
+            for key in rng.sample(keys, rng.randrange(0, 4)):
+                values[key] = _move(rng, key[0], values.get(key, 0.0)) if key[0] in _COUNTERS else 1.0
+            roll = rng.random()
+            if roll < 0.2:
+                values.pop(rng.choice(keys), None)
+            elif roll < 0.4:
+                values[("optics_temp_c", "mlx5_0", "")] = 40.0 + step
+            for key in keys:
+                if key not in values and rng.random() < 0.5:
+                    values[key] = float(rng.randrange(0, 1000))
+            sample = HostSample("n1", ts, dict(values))
+            got = changed_only.update(sample)
+        else:
+            values.pop(("optics_temp_c", "mlx5_0", ""), None)
+            changed = [key for key in rng.sample(keys, rng.randrange(0, 6)) if key in values]
+            for key in changed:
+                values[key] = _move(rng, key[0], values[key]) if key[0] in _COUNTERS else float(rng.randrange(5))
+            sample = HostSample("n1", ts, dict(values))
+            got = changed_only.update_changed(sample, changed)
+        expected = whole.update(sample)
+        assert got.sample.values == expected.sample.values, step
+        assert got.flags == expected.flags, step
