@@ -34,14 +34,14 @@ from simulator.model import (
 from simulator.session import Machine, StreamIO
 from simulator.state import GpuView, NicView, NodeView, OpticsLane, OpticsView
 from simulator.tools.ethtool import (
-    _CMIS_IDS,
-    _bias,
-    _power,
-    _row,
-    _temp,
-    _volt,
+    CMIS_IDS,
+    bias_text,
     identifier_byte,
+    module_row,
+    power_text,
     render_module,
+    temp_text,
+    volt_text,
 )
 from simulator.tools.ib import PHYS_STATE_NUM, PORT_STATE_NUM, sysfs_rate
 
@@ -354,10 +354,10 @@ def _cmis_readings(optics: OpticsView) -> list[Reading]:
     big = lanes > 4
     return [
         ("Power class", str, "5" if big else "4"), ("Max power", str, "10.00W" if big else "8.50W"),
-        ("Module temperature", _temp, optics.temp_c), ("Module voltage", _volt, optics.voltage_v),
-        *((f"Laser tx bias current (Channel {i})", _bias, lane.tx_bias_ma) for i, lane in enumerate(padded, 1)),
-        *((f"Transmit avg optical power (Channel {i})", _power, lane.tx_power_mw) for i, lane in enumerate(padded, 1)),
-        *((f"Rcvr signal avg optical power (Channel {i})", _power, lane.rx_power_mw)
+        ("Module temperature", temp_text, optics.temp_c), ("Module voltage", volt_text, optics.voltage_v),
+        *((f"Laser tx bias current (Channel {i})", bias_text, lane.tx_bias_ma) for i, lane in enumerate(padded, 1)),
+        *((f"Transmit avg optical power (Channel {i})", power_text, lane.tx_power_mw) for i, lane in enumerate(padded, 1)),
+        *((f"Rcvr signal avg optical power (Channel {i})", power_text, lane.rx_power_mw)
           for i, lane in enumerate(padded, 1)),
     ]
 
@@ -383,13 +383,13 @@ class ModuleReadings:
         self._rows: dict[str, tuple[Any, str]] = {}
 
     def text(self, optics: OpticsView) -> str:
-        if identifier_byte(optics) not in _CMIS_IDS:
+        if identifier_byte(optics) not in CMIS_IDS:
             return optics_readings(render_module(optics))
         readings = _cmis_readings(optics)
         layout = (optics.identifier, len(optics.lanes))
         checked = _CMIS_CHECKED.get(layout)
         if checked is None:
-            fresh = "".join(_row(label, form(value)) for label, form, value in readings).removesuffix("\n")
+            fresh = "".join(module_row(label, form(value)) for label, form, value in readings).removesuffix("\n")
             checked = _CMIS_CHECKED[layout] = fresh == optics_readings(render_module(optics))
         if not checked:
             return optics_readings(render_module(optics))
@@ -397,7 +397,7 @@ class ModuleReadings:
         for label, form, value in readings:
             held = rows.get(label)
             if held is None or not _same(held[0], value):
-                held = rows[label] = (value, _row(label, form(value)))
+                held = rows[label] = (value, module_row(label, form(value)))
             out.append(held[1])
         return "".join(out).removesuffix("\n")
 
@@ -441,7 +441,7 @@ class AgentLines:
         if not self._rails:
             self._start(parts)
         options = self.options
-        model, host, t = self.model, self.host, parts.t
+        host = self.host
         effects = parts.effects
         head_of, qps_of, table = self._head_of, self._qps_of, self._ethtool_table
         now = _Sections([], [], [], [], [], [])
@@ -454,16 +454,15 @@ class AgentLines:
             now.counters.append(parts.counters(rail))
             now.hw.append(parts.hw_counters(rail))
             now.ethtool.append(parts.ethtool(rail) if table is None
-                               else FleetModel._fill(table, parts.totals(rail), parts.steps(rail)))
+                               else parts.filled(table, rail))
             qps = qps_of[rail]
             if qps is None or qps[0] is not effects or qps[1] != down:
-                qps = qps_of[rail] = (effects, down, len(model._qps(host, rail, effects, down, parts.totals(rail))))
+                qps = qps_of[rail] = (effects, down, parts.qp_count(rail))
             now.qp_counts.append(qps[2])
-        solution = model.solution(t)[1]
-        now.gpus.extend(_gpu_values(model._gpu_view(host, index, t, effects, solution)) for index in self._gpu_indices)
+        now.gpus.extend(_gpu_values(parts.gpu(index)) for index in self._gpu_indices)
         optics: list[str] | None = None
         if (seq - 1) % options.optics_every == 0:
-            modules = [model._optics(host, rail, effects, t) for rail in range(self._rails)]
+            modules = [parts.optics(rail) for rail in range(self._rails)]
             optics = ([readings.text(o) for readings, o in zip(self._readings, modules, strict=True)]
                       if options.optics_readings else [render_module(o) for o in modules])
         last, self._last = self._last, now

@@ -1082,6 +1082,23 @@ class NodeParts:
             values = self._ethtool[rail] = FleetModel._fill(table, self.totals(rail), self.steps(rail))
         return values
 
+    def filled(self, table: CounterTable, rail: int) -> dict[str, int]:
+        """Any counter table (e.g. a subset of ``ethtool -S``) filled from the NIC's totals, uncached."""
+        return FleetModel._fill(table, self.totals(rail), self.steps(rail))
+
+    def qp_count(self, rail: int) -> int:
+        """How many QPs ``rdma res show qp`` lists on the NIC (what the node agent sends)."""
+        return len(self.model._qps(self.name, rail, self.effects, self.down(rail), self.totals(rail)))
+
+    def optics(self, rail: int) -> OpticsView:
+        """The NIC's module readings (``ethtool -m``)."""
+        return self.model._optics(self.name, rail, self.effects, self.t)
+
+    def gpu(self, index: int) -> GpuView:
+        """One GPU as NVML reports it."""
+        model = self.model
+        return model._gpu_view(self.name, index, self.t, self.effects, model.solution(self.t)[1])
+
     def nic_head(self, rail: int) -> NicView:
         """The NIC's identity and link state only: counters, hw_counters and ethtool empty,
         no optics, QPs or LLDP neighbour (read those through the methods above or ``nic``)."""
@@ -1092,7 +1109,7 @@ class NodeParts:
         return self._nic(rail, full=True)
 
     def _nic(self, rail: int, *, full: bool) -> NicView:
-        model, node, t = self.model, self.name, self.t
+        model, node = self.model, self.name
         effects = self.effects
         end = (node, nic_name(rail))
         down = self.down(rail)
@@ -1127,7 +1144,7 @@ class NodeParts:
             counters=self.counters(rail) if full else {},
             hw_counters=self.hw_counters(rail) if full else {},
             ethtool=self.ethtool(rail) if full else {},
-            optics=model._optics(node, rail, effects, t) if full else None,
+            optics=self.optics(rail) if full else None,
             gids=identity.gids,
             qps=model._qps(node, rail, effects, down, self.totals(rail)) if full else (),
             lldp=lldp,

@@ -377,7 +377,7 @@ _IDENTIFIERS = {
     0x19: "OSFP 8X Pluggable Transceiver",
     0x1E: "QSFP+ or later with Common Management Interface Specification (CMIS)",
 }
-_CMIS_IDS = (0x18, 0x19, 0x1E)
+CMIS_IDS = (0x18, 0x19, 0x1E)
 
 
 def identifier_byte(optics: OpticsView) -> int:
@@ -389,7 +389,7 @@ def identifier_byte(optics: OpticsView) -> int:
         return 0x18
 
 
-def _row(label: str, value: str) -> str:
+def module_row(label: str, value: str) -> str:
     return f"\t{label:<41} : {value}\n"
 
 
@@ -398,7 +398,7 @@ def _mw(value_mw: float) -> float:
     return round(max(value_mw, 0.0) * 10000) / 10000
 
 
-def _power(value_mw: float) -> str:
+def power_text(value_mw: float) -> str:
     """PRINT_xX_PWR: "1.0778 mW / 0.33 dBm"; a dark lane reads "0.0000 mW / -inf dBm"."""
     mw = _mw(value_mw)
     dbm = 10 * math.log10(mw) if mw > 0 else -math.inf
@@ -409,18 +409,18 @@ def _dbm_to_mw(dbm: float) -> float:
     return 10 ** (dbm / 10)
 
 
-def _bias(ma: float) -> str:
+def bias_text(ma: float) -> str:
     """PRINT_BIAS: registers hold 2 uA units."""
     return f"{round(max(ma, 0.0) / 0.002) * 0.002:.3f} mA"
 
 
-def _temp(celsius: float) -> str:
+def temp_text(celsius: float) -> str:
     """PRINT_TEMP: 1/256 degree registers, Celsius and Fahrenheit."""
     c = round(celsius * 256) / 256
     return f"{c:.2f} degrees C / {c * 1.8 + 32:.2f} degrees F"
 
 
-def _volt(volts: float) -> str:
+def volt_text(volts: float) -> str:
     """PRINT_VCC: 100 uV registers."""
     return f"{round(volts * 10000) / 10000:.4f} V"
 
@@ -446,23 +446,23 @@ def _thresholds(optics: OpticsView) -> str:
     """sff_show_thresholds(): bias, Tx power, temperature, voltage, Rx power; HA, LA, HW, LW each."""
     kinds = ("high alarm", "low alarm", "high warning", "low warning")
     out = [
-        _row(f"Laser bias current {k} threshold", _bias(v))
+        module_row(f"Laser bias current {k} threshold", bias_text(v))
         for k, v in zip(kinds, optics.bias_thresholds_ma, strict=True)
     ]
     out += [
-        _row(f"Laser output power {k} threshold", _power(_dbm_to_mw(v)))
+        module_row(f"Laser output power {k} threshold", power_text(_dbm_to_mw(v)))
         for k, v in zip(kinds, optics.tx_power_thresholds_dbm, strict=True)
     ]
     out += [
-        _row(f"Module temperature {k} threshold", _temp(v))
+        module_row(f"Module temperature {k} threshold", temp_text(v))
         for k, v in zip(kinds, optics.temp_thresholds_c, strict=True)
     ]
     out += [
-        _row(f"Module voltage {k} threshold", _volt(v))
+        module_row(f"Module voltage {k} threshold", volt_text(v))
         for k, v in zip(kinds, optics.voltage_thresholds_v, strict=True)
     ]
     out += [
-        _row(f"Laser rx power {k} threshold", _power(_dbm_to_mw(v)))
+        module_row(f"Laser rx power {k} threshold", power_text(_dbm_to_mw(v)))
         for k, v in zip(kinds, optics.rx_power_thresholds_dbm, strict=True)
     ]
     return "".join(out)
@@ -472,8 +472,8 @@ def _module_flags(optics: OpticsView) -> str:
     kinds = ("high alarm", "low alarm", "high warning", "low warning")
     temp = _flags(optics.temp_c, optics.temp_thresholds_c)
     volt = _flags(optics.voltage_v, optics.voltage_thresholds_v)
-    out = [_row(f"Module temperature {k}", _onoff(f)) for k, f in zip(kinds, temp, strict=True)]
-    out += [_row(f"Module voltage {k}", _onoff(f)) for k, f in zip(kinds, volt, strict=True)]
+    out = [module_row(f"Module temperature {k}", _onoff(f)) for k, f in zip(kinds, temp, strict=True)]
+    out += [module_row(f"Module voltage {k}", _onoff(f)) for k, f in zip(kinds, volt, strict=True)]
     return "".join(out)
 
 
@@ -483,7 +483,7 @@ _FLAG_LABELS = ("high alarm  ", "low alarm   ", "high warning", "low warning ")
 def _bias_flag_rows(index: int, lane: OpticsLane, optics: OpticsView) -> list[str]:
     flags = _flags(lane.tx_bias_ma, optics.bias_thresholds_ma)
     return [
-        _row(f"Laser bias current {k} (Chan {index})", _onoff(f))
+        module_row(f"Laser bias current {k} (Chan {index})", _onoff(f))
         for k, f in zip(_FLAG_LABELS, flags, strict=True)
     ]
 
@@ -493,7 +493,7 @@ def _power_flag_rows(
 ) -> list[str]:
     flags = _flags(_lane_dbm(value_mw), thresholds)
     return [
-        _row(f"Laser {kind} power {k} (Channel {index})", _onoff(f))
+        module_row(f"Laser {kind} power {k} (Channel {index})", _onoff(f))
         for k, f in zip(_FLAG_LABELS, flags, strict=True)
     ]
 
@@ -507,7 +507,7 @@ def _is_multimode(optics: OpticsView) -> bool:
 def render_module(optics: OpticsView) -> str:
     """The whole ``ethtool -m`` text of one module (CMIS or SFF-8636 by identifier)."""
     ident = identifier_byte(optics)
-    if ident in _CMIS_IDS:
+    if ident in CMIS_IDS:
         return _render_cmis(optics, ident)
     return _render_sff8636(optics, ident)
 
@@ -518,38 +518,38 @@ def _render_cmis(optics: OpticsView, ident: int) -> str:
     channels = max(8, -(-len(optics.lanes) // 8) * 8)
     lanes = list(optics.lanes) + [OpticsLane(0.0, 0.0, 0.0)] * (channels - len(optics.lanes))
     out = [
-        _row("Identifier", f"0x{ident:02x} ({_IDENTIFIERS.get(ident, 'reserved or unknown')})"),
-        _row("Power class", "5" if len(optics.lanes) > 4 else "4"),
-        _row("Max power", "10.00W" if len(optics.lanes) > 4 else "8.50W"),
-        _row("Connector", "0x0c (MPO Parallel Optic)"),
-        _row("Cable assembly length", "0.00m"),
-        _row("Tx CDR bypass control", "No"),
-        _row("Rx CDR bypass control", "No"),
-        _row("Tx CDR", "Yes"),
-        _row("Rx CDR", "Yes"),
-        _row(
+        module_row("Identifier", f"0x{ident:02x} ({_IDENTIFIERS.get(ident, 'reserved or unknown')})"),
+        module_row("Power class", "5" if len(optics.lanes) > 4 else "4"),
+        module_row("Max power", "10.00W" if len(optics.lanes) > 4 else "8.50W"),
+        module_row("Connector", "0x0c (MPO Parallel Optic)"),
+        module_row("Cable assembly length", "0.00m"),
+        module_row("Tx CDR bypass control", "No"),
+        module_row("Rx CDR bypass control", "No"),
+        module_row("Tx CDR", "Yes"),
+        module_row("Rx CDR", "Yes"),
+        module_row(
             "Transmitter technology", "0x00 (850 nm VCSEL)" if multimode else "0x06 (1310 nm EML)"
         ),
-        _row("Laser wavelength", "850.000nm" if multimode else "1310.000nm"),
-        _row("Laser wavelength tolerance", "10.000nm" if multimode else "6.500nm"),
-        _row("Length (SMF)", "0.00km" if multimode else "0.50km"),
-        _row("Length (OM5)", "0m"),
-        _row("Length (OM4)", "50m" if multimode else "0m"),
-        _row("Length (OM3 50/125um)", "30m" if multimode else "0m"),
-        _row("Length (OM2 50/125um)", "0m"),
-        _row("Vendor name", optics.vendor_name),
-        _row("Vendor OUI", "48:b0:2d"),
-        _row("Vendor PN", optics.vendor_pn),
-        _row("Vendor rev", "A6"),
-        _row("Vendor SN", optics.vendor_sn),
-        _row("Date code", "230820"),
-        _row("Revision compliance", "Rev. 5.0"),
+        module_row("Laser wavelength", "850.000nm" if multimode else "1310.000nm"),
+        module_row("Laser wavelength tolerance", "10.000nm" if multimode else "6.500nm"),
+        module_row("Length (SMF)", "0.00km" if multimode else "0.50km"),
+        module_row("Length (OM5)", "0m"),
+        module_row("Length (OM4)", "50m" if multimode else "0m"),
+        module_row("Length (OM3 50/125um)", "30m" if multimode else "0m"),
+        module_row("Length (OM2 50/125um)", "0m"),
+        module_row("Vendor name", optics.vendor_name),
+        module_row("Vendor OUI", "48:b0:2d"),
+        module_row("Vendor PN", optics.vendor_pn),
+        module_row("Vendor rev", "A6"),
+        module_row("Vendor SN", optics.vendor_sn),
+        module_row("Date code", "230820"),
+        module_row("Revision compliance", "Rev. 5.0"),
         *_signal_rows(optics),
-        _row("Module State", "0x03 (ModuleReady)"),
-        _row("LowPwrAllowRequestHW", "On"),
-        _row("LowPwrRequestSW", "Off"),
-        _row("Module temperature", _temp(optics.temp_c)),
-        _row("Module voltage", _volt(optics.voltage_v)),
+        module_row("Module State", "0x03 (ModuleReady)"),
+        module_row("LowPwrAllowRequestHW", "On"),
+        module_row("LowPwrRequestSW", "Off"),
+        module_row("Module temperature", temp_text(optics.temp_c)),
+        module_row("Module voltage", volt_text(optics.voltage_v)),
     ]
     out += _lane_readings(lanes, rx_label="Rcvr signal avg optical power (Channel {})")
     out.append(_module_flags(optics))
@@ -564,12 +564,12 @@ def _render_cmis(optics: OpticsView, ident: int) -> str:
 def _lane_status(name: str, flags: list[bool]) -> str:
     """module_show_lane_status(): "None", or one Yes/No per channel of the bank."""
     if not any(flags):
-        return _row(name, "None")
+        return module_row(name, "None")
     cells = [
         f" {'Yes' if flag else 'No'}{',' if i < len(flags) - 1 else ' '}"
         for i, flag in enumerate(flags)
     ]
-    return _row(name, "[" + "".join(cells) + "]")
+    return module_row(name, "[" + "".join(cells) + "]")
 
 
 def _signal_rows(optics: OpticsView) -> list[str]:
@@ -595,44 +595,44 @@ def _render_sff8636(optics: OpticsView, ident: int) -> str:
     lanes = list(optics.lanes)[:4] + [OpticsLane(0.0, 0.0, 0.0)] * max(0, 4 - len(optics.lanes))
     multimode = _is_multimode(optics)
     out = [
-        _row("Identifier", f"0x{ident:02x} ({_IDENTIFIERS.get(ident, 'reserved or unknown')})"),
-        _row("Extended identifier", "0xcc"),
-        _row("Extended identifier description", "3.5W max. Power consumption"),
-        _row("Extended identifier description", "CDR present in TX, CDR present in RX"),
-        _row("Extended identifier description", "High Power Class (> 3.5 W) not enabled"),
-        _row("Power set", "Off"),
-        _row("Power override", "On"),
-        _row("Connector", "0x0c (MPO Parallel Optic)" if multimode else "0x07 (LC)"),
-        _row("Transceiver codes", "0x80 0x00 0x00 0x00 0x00 0x00 0x00 0x00"),
-        _row(
+        module_row("Identifier", f"0x{ident:02x} ({_IDENTIFIERS.get(ident, 'reserved or unknown')})"),
+        module_row("Extended identifier", "0xcc"),
+        module_row("Extended identifier description", "3.5W max. Power consumption"),
+        module_row("Extended identifier description", "CDR present in TX, CDR present in RX"),
+        module_row("Extended identifier description", "High Power Class (> 3.5 W) not enabled"),
+        module_row("Power set", "Off"),
+        module_row("Power override", "On"),
+        module_row("Connector", "0x0c (MPO Parallel Optic)" if multimode else "0x07 (LC)"),
+        module_row("Transceiver codes", "0x80 0x00 0x00 0x00 0x00 0x00 0x00 0x00"),
+        module_row(
             "Transceiver type",
             "100G Ethernet: 100G Base-SR4 or 25GBase-SR"
             if multimode
             else "100G Ethernet: 100G CWDM4 MSA with FEC",
         ),
-        _row("Encoding", "0x07 ((256B/257B (transcoded FEC-enabled data))"),
-        _row("BR, Nominal", "25500Mbps"),
-        _row("Rate identifier", "0x02"),
-        _row("Length (SMF,km)", "0km" if multimode else "2km"),
-        _row("Length (OM3 50um)", "70m" if multimode else "0m"),
-        _row("Length (OM2 50um)", "0m"),
-        _row("Length (OM1 62.5um)", "0m"),
-        _row("Length (Copper or Active cable)", "0m"),
-        _row(
+        module_row("Encoding", "0x07 ((256B/257B (transcoded FEC-enabled data))"),
+        module_row("BR, Nominal", "25500Mbps"),
+        module_row("Rate identifier", "0x02"),
+        module_row("Length (SMF,km)", "0km" if multimode else "2km"),
+        module_row("Length (OM3 50um)", "70m" if multimode else "0m"),
+        module_row("Length (OM2 50um)", "0m"),
+        module_row("Length (OM1 62.5um)", "0m"),
+        module_row("Length (Copper or Active cable)", "0m"),
+        module_row(
             "Transmitter technology", "0x00 (850 nm VCSEL)" if multimode else "0x40 (1310 nm DFB)"
         ),
-        _row("Laser wavelength", "850.000nm" if multimode else "1301.000nm"),
-        _row("Laser wavelength tolerance", "10.000nm" if multimode else "6.500nm"),
-        _row("Vendor name", optics.vendor_name),
-        _row("Vendor OUI", "00:02:c9"),
-        _row("Vendor PN", optics.vendor_pn),
-        _row("Vendor rev", "A0"),
-        _row("Vendor SN", optics.vendor_sn),
-        _row("Date code", "230820"),
-        _row("Revision Compliance", "SFF-8636 Rev 2.5/2.6/2.7"),
-        _row("Module temperature", _temp(optics.temp_c)),
-        _row("Module voltage", _volt(optics.voltage_v)),
-        _row("Alarm/warning flags implemented", "Yes"),
+        module_row("Laser wavelength", "850.000nm" if multimode else "1301.000nm"),
+        module_row("Laser wavelength tolerance", "10.000nm" if multimode else "6.500nm"),
+        module_row("Vendor name", optics.vendor_name),
+        module_row("Vendor OUI", "00:02:c9"),
+        module_row("Vendor PN", optics.vendor_pn),
+        module_row("Vendor rev", "A0"),
+        module_row("Vendor SN", optics.vendor_sn),
+        module_row("Date code", "230820"),
+        module_row("Revision Compliance", "SFF-8636 Rev 2.5/2.6/2.7"),
+        module_row("Module temperature", temp_text(optics.temp_c)),
+        module_row("Module voltage", volt_text(optics.voltage_v)),
+        module_row("Alarm/warning flags implemented", "Yes"),
     ]
     out += _lane_readings(lanes, rx_label="Rcvr signal avg optical power(Channel {})")
     for i, lane in enumerate(lanes, 1):
@@ -652,8 +652,8 @@ def _lane_readings(lanes: Sequence[OpticsLane], *, rx_label: str) -> list[str]:
     ``rx_label``: CMIS prints ``power (Channel N)``, SFF-8636 ``power(Channel N)``.
     """
     return [
-        *(_row(f"Laser tx bias current (Channel {i})", _bias(lane.tx_bias_ma)) for i, lane in enumerate(lanes, 1)),
-        *(_row(f"Transmit avg optical power (Channel {i})", _power(lane.tx_power_mw))
+        *(module_row(f"Laser tx bias current (Channel {i})", bias_text(lane.tx_bias_ma)) for i, lane in enumerate(lanes, 1)),
+        *(module_row(f"Transmit avg optical power (Channel {i})", power_text(lane.tx_power_mw))
           for i, lane in enumerate(lanes, 1)),
-        *(_row(rx_label.format(i), _power(lane.rx_power_mw)) for i, lane in enumerate(lanes, 1)),
+        *(module_row(rx_label.format(i), power_text(lane.rx_power_mw)) for i, lane in enumerate(lanes, 1)),
     ]
