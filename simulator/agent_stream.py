@@ -3,13 +3,13 @@
 The real agent (``collectors/agent.py``) reads sysfs, ethtool, rdma and NVML
 and prints one JSON line of schema ``fleet-agent/1`` (docs/agent-schema.md)
 per interval until stdin closes. The simulated node answers the same command
-line with lines of the same schema, on the same fixed ticks; ``agent_line``
-builds one from the node's whole NodeView (the reference), ``AgentLines`` the
-same text from only the parts a line carries (what the stream prints);
-``optics_text`` is the ``ethtool -m`` renderer's text, every K-th line.
-With ``--changed-only`` the lines between full ones carry only what changed,
-built by the same rules as the real agent's ``changed_line`` (a test holds
-the two copies to the same output; the simulator may not import collectors).
+line with lines of the same schema, on the same fixed ticks: ``AgentLines``
+builds each from only the parts of the node a line carries; ``optics_text``
+is the ``ethtool -m`` renderer's text, every K-th line. With
+``--changed-only`` the lines between full ones carry only what changed, by
+the real agent's rules (``collectors.agent.changed_line``). Tests hold the
+text to the straightforward build (``tests/helpers/agent_reference.py``: the
+whole NodeView as a document, diffed by the real agent's function).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from simulator.model import (
     NodeParts,
 )
 from simulator.session import Machine, StreamIO
-from simulator.state import GpuView, NicView, NodeView, OpticsLane, OpticsView
+from simulator.state import GpuView, NicView, OpticsLane, OpticsView
 from simulator.tools.ethtool import (
     CMIS_IDS,
     bias_text,
@@ -140,75 +140,6 @@ async def run_python(machine: Machine, argv: list[str], io: StreamIO) -> int:
     return 0
 
 
-def agent_line(view: NodeView, ts: float, seq: int, interval_s: float, *, optics: bool,
-               ethtool_keep: frozenset[str] | None = None, readings_only: bool = False) -> dict[str, Any]:
-    """One ``fleet-agent/1`` document for a node's view at ``ts``."""
-    ports = []
-    netdevs: dict[str, dict[str, Any]] = {}
-    for nic in view.nics:
-        ports.append(
-            {
-                "device": nic.name,
-                "port": nic.port,
-                "state": nic.state,
-                "state_code": PORT_STATE_NUM.get(nic.state, 0),
-                "phys_state": nic.phys_state,
-                "phys_state_code": PHYS_STATE_NUM.get(nic.phys_state, 0),
-                "rate": sysfs_rate(nic),
-                "rate_gbps": float(nic.rate_gbps),
-                "link_layer": nic.link_layer,
-                "netdev": nic.netdev,
-                "counters": nic.counters,
-                "hw_counters": nic.hw_counters,
-            }
-        )
-        ethtool = (nic.ethtool if ethtool_keep is None
-                   else {name: value for name, value in nic.ethtool.items() if name in ethtool_keep})
-        entry: dict[str, Any] = {"ethtool": ethtool}
-        if optics and nic.optics is not None:
-            text = render_module(nic.optics)
-            entry["optics_text"] = optics_readings(text) if readings_only else text
-        netdevs[nic.netdev] = entry
-    gpus = [
-        {
-            "index": g.index,
-            "name": g.name,
-            "uuid": g.uuid,
-            "util_pct": g.util_pct,
-            "mem_used_bytes": g.mem_used_mib * 1048576,
-            "mem_total_bytes": g.mem_total_mib * 1048576,
-            "temp_c": g.temp_c,
-            "power_w": g.power_w,
-            "sm_clock_mhz": g.sm_clock_mhz,
-            "throttle_reasons": g.throttle_reasons,
-            "ecc_volatile_uncorrected": g.ecc_volatile_uncorrected,
-            "ecc_aggregate_uncorrected": g.ecc_aggregate_uncorrected,
-            "ecc_volatile_corrected": 0,
-            "retired_pages": 0,
-            "pcie_replay": g.pcie_replay,
-            "xid_last": g.xid_last,
-            "xid_count": g.xid_count,
-            "nvlink_crc_errors": sum(g.nvlink_crc_errors),
-            "nvlink_replay_errors": sum(g.nvlink_replay_errors),
-            "nvlink_recovery_errors": sum(g.nvlink_recovery_errors),
-        }
-        for g in view.gpus
-    ]
-    return {
-        "schema": SCHEMA,
-        "host": view.name,
-        "ts": round(ts, 3),
-        "seq": seq,
-        "interval_s": interval_s,
-        "ports": ports,
-        "netdevs": netdevs,
-        "qp_count": {nic.name: len(nic.qps) for nic in view.nics},
-        "gpus": gpus,
-        "gpu_error": "",
-        "errors": [],
-    }
-
-
 _OPTICS_READING_WORDS = ("bias current", "power", "temperature", "voltage")
 
 
@@ -222,80 +153,9 @@ def optics_readings(text: str) -> str:
     return "\n".join(kept)
 
 
-PER_LINE_KEYS = ("schema", "host", "ts", "seq", "interval_s", "errors")
-"""Sent whole on every line, full or changed-only."""
-IDENTITY_KEYS = ("device", "port", "index", "netdev", "link_layer")
-"""Name a port or GPU: kept on each changed item; a new value is a new shape (a full line)."""
-_SAME = object()
-_SHAPE = object()
-
-
-def _state_keys(obj: dict[str, Any]) -> set[str]:
-    return {key for key in obj if key != "optics_text"}
-
-
-def _diff_items(before: list[Any], after: list[Any]) -> Any:
-    if len(before) != len(after):
-        return _SHAPE
-    items = []
-    for old, new in zip(before, after, strict=True):
-        if not isinstance(new, dict):
-            if old != new or type(old) is not type(new):
-                return _SHAPE
-            continue
-        if not isinstance(old, dict) or any(old.get(key) != new.get(key) for key in IDENTITY_KEYS):
-            return _SHAPE
-        change = _diff(old, new)
-        if change is _SHAPE:
-            return _SHAPE
-        if change is not _SAME:
-            items.append({key: new[key] for key in IDENTITY_KEYS if key in new} | change)
-    return items or _SAME
-
-
-def _diff(before: Any, after: Any) -> Any:
-    """What changed from ``before`` to ``after``: _SAME, _SHAPE (keys or lengths differ), or the changes."""
-    if isinstance(after, dict):
-        if not isinstance(before, dict) or _state_keys(before) != _state_keys(after):
-            return _SHAPE
-        out = {}
-        for key, value in after.items():
-            if key == "optics_text":  # a reading, not state: sent whole on the lines that have it
-                out[key] = value
-                continue
-            change = _diff(before[key], value)
-            if change is _SHAPE:
-                return _SHAPE
-            if change is not _SAME:
-                out[key] = change
-        return out or _SAME
-    if isinstance(after, list):
-        return _diff_items(before, after) if isinstance(before, list) else _SHAPE
-    if before == after and type(before) is type(after):
-        return _SAME
-    return after
-
-
-def changed_line(previous: dict[str, Any], current: dict[str, Any]) -> dict[str, Any] | None:
-    """``current`` as a changed-only line against ``previous``, or None when their shapes differ."""
-    if _state_keys(previous) != _state_keys(current):
-        return None
-    line = {key: current[key] for key in PER_LINE_KEYS if key in current}
-    line["changed_only"] = True
-    for key, value in current.items():
-        if key in PER_LINE_KEYS:
-            continue
-        change = _diff(previous[key], value)
-        if change is _SHAPE:
-            return None
-        if change is not _SAME:
-            line[key] = change
-    return line
-
-
 # --- the stream's fast path --------------------------------------------------------------
 #
-# ``AgentLines`` prints, line for line, what ``agent_line`` + ``changed_line`` + compact
+# ``AgentLines`` prints, line for line, what the reference ``agent_line`` + the agent's ``changed_line`` + compact
 # ``json.dumps`` print for the node's whole view, but reads only the parts a line carries
 # (no QP tables, LLDP, or optics between optics lines; only the kept ethtool counters), keeps
 # what cannot change within a run (identities, the NIC heads while the faults and link state

@@ -7,10 +7,11 @@ import asyncio
 import json
 
 import pytest
+from helpers.agent_reference import agent_line
 from sim_helpers import small_model
 
 from collectors.agent_reader import AgentStream, decode_agent_line, host_sample
-from simulator.agent_stream import AgentOptions, _options, agent_line
+from simulator.agent_stream import AgentOptions, _options
 from simulator.session import Machine, Rendezvous, StreamIO
 from simulator.shell import Shell
 

@@ -14,15 +14,15 @@ from itertools import pairwise
 from typing import Any
 
 import pytest
+from helpers.agent_reference import agent_line
 from sim_helpers import small_model
 
+from collectors.agent import changed_line
 from collectors.agent_reader import ETHTOOL_COUNTERS
 from simulator.agent_stream import (
     AgentLines,
     AgentOptions,
     ModuleReadings,
-    agent_line,
-    changed_line,
     optics_readings,
 )
 from simulator.model import FleetModel
