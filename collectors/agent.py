@@ -190,16 +190,18 @@ def parse_ethtool_stats(text: str) -> dict[str, int]:
 _OPTICS_READING_WORDS = ("bias current", "power", "temperature", "voltage")
 
 
+def is_optics_reading(low_key: str) -> bool:
+    """Whether an ``ethtool -m`` key (lower case, before `` :``) names a reading, not a
+    threshold, an alarm or warning flag, or identification."""
+    return ("alarm" not in low_key and "warning" not in low_key
+            and any(word in low_key for word in _OPTICS_READING_WORDS))
+
+
 def optics_readings(text: str) -> str:
     """The lines of ``ethtool -m`` output that hold a reading (temperature, voltage, per-lane bias
-    and power), without thresholds, alarm and warning flags or identification: about a sixth of
-    a CMIS module's dump, and every line fleet parses (the same rule as collectors/optics.py)."""
-    kept = []
-    for line in text.splitlines():
-        key = line.partition(" :")[0].lower()
-        if "alarm" not in key and "warning" not in key and any(word in key for word in _OPTICS_READING_WORDS):
-            kept.append(line)
-    return "\n".join(kept)
+    and power): about a sixth of a CMIS module's dump, and every line fleet parses. The collector
+    filters a whole dump by the same rule before parsing (collectors/optics.py)."""
+    return "\n".join(line for line in text.splitlines() if is_optics_reading(line.partition(" :")[0].lower()))
 
 
 def collect_netdevs(names: list[str], with_optics: bool, errors: list[str],

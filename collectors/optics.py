@@ -6,6 +6,7 @@ import math
 import re
 from collections.abc import Mapping
 
+from collectors.agent import is_optics_reading, optics_readings
 from collectors.parsers.ethtool_module import EthtoolModule, measurement_key, parse_ethtool_module
 
 
@@ -27,7 +28,7 @@ def optics_values(text: str) -> Mapping[tuple[str, str], float]:
     fast = _fast_values(text)
     if fast is not None:
         return fast
-    return module_values(parse_ethtool_module(_readings_only(text)))
+    return module_values(parse_ethtool_module(optics_readings(text)))
 
 
 def module_values(module: EthtoolModule) -> dict[tuple[str, str], float]:
@@ -60,25 +61,6 @@ def _put_lane(values: dict[tuple[str, str], float], lane: int, tx_bias_ma: float
         values[(metric, port)] = max(reading, DARK_LANE_DBM) if metric.endswith("_dbm") else reading
 
 
-_READING_WORDS = ("bias current", "power", "temperature", "voltage")
-
-
-def _readings_only(text: str) -> str:
-    """The lines that hold a reading (temperature, voltage, per-lane bias and power), without
-    thresholds and alarm flags: a sixth of a CMIS module's dump. The collector reads every
-    NIC's optics every few seconds on every node; parsing only these lines is 4x cheaper."""
-    kept = []
-    for line in text.splitlines():
-        key = line.partition(" :")[0].lower()
-        if _is_reading_key(key):
-            kept.append(line)
-    return "\n".join(kept)
-
-
-def _is_reading_key(low_key: str) -> bool:
-    return "alarm" not in low_key and "warning" not in low_key and any(word in low_key for word in _READING_WORDS)
-
-
 # --- the fast path ------------------------------------------------------------------
 
 # Values exactly as ethtool prints them. A value one of these matches whole (after
@@ -105,7 +87,7 @@ _UNSEEN = (-1, -1)
 
 def _key_kind(raw_key: str) -> tuple[int, int] | None:
     """What the line of ``raw_key`` gives ``optics_values``: the readings-only filter, then the parser's reading."""
-    if not _is_reading_key(raw_key.lower()):
+    if not is_optics_reading(raw_key.lower()):
         return None
     key = raw_key.strip()
     measured = measurement_key(key) if key else None

@@ -1061,25 +1061,20 @@ class NodeParts:
 
     def counters(self, rail: int) -> dict[str, int]:
         """sysfs ``ports/1/counters/*``, raw."""
-        values = self._counters.get(rail)
-        if values is None:
-            values = self._counters[rail] = FleetModel._fill(PORT_TABLE, self.totals(rail), self.steps(rail))
-        return values
+        return self._filled_once(self._counters, PORT_TABLE, rail)
 
     def hw_counters(self, rail: int) -> dict[str, int]:
         """sysfs ``ports/1/hw_counters/*``."""
-        values = self._hw.get(rail)
-        if values is None:
-            table = HW_ROCE_TABLE if self.model.roce else HW_IB_TABLE
-            values = self._hw[rail] = FleetModel._fill(table, self.totals(rail), self.steps(rail))
-        return values
+        return self._filled_once(self._hw, HW_ROCE_TABLE if self.model.roce else HW_IB_TABLE, rail)
 
     def ethtool(self, rail: int) -> dict[str, int]:
         """``ethtool -S`` of the NIC's netdev, in the driver's order."""
-        values = self._ethtool.get(rail)
+        return self._filled_once(self._ethtool, ETHTOOL_ROCE_TABLE if self.model.roce else ETHTOOL_IPOIB_TABLE, rail)
+
+    def _filled_once(self, cache: dict[int, dict[str, int]], table: CounterTable, rail: int) -> dict[str, int]:
+        values = cache.get(rail)
         if values is None:
-            table = ETHTOOL_ROCE_TABLE if self.model.roce else ETHTOOL_IPOIB_TABLE
-            values = self._ethtool[rail] = FleetModel._fill(table, self.totals(rail), self.steps(rail))
+            values = cache[rail] = self.filled(table, rail)
         return values
 
     def filled(self, table: CounterTable, rail: int) -> dict[str, int]:

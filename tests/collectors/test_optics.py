@@ -16,7 +16,6 @@ from collectors.optics import (
     _MAX_LINES,
     DARK_LANE_DBM,
     _fast_values,
-    _readings_only,
     module_values,
     optics_values,
 )
@@ -107,7 +106,7 @@ at = 0
 
 def _slow(text: str) -> dict[tuple[str, str], float]:
     """What ``optics_values`` gave before the fast path: the readings lines through the full parser."""
-    return module_values(parse_ethtool_module(_readings_only(text)))
+    return module_values(parse_ethtool_module(optics_readings(text)))
 
 
 def _same(text: str) -> None:
