@@ -153,6 +153,9 @@ class FleetTable(ScrollView, can_focus=True):
         self._header: tuple[tuple[object, ...], Strip] | None = None
         self._highlighted: frozenset[str] = frozenset()
         self._cursor_row = 0
+        self._cursor_chosen = False
+        """Whether the user (or a caller) put the cursor on a node. Until then it stays on the top
+        row as the rows reorder, so the worst node is the one Enter opens in an incident."""
         self._hover_row: int | None = None
         """Row under the mouse (-1: the header); drawn only while the mouse, not the keys, was last used."""
         self._show_hover = False
@@ -240,12 +243,14 @@ class FleetTable(ScrollView, can_focus=True):
         first, last = self._visible_range()
         self.applied_cells = max(0, min(last, len(keys)) - first) * len(COLUMNS)
         self.refresh()
-        if keep in self._position:
+        if keep in self._position and self._cursor_chosen:
             same_nodes = len(keys) == len(old_position) and all(key in old_position for key in keys)
-            self.move_cursor(row=self._position[keep], scroll=not same_nodes)
+            self._place_cursor(self._position[keep], scroll=not same_nodes)
+        elif keep in self._position:
+            self._place_cursor(0, scroll=False)
         else:
             self.scroll_to(y=0, animate=False)
-            self.move_cursor(row=0, scroll=False)
+            self._place_cursor(0, scroll=False)
 
     def _recolour(self) -> None:
         """Health colours come from the theme: rebuild every cell when it changes."""
@@ -261,7 +266,12 @@ class FleetTable(ScrollView, can_focus=True):
     # cursor and scrolling
 
     def move_cursor(self, *, row: int, scroll: bool = True) -> None:
-        """Put the cursor on ``row`` (clamped); it is scrolled into view if it moved or ``scroll``."""
+        """Put the cursor on ``row`` (clamped); it is scrolled into view if it moved or ``scroll``.
+        From then on it follows its node when the rows reorder."""
+        self._cursor_chosen = True
+        self._place_cursor(row, scroll)
+
+    def _place_cursor(self, row: int, scroll: bool) -> None:
         row = max(0, min(row, len(self._rows) - 1))
         old = self._cursor_row
         self._cursor_row = row
@@ -383,7 +393,7 @@ class FleetTable(ScrollView, can_focus=True):
                 self.post_message(self.HeaderSelected(self, COLUMNS[column].key))
         elif row is not None:
             node = self._order[row]
-            if row == self._cursor_row:
+            if row == self._cursor_row and self._cursor_chosen:  # a first click only picks the row
                 self.post_message(self.RowSelected(self, node))
             self.move_cursor(row=row)
         event.stop()

@@ -186,6 +186,28 @@ async def test_a_new_order_keeps_the_cursor_on_its_node() -> None:
         assert line_text(table, 21).strip() == ""
 
 
+async def test_until_a_row_is_picked_the_cursor_stays_on_the_top_row() -> None:
+    """In an incident the rows re-sort as states arrive: the worst node stays under the cursor
+    (what Enter opens) until the user picks a row, and a first click on it only picks it."""
+    rows = [node(i) for i in range(NODES)]
+    app = TableApp(rows)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        table = app.query_one(FleetTable)
+        table.show_rows(rows[::-1], frozenset())
+        await pilot.pause()
+        assert table.cursor_row == 0 and table.current_node() == f"gpu{NODES - 1:04d}"
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.selected == [f"gpu{NODES - 1:04d}"]
+        await pilot.click(FleetTable, offset=(2, 1))  # a pick, not yet an open
+        await pilot.pause()
+        assert app.selected == [f"gpu{NODES - 1:04d}"]
+        table.show_rows(rows, frozenset())  # picked: the cursor follows its node now
+        await pilot.pause()
+        assert table.current_node() == f"gpu{NODES - 1:04d}" and table.cursor_row == NODES - 1
+
+
 async def test_on_the_fleet_screen_headers_sort_space_marks_and_a_second_click_opens(
         make_app: Callable[..., FleetApp]) -> None:
     app = make_app()
