@@ -35,7 +35,7 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 import numpy as np
 import numpy.typing as npt
-from prometheus_client.exposition import ThreadingWSGIServer, gzip_accepted
+from prometheus_client.exposition import ThreadingWSGIServer, choose_encoder, gzip_accepted
 from prometheus_client.utils import floatToGoString
 
 from fabric.samples import METRICS, MetricKind, MetricSpec
@@ -163,8 +163,9 @@ def _label_text(labels: dict[str, str]) -> str:
     return "{" + ",".join(f'{name}="{_escaped(value)}"' for name, value in sorted(labels.items())) + "}"
 
 
-FAMILY_ORDER: dict[str, int] = {metric: rank for rank, metric in enumerate(sorted(EXPORTED))}
+FAMILIES: list[str] = sorted(EXPORTED)
 """Families are served sorted by their catalogue name, each once, in this order."""
+FAMILY_ORDER: dict[str, int] = {metric: rank for rank, metric in enumerate(FAMILIES)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,12 +224,11 @@ class StoreMetrics:
         go = floatToGoString
         lines = [prefix[sid] + go(value) + "\n"
                  for sid, value in zip(sids[kept].tolist(), arrays.values[kept].tolist(), strict=True)]
-        metrics = sorted(EXPORTED)
         start = 0
         while start < len(lines):
             rank = ranks[start]
             end = bisect.bisect_right(ranks, rank, lo=start)
-            entry = EXPORTED[metrics[rank]]
+            entry = EXPORTED[FAMILIES[rank]]
             out.append(_header(entry.family, "counter" if entry.counter else "gauge", entry.help, openmetrics))
             out.extend(lines[start:end])
             start = end
@@ -301,22 +301,15 @@ class MetricsServer:
         self.thread.join(timeout=5)
 
 
-OPENMETRICS_CONTENT_TYPE = "application/openmetrics-text; version=1.0.0; charset=utf-8"
-PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-
-
-def wants_openmetrics(accept: str) -> bool:
-    """What Prometheus asks for (``application/openmetrics-text``); anything else gets 0.0.4 text."""
-    return any(part.split(";")[0].strip() == "application/openmetrics-text" for part in accept.split(","))
-
-
 def metrics_app(metrics: StoreMetrics) -> WSGIApplication:
-    """``/metrics`` (any path, as prometheus-client serves it): negotiated format, gzip when accepted."""
+    """``/metrics`` (any path, as prometheus-client serves it): the format and its Content-Type as the
+    library negotiates them from ``Accept`` (OpenMetrics for ``application/openmetrics-text`` of
+    version 1.0.0 or later, or none: what Prometheus asks for; else the 0.0.4 text), gzip when accepted."""
 
     def app(environ: WSGIEnvironment, start_response: StartResponse) -> list[bytes]:
-        openmetrics = wants_openmetrics(environ.get("HTTP_ACCEPT", ""))
-        body = metrics.render(openmetrics).encode("utf-8")
-        headers = [("Content-Type", OPENMETRICS_CONTENT_TYPE if openmetrics else PROMETHEUS_CONTENT_TYPE)]
+        _, content_type = choose_encoder(environ.get("HTTP_ACCEPT", ""))
+        body = metrics.render(content_type.startswith("application/openmetrics-text")).encode("utf-8")
+        headers = [("Content-Type", content_type)]
         if gzip_accepted(environ.get("HTTP_ACCEPT_ENCODING", "")):
             body = gzip.compress(body, compresslevel=GZIP_LEVEL)
             headers.append(("Content-Encoding", "gzip"))
@@ -327,7 +320,7 @@ def metrics_app(metrics: StoreMetrics) -> WSGIApplication:
 
 
 GZIP_LEVEL = 1
-"""Fastest: a 1,024-node scrape is ~70 MB of very repetitive text, which level 1 already
+"""Fastest: a 1,024-node scrape is tens of MB of very repetitive text, which level 1 already
 shrinks about 10x; higher levels cost several times the CPU for a few percent more."""
 
 

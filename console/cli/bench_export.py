@@ -20,6 +20,7 @@ from typing import Any
 import click
 
 from collectors.openmetrics import GZIP_LEVEL, StoreMetrics
+from console.cli.bench_store_fleet import SyntheticFleet
 from console.cli.bench_ui import _fill
 from console.cli.common import print_json
 from fabric.records import JobRecord
@@ -30,7 +31,7 @@ NODES_PER_JOB = 32
 
 
 def _add_jobs(db: Path, nodes: int, ts: float) -> None:
-    names = [f"gpu{i + 1:04d}" for i in range(nodes)]
+    names = SyntheticFleet(nodes, ts).names
     jobs = [JobRecord(ts, str(9000 + k), f"train-{k}", "bench", f"tenant{k % 5}", "RUNNING",
                       tuple(names[k * NODES_PER_JOB:(k + 1) * NODES_PER_JOB]))
             for k in range((nodes + NODES_PER_JOB - 1) // NODES_PER_JOB)]
