@@ -18,6 +18,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import uvloop
+
 from simulator.model import FleetModel
 from simulator.scenario import Scenario
 from simulator.server import FleetServer
@@ -141,7 +143,8 @@ def run(scenario: Scenario, state_dir: Path) -> int:
         print(line, flush=True)
 
     try:
-        return asyncio.run(serve(scenario, state_dir, ready=ready))
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            return runner.run(serve(scenario, state_dir, ready=ready))
     except OSError as error:
         print(f"fleet sim: cannot listen: {error}", file=sys.stderr)
         return 1

@@ -22,14 +22,33 @@ import logging
 import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import asyncssh
+from asyncssh.constants import MSG_IGNORE
 
 from simulator.model import FleetModel
 from simulator.session import Machine, Rendezvous, StreamIO
 from simulator.shell import Shell
 
 log = logging.getLogger(__name__)
+
+
+def _send_packet_as_openssh(self: asyncssh.SSHServerConnection, pkttype: int, *args: bytes,
+                            handler: Any = None) -> None:
+    """Send a packet as a node's sshd would: with no empty SSH_MSG_IGNORE before it.
+
+    asyncssh's ``send_packet`` puts an empty IGNORE in front of every packet once the
+    transport is encrypted; OpenSSH's sshd, what a real node runs, does not. Left in,
+    every agent line and command output reached a collector as two packets, so the
+    simulated fleet cost more to read than a real one.
+    """
+    if pkttype != MSG_IGNORE:
+        _SEND_PACKET(self, pkttype, *args, handler=handler)
+
+
+_SEND_PACKET = asyncssh.SSHServerConnection.send_packet
+asyncssh.SSHServerConnection.send_packet = _send_packet_as_openssh  # type: ignore[method-assign,assignment]
 
 
 @dataclass

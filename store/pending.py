@@ -26,6 +26,8 @@ class Item:
     payload: object
     samples: int = 0
     stripped: bool = False
+    taken: bool = False
+    """Set while the writer holds the item: it is not the queue's to strip any more."""
 
 
 class PendingQueue:
@@ -34,6 +36,9 @@ class PendingQueue:
     def __init__(self, max_samples: int) -> None:
         self.max_samples = max_samples
         self._items: deque[Item] = deque()
+        self._strippable: deque[Item] = deque()
+        """The queued samples not stripped yet, oldest first: room is made from its head, so a
+        full queue costs each put what it drops, not a walk past everything stripped before."""
         self._samples = 0
         self._dropped = 0
         self._busy = 0
@@ -46,16 +51,18 @@ class PendingQueue:
             if item.samples and self._samples + item.samples > self.max_samples:
                 lost = self._make_room(self._samples + item.samples - self.max_samples)
             self._items.append(item)
+            if item.kind == "samples" and item.samples:
+                self._strippable.append(item)
             self._samples += item.samples
             self.cond.notify_all()
             return lost == 0
 
     def _make_room(self, needed: int) -> int:
         freed = 0
-        for queued in self._items:
-            if freed >= needed:
-                break
-            if queued.kind != "samples" or queued.stripped:
+        strippable = self._strippable
+        while freed < needed and strippable:
+            queued = strippable.popleft()
+            if queued.taken or queued.stripped:
                 continue
             sample = queued.payload
             assert isinstance(sample, HostSample)
@@ -85,8 +92,12 @@ class PendingQueue:
             taken = 0
             while self._items and (not batch or taken + self._items[0].samples <= max_samples):
                 item = self._items.popleft()
+                item.taken = True
                 taken += item.samples
                 batch.append(item)
+            strippable = self._strippable
+            while strippable and strippable[0].taken:  # the same order as the items: the head was taken
+                strippable.popleft()
             self._samples -= taken
             self._busy += len(batch)
             return batch
@@ -108,7 +119,10 @@ class PendingQueue:
         """The writer could not commit ``batch``: put it back at the front, oldest first."""
         with self.cond:
             for item in reversed(batch):
+                item.taken = False
                 self._items.appendleft(item)
+                if item.kind == "samples" and item.samples and not item.stripped:
+                    self._strippable.appendleft(item)
                 self._samples += item.samples
             self._busy -= len(batch)
             if self._samples > self.max_samples:

@@ -9,6 +9,7 @@ from store_samples import T0
 from fabric.events import Event, Severity
 from fabric.records import ActionRecord, ProbeRecord
 from fabric.samples import HostSample
+from store.pending import Item, PendingQueue
 from store.reader import StoreReader
 from store.writer import StoreWriter
 
@@ -56,3 +57,25 @@ def test_when_gauges_are_not_enough_the_oldest_samples_go(fresh_db: Path) -> Non
     writer.close()
     series = StoreReader(fresh_db).series("n1", "tx_bytes", "mlx5_0", "1", start=T0, end=T0 + 100)
     assert series.avg == [2.0, 3.0, 4.0, 5.0]
+
+
+def test_items_the_writer_holds_are_never_stripped_and_the_queue_keeps_no_trail() -> None:
+    """Room comes from the oldest queued samples the writer has not taken; a queue that stays
+    full for a long time makes room at the cost of what it drops (its bookkeeping stays small)."""
+    queue = PendingQueue(max_samples=8)
+    held = [Item("samples", _sample(k), 4) for k in range(2)]
+    for item in held:
+        assert queue.put(item)
+    assert queue.take(8, 0) == held  # the writer holds both
+    for k in range(2, 4):
+        assert queue.put(Item("samples", _sample(k), 4))
+    assert not queue.put(Item("samples", _sample(4), 4))  # the oldest queued one (k=2) loses its gauges
+    assert [item.stripped for item in held] == [False, False]
+    assert len(held[0].payload.values) == 4  # type: ignore[attr-defined]
+    queue.done(held)
+    for k in range(5, 2000):
+        queue.put(Item("samples", _sample(k), 4))
+        queue.take(4, 0)
+    assert len(queue._strippable) <= 3
+    queue.give_back(queue.take(8, 0))  # a failed commit: back at the front, strippable again
+    assert queue.queued_samples <= 8 and len(queue._strippable) >= 1
