@@ -9,7 +9,6 @@ when every check passes, 1 when any fails (after printing everything).
 
 from __future__ import annotations
 
-import asyncio
 import sys
 import time
 from pathlib import Path
@@ -26,6 +25,7 @@ from console.cli.common import (
     json_option,
     open_inventory,
     print_json,
+    run_async,
 )
 from console.cli.suite_progress import ProgressView
 from console.report_write import write_report
@@ -56,7 +56,7 @@ def accept(criteria_path: Path, nodes_expr: str | None, report_path: Path | None
     view = ProgressView(sys.stderr, live=sys.stderr.isatty())
     with StoreWriter(path) as writer:
         try:
-            run = asyncio.run(run_acceptance(inventory, criteria, writer=writer, db_path=path, nodes=nodes,
+            run = run_async(run_acceptance(inventory, criteria, writer=writer, db_path=path, nodes=nodes,
                                              on_progress=view, on_check=view.check))
         except KeyboardInterrupt:
             view.close()

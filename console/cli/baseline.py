@@ -9,7 +9,6 @@ with ``--report PATH``, writes the HTML report and a Markdown file beside it.
 
 from __future__ import annotations
 
-import asyncio
 import sys
 import time
 from pathlib import Path
@@ -26,6 +25,7 @@ from console.cli.common import (
     json_option,
     open_inventory,
     print_json,
+    run_async,
 )
 from console.cli.suite_progress import ProgressView
 from console.report_write import write_report
@@ -68,7 +68,7 @@ def take(label: str, nodes_expr: str | None, mode: str, sample_rounds: int, rail
     view = ProgressView(sys.stderr, live=sys.stderr.isatty())
     with StoreWriter(path) as writer:
         try:
-            run = asyncio.run(run_suite(inventory, settings, writer=writer, db_path=path, label=label,
+            run = run_async(run_suite(inventory, settings, writer=writer, db_path=path, label=label,
                                         on_progress=view))
         except KeyboardInterrupt:
             view.close()

@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,12 +37,14 @@ from collectors.inventory import Inventory, InventoryHost, load_inventory
 from collectors.node_poller import CollectSettings
 from collectors.sshpool import PoolSettings, SshPool
 from console.cli.bench_sim import bench_scenario
-from console.cli.common import print_json
+from console.cli.common import print_json, run_async
 from console.cli.sim_process import SimulatorFailed, start_sim
 from simulator.main import collection_interval_s
 from store.writer import StoreWriter
 
 ROUND_COMMAND: Command = command("grep", "-H", ".", Glob("/sys/class/infiniband/*/ports/*/counters/*"))
+WRITER_THREAD = "fleet-store-writer"
+"""The name ``StoreWriter`` gives its thread (tests/console/test_bench_collect.py holds the two equal)."""
 TARGETS = {"open_round_wall_s_max": 1.0, "stream_cpu_s_per_s_max": 0.3, "clush_ratio_min": 20.0}
 """Issue 3, at 1,024 nodes on the 2-core benchmark machine, simulator included."""
 
@@ -88,17 +91,41 @@ async def _rounds(inventory: Inventory, sim_pid: int, timeout_s: float) -> tuple
     return new, open_
 
 
+def _thread_cpu_s(name: str) -> float:
+    """CPU seconds of this process's thread called ``name`` (0.0 when there is none), from /proc."""
+    thread = next((t for t in threading.enumerate() if t.name == name and t.native_id is not None), None)
+    if thread is None:
+        return 0.0
+    try:
+        fields = Path(f"/proc/self/task/{thread.native_id}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def _settled(writer: StoreWriter, backlog: int, timeout_s: float) -> float:
+    """Wait until the writer holds at most ``backlog`` queued values; the seconds it took."""
+    began = time.monotonic()
+    while writer.stats().queued > backlog and time.monotonic() - began < timeout_s:
+        await asyncio.sleep(0.2)
+    return time.monotonic() - began
+
+
 async def _stream(inventory: Inventory, db: Path, sim_pid: int, interval_s: float, window_s: float,
                   warmup_timeout_s: float) -> dict[str, Any]:
     """Every node streamed by the agent through the real NodePoller into a real store.
 
     Only the node pollers run (no switches, no Slurm, no facts, which come every
     300 s), so the window measures the steady stream: SSH, JSON decode, samples,
-    optics every 10th line, rates, and the writer's puts and commits.
-    ``collector_cpu_s_per_s`` is measured; ``cpu_ms_per_line`` x nodes is what
+    optics every 10th line, rates, and the writer's puts and commits. The window
+    opens once the writer has caught up with the start (every host's first lines
+    create its series), so it holds one second's lines and their writes, no backlog.
+    ``collector_cpu_s_per_s`` is the whole process (event loop and store writer
+    threads), also given apart: ``loop_thread_cpu_s_per_s`` (SSH, decode, rates,
+    puts) and ``store_writer_cpu_s_per_s``. ``cpu_ms_per_line`` x nodes is what
     one line per node per second costs, the same figure when the simulator (one
-    Python process, ~0.65 ms a line) keeps up with every node at 1 s, as it
-    does up to 1,024 nodes, and the projection where it falls behind.
+    Python process) keeps up with every node at 1 s, as it does up to 1,024
+    nodes, and the projection where it falls behind.
     """
     nodes_only = dataclasses.replace(inventory, hosts=inventory.nodes)
     writer = StoreWriter(db).start()
@@ -114,13 +141,18 @@ async def _stream(inventory: Inventory, db: Path, sim_pid: int, interval_s: floa
         warmup_s = time.monotonic() - started
         # Two more intervals, so the burst of first lines (which have no rates yet) is behind us.
         await asyncio.sleep(2 * interval_s)
+        settle_s = await _settled(writer, backlog=len(collector.nodes) * 1000, timeout_s=warmup_timeout_s)
         counters = collector.counters
-        lines, samples = counters.lines, counters.samples
+        lines, samples, dropped = counters.lines, counters.samples, writer.stats().dropped
         cpu, loop_cpu, sim_cpu = time.process_time(), time.thread_time(), _cpu_s(sim_pid)
+        writer_cpu = _thread_cpu_s(WRITER_THREAD)
         began = time.monotonic()
         await asyncio.sleep(window_s)
         elapsed = time.monotonic() - began
         cpu_s, lines_seen = time.process_time() - cpu, counters.lines - lines
+        loop_cpu_s, writer_cpu_s = time.thread_time() - loop_cpu, _thread_cpu_s(WRITER_THREAD) - writer_cpu
+        sim_cpu_s, window_dropped = _cpu_s(sim_pid) - sim_cpu, writer.stats().dropped - dropped
+        samples_seen = counters.samples - samples
     finally:
         stop.set()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -134,14 +166,19 @@ async def _stream(inventory: Inventory, db: Path, sim_pid: int, interval_s: floa
         "window_s": round(elapsed, 2),
         "nodes_streaming": nodes - len(pending),
         "first_lines_s": round(warmup_s, 2),
+        "writer_caught_up_s": round(settle_s, 2),
         "lines_per_s": round(lines_seen / elapsed, 1),
-        "samples_per_s": round((counters.samples - samples) / elapsed, 1),
+        "samples_per_s": round(samples_seen / elapsed, 1),
         "collector_cpu_s_per_s": round(cpu_s / elapsed, 3),
-        "loop_thread_cpu_s_per_s": round((time.thread_time() - loop_cpu) / elapsed, 3),
-        "sim_cpu_s_per_s": round((_cpu_s(sim_pid) - sim_cpu) / elapsed, 3),
+        "loop_thread_cpu_s_per_s": round(loop_cpu_s / elapsed, 3),
+        "store_writer_cpu_s_per_s": round(writer_cpu_s / elapsed, 3),
+        "sim_cpu_s_per_s": round(sim_cpu_s / elapsed, 3),
         "cpu_ms_per_line": round(per_line_s * 1000, 3),
+        "loop_thread_ms_per_line": round(loop_cpu_s / lines_seen * 1000, 3) if lines_seen else None,
+        "store_writer_ms_per_line": round(writer_cpu_s / lines_seen * 1000, 3) if lines_seen else None,
         "collector_cpu_s_per_s_all_nodes_at_1s": round(per_line_s * nodes, 3),
         "dropped_puts": counters.dropped,
+        "dropped_values_in_window": window_dropped,
     }
 
 
@@ -229,15 +266,15 @@ def bench(nodes: int, window_s: float, fanout: int, round_timeout_s: float, with
             inventory = load_inventory(sim.inventory)
             pid = sim.process.pid
             click.echo("round on new connections, then on open ones...", err=True)
-            new, open_ = asyncio.run(_rounds(inventory, pid, round_timeout_s))
+            new, open_ = run_async(_rounds(inventory, pid, round_timeout_s))
             clush: dict[str, Any] = {"available": False, "reason": "skipped (--no-clush)"}
             if with_clush:
                 click.echo(f"the same round with clush -f {fanout}...", err=True)
                 clush = _clush_round(inventory, workdir, pid, fanout, round_timeout_s)
             interval_s = stream_interval_s or collection_interval_s(nodes)
             click.echo(f"streaming every node at {interval_s:g} s for {window_s:g} s...", err=True)
-            stream = asyncio.run(_stream(inventory, workdir / "fleet.db", pid, interval_s, window_s,
-                                         round_timeout_s))
+            stream = run_async(_stream(inventory, workdir / "fleet.db", pid, interval_s, window_s,
+                                       round_timeout_s))
         finally:
             sim.stop()
     ratios = _ratios(open_, new, clush, nodes)

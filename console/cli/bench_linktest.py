@@ -26,7 +26,6 @@ measured side by side under the same load.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import tempfile
@@ -135,7 +134,7 @@ def _cpu_s(pid: int) -> float:
 def _bench(nodes: int, rail: int, iterations: int | None, sample: int, max_parallel: int,
            sim_tree: Path | None) -> dict[str, Any]:
     """One benchmark against a fresh ``fleet sim``; ``sim_tree``: run the simulator from that source tree."""
-    from console.cli.common import fail
+    from console.cli.common import fail, run_async
     from console.cli.sim_process import SimulatorFailed, start_sim
 
     with tempfile.TemporaryDirectory(prefix="fleet-bench-linktest-") as temp:
@@ -157,7 +156,7 @@ def _bench(nodes: int, rail: int, iterations: int | None, sample: int, max_paral
                 else:
                     os.environ["PYTHONPATH"] = saved_path
         try:
-            return asyncio.run(_measure(sim.inventory, rail, iterations, sample, max_parallel, sim.process.pid))
+            return run_async(_measure(sim.inventory, rail, iterations, sample, max_parallel, sim.process.pid))
         finally:
             sim.stop()
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import sys
@@ -74,6 +73,7 @@ async def _command_s(inventory: Path, host: str, command: str) -> float:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document (the only output on stdout).")
 def bench_sim(nodes: int, window_s: float, as_json: bool) -> None:
     """Start a fleet of --nodes, measure start-up time, idle CPU and memory, then the first commands."""
+    from console.cli.common import run_async
     from console.cli.sim_process import SimulatorFailed, start_sim
 
     with tempfile.TemporaryDirectory(prefix="fleet-bench-sim-") as temp:
@@ -92,9 +92,9 @@ def bench_sim(nodes: int, window_s: float, as_json: bool) -> None:
             time.sleep(window_s)
             idle_cpu_pct = (_cpu_s(pid) - cpu_before) / (time.monotonic() - wall_before) * 100
             rss_idle = _rss_mib(pid)
-            first = asyncio.run(_command_s(sim.inventory, "gpu001", "ibstat"))
-            second = asyncio.run(_command_s(sim.inventory, f"gpu{nodes:03d}", "ibstat"))
-            switch = asyncio.run(_command_s(sim.inventory, "leaf01", "nv show interface"))
+            first = run_async(_command_s(sim.inventory, "gpu001", "ibstat"))
+            second = run_async(_command_s(sim.inventory, f"gpu{nodes:03d}", "ibstat"))
+            switch = run_async(_command_s(sim.inventory, "leaf01", "nv show interface"))
             rss_after = _rss_mib(pid)
             ready_line = sim.ready_line
         finally:

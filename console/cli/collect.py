@@ -20,6 +20,7 @@ from console.cli.common import (
     json_option,
     open_inventory,
     print_json,
+    run_async,
 )
 from fabric.records import JobRecord
 from store.writer import StoreWriter
@@ -42,7 +43,7 @@ def collect(inventory_path: Path | None, db_path: Path | None, once: bool, durat
     inventory = open_inventory(inventory_path)
     writer = StoreWriter(db_path_or_default(db_path)).start()
     try:
-        summary = asyncio.run(_collect(inventory, writer, once, duration, interval, tofu,
+        summary = run_async(_collect(inventory, writer, once, duration, interval, tofu,
                                        job_latency and not once))
     except KeyboardInterrupt:
         summary = None

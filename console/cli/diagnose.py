@@ -29,6 +29,7 @@ from console.cli.common import (
     json_option,
     open_inventory,
     print_json,
+    run_async,
 )
 from fabric.diagnosis import Thresholds, finding_event, finding_json
 from fabric.diagnosis import diagnose as run_rules
@@ -105,7 +106,7 @@ def diagnose(window_s: float, inventory_path: Path | None, db_path: Path | None,
     writer = StoreWriter(path).start()
     try:
         if collect_s is not None:
-            asyncio.run(collect_for(inventory, writer, collect_s))
+            run_async(collect_for(inventory, writer, collect_s))
             writer.flush(timeout=30)
         findings = diagnose_store(path, window_s=window_s, cabling=cabling, thresholds=thresholds, writer=writer)
         writer.flush(timeout=30)

@@ -39,6 +39,7 @@ from console.cli.common import (
     json_option,
     open_inventory,
     print_json,
+    run_async,
 )
 from console.config import ConfigError, load_config
 from fabric.ecmp import EcmpThresholds, LeafBalance
@@ -98,7 +99,7 @@ def _fresh_store(inventory: Inventory, writer: StoreWriter, reader: StoreReader,
         return
     seen = "no switch data in the store" if age is None else f"the newest switch data is {age:.0f} s old"
     click.echo(f"fleet: {seen}: collecting {window_s:g} s from the switches first", err=True)
-    asyncio.run(collect_switches(inventory, writer, window_s + max(3 * interval_s, 3.0), interval_s))
+    run_async(collect_switches(inventory, writer, window_s + max(3 * interval_s, 3.0), interval_s))
     if not writer.flush(timeout=30):
         fail("the store did not take the collected samples within 30 s")
 
@@ -168,7 +169,7 @@ def plan(inventory_path: Path | None, db_path: Path | None, leaf: str | None, wi
     thresholds = _thresholds(window_s, sustain_s, ratio, hot_util_pct)
     balances, _ = _balances(inventory, db_path, window_s, interval_s, thresholds, _leaves(inventory, leaf))
     chosen = balances if leaf else [b for b in balances if b.flagged]
-    plans = asyncio.run(_plans(inventory, chosen)) if chosen else []
+    plans = run_async(_plans(inventory, chosen)) if chosen else []
     if as_json:
         print_json({"plans": plans})
         return
@@ -261,7 +262,7 @@ def apply(inventory_path: Path | None, db_path: Path | None, leaf: str, remedy_i
     try:
         _fresh_store(inventory, writer, StoreReader(path), window_s, interval_s)
         reader = StoreReader(path)  # a new read connection sees what was just collected
-        document = asyncio.run(_apply(inventory, writer, reader, leaf, remedy_id, yes, settings, read_only))
+        document = run_async(_apply(inventory, writer, reader, leaf, remedy_id, yes, settings, read_only))
     finally:
         writer.flush(timeout=30)
         writer.close()

@@ -18,7 +18,14 @@ import click
 from collectors.engine import Collector
 from collectors.inventory import Inventory
 from collectors.openmetrics import serve_metrics
-from console.cli.common import db_option, db_path_or_default, fail, inventory_option, open_inventory
+from console.cli.common import (
+    db_option,
+    db_path_or_default,
+    fail,
+    inventory_option,
+    open_inventory,
+    run_async,
+)
 from store.reader import StoreReader
 from store.writer import StoreWriter
 
@@ -78,7 +85,7 @@ def export(listen: str, inventory_path: Path | None, db_path: Path | None, colle
         click.echo(f"{READY_PREFIX}http://{shown}:{bound_port}/metrics", err=True)
         try:
             if inventory is not None and writer is not None:
-                asyncio.run(_collect_until_signalled(inventory, writer))
+                run_async(_collect_until_signalled(inventory, writer))
             else:
                 _wait_for_signal()
         finally:

@@ -9,7 +9,6 @@ exiting 130.
 
 from __future__ import annotations
 
-import asyncio
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -34,6 +33,7 @@ from console.cli.common import (
     json_option,
     open_inventory,
     print_json,
+    run_async,
 )
 from fabric.pairing import MODES
 from fabric.records import ProbeRecord
@@ -54,7 +54,7 @@ def _run(inventory: Inventory, work: Callable[[SshPool], Awaitable[T]]) -> T:
             await pool.close()
 
     try:
-        return asyncio.run(main())
+        return run_async(main())
     except KeyboardInterrupt:
         click.echo("fleet: interrupted; probe servers stopped", err=True)
         sys.exit(130)

@@ -30,6 +30,9 @@ def test_bench_collect_json_shape_on_four_nodes() -> None:
     stream = result["stream"]
     assert stream["nodes_streaming"] == 4 and stream["lines_per_s"] > 0 and stream["samples_per_s"] > 0
     assert 0 < stream["collector_cpu_s_per_s"] < 2
+    # the writer's thread is found by name and its CPU is part of the process's
+    assert 0 < stream["store_writer_cpu_s_per_s"] <= stream["collector_cpu_s_per_s"]
+    assert stream["dropped_values_in_window"] == 0 and stream["writer_caught_up_s"] >= 0
     clush = result["clush"]
     if clush["available"]:
         assert clush["hosts_ok"] == 4 and clush["exit_status"] == 0, clush
