@@ -166,7 +166,7 @@ def _rx_margin(text: str) -> tuple[float | None, float | None]:
     Lanes whose own laser is off (bias 0 mA) are not in use (an 8-lane OSFP
     running 4 lanes) and are left out.
     """
-    module = parse_ethtool_module(text)
+    module = parse_ethtool_module(_margin_lines(text))
     lit = [lane for lane in module.lanes if lane.tx_bias_ma is None or lane.tx_bias_ma > 0]
     powers = [lane.rx_power_dbm for lane in lit if lane.rx_power_dbm is not None]
     if not powers:
@@ -174,6 +174,23 @@ def _rx_margin(text: str) -> tuple[float | None, float | None]:
     weakest = min(powers)
     floor = module.thresholds.get("rx_power_low_warning_dbm", module.thresholds.get("rx_power_low_alarm_dbm"))
     return weakest, (weakest - floor) if floor is not None else None
+
+
+def _margin_lines(text: str) -> str:
+    """The lines of an ``ethtool -m`` dump that ``_rx_margin`` needs: power and bias readings, power thresholds.
+
+    The parser reads each line on its own, so the lanes' bias and power and the power
+    thresholds come out of these alone as out of the whole dump. A CMIS module prints
+    180 lines, a sixth of them these (the rest: identification, temperatures, voltages,
+    per-lane alarm and warning flags), and a link test reads 8 modules a node before its
+    first probe.
+    """
+    kept = []
+    for line in text.splitlines():
+        key = line.partition(" :")[0].lower()
+        if ("power" in key or "bias" in key) and ("threshold" in key or ("alarm" not in key and "warning" not in key)):
+            kept.append(line)
+    return "\n".join(kept)
 
 
 def judge(

@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from collectors.inventory import CablingRow
+from collectors.parsers.ethtool_module import EthtoolModule, parse_ethtool_module
+from collectors.probes import nic_checks
 from collectors.probes.nic_checks import NodeChecks, expected_rate, judge, netdevs_of, sections
+from simulator.model import FleetModel
+from simulator.scenario import parse_scenario
+from simulator.session import Machine, Rendezvous
+from simulator.shell import Shell, run_collect
 
 
 def node(**overrides: object) -> NodeChecks:
@@ -66,3 +74,29 @@ def test_sections_and_netdevs_are_split_from_one_output() -> None:
     parts = sections(text)
     assert parts["sysfs"] == "A:1\n"
     assert netdevs_of(parts["net"]) == {"mlx5_0": "enp12s0np0", "mlx5_1": "enp31s0np0"}
+
+
+def _margin_inputs(module: EthtoolModule) -> tuple[object, ...]:
+    """What ``_rx_margin`` reads of a parsed module: each lane's bias and rx power, the rx power thresholds."""
+    lanes = tuple((lane.lane, lane.tx_bias_ma, lane.rx_power_dbm) for lane in module.lanes
+                  if lane.rx_power_dbm is not None)
+    return lanes, {k: v for k, v in module.thresholds.items() if k.startswith("rx_power")}
+
+
+async def test_the_optics_margin_reads_the_same_from_the_kept_lines() -> None:
+    captured = [path.read_text(encoding="utf-8") for path in
+                sorted((Path(__file__).parents[2] / "fixtures/ethtool").glob("*ethtool-m*"))]
+    simulated = []
+    for fault in ("", 'kind = "optics_attenuation"\ntarget = "gpu001:mlx5_1"\ndb = 9',
+                  'kind = "optics_attenuation"\ntarget = "gpu001:mlx5_1"\ndb = 40'):  # healthy, dim, all but dark
+        text = '[fabric]\nnodes = 2\nnodes_per_leaf = 2\nspines = 1\nlink_layer = "roce"\nseed = 1\n'
+        shell = Shell(Machine("gpu001", "node", FleetModel(parse_scenario(
+            text + (f"[[faults]]\n{fault}\nat = 0\n" if fault else ""))), Rendezvous()))
+        netdevs = netdevs_of((await run_collect(shell, "ls /sys/class/infiniband/*/device/net"))[0])
+        simulated.append((await run_collect(shell, f"ethtool -m {netdevs['mlx5_1']}"))[0])
+    assert len(captured) >= 2 and len({nic_checks._rx_margin(t) for t in simulated}) == 3
+    for text in captured + simulated:
+        kept = nic_checks._margin_lines(text)
+        assert len(kept.splitlines()) < len(text.splitlines()) / 2
+        assert _margin_inputs(parse_ethtool_module(kept)) == _margin_inputs(parse_ethtool_module(text))
+        assert _margin_inputs(parse_ethtool_module(text))[0]  # there was something to read
