@@ -272,6 +272,9 @@ def decode_agent_line(text: str | bytes) -> AgentLine:
     return _decode(raw)
 
 
+_SCHEMA = f"{SCHEMA_PREFIX}{SCHEMA_MAJOR}"
+
+
 def _load(text: str | bytes) -> dict[str, Any]:
     """The JSON object of one line, of a schema this fleet reads."""
     try:
@@ -281,6 +284,8 @@ def _load(text: str | bytes) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise AgentLineError(f"expected a JSON object, got {type(raw).__name__}")
     schema = raw.get("schema")
+    if schema == _SCHEMA:  # every line of this fleet's own agent: the checks below would pass
+        return raw
     if not isinstance(schema, str) or not schema.startswith(SCHEMA_PREFIX):
         raise AgentLineError(f"not a fleet agent line (schema {schema!r})")
     major = schema[len(SCHEMA_PREFIX):].split(".", 1)[0]
@@ -347,42 +352,106 @@ def _line_values(line: AgentLine, optics: OpticsReader | None,
     """Every value of ``line``; fills ``netdev_owner`` (netdev -> RDMA device and port)."""
     values: dict[SeriesKey, float] = {}
     for port in line.ports:
-        device, number = port.device, str(port.port)
+        keys = _port_keys(port.device, port.port)
+        get = keys.counters.get
         for name, value in port.counters.items():
-            mapped = PORT_COUNTERS.get(name)
+            mapped = get(name)
             if mapped is not None:
-                values[(mapped[0], device, number)] = float(value * mapped[1])
+                values[mapped[0]] = float(value * mapped[1])
+        get_key = keys.hw_keys.get
         for name, value in port.hw_counters.items():
-            if name in HW_COUNTERS:
-                values[(name, device, number)] = float(value)
+            key = get_key(name)
+            if key is not None:
+                values[key] = float(value)
+        gauges = keys.gauges
         if port.state_code is not None:
-            values[("port_state", device, number)] = float(port.state_code)
+            values[gauges["state_code"]] = float(port.state_code)
         if port.phys_state_code is not None:
-            values[("phys_state", device, number)] = float(port.phys_state_code)
+            values[gauges["phys_state_code"]] = float(port.phys_state_code)
         if port.rate_gbps is not None:
-            values[("rate_gbps", device, number)] = float(port.rate_gbps)
+            values[gauges["rate_gbps"]] = float(port.rate_gbps)
         if port.netdev:
-            netdev_owner.setdefault(port.netdev, (device, number))
+            netdev_owner.setdefault(port.netdev, (port.device, keys.port))
     for name, netdev in line.netdevs.items():
         owner = netdev_owner.get(name)
         if owner is None:
             continue
         ethtool = netdev.ethtool  # a few hundred counters, of which fleet keeps 13: look those up
-        for counter in ETHTOOL_COUNTERS:
+        for counter, (key, _) in _ethtool_keys(owner).items():
             count = ethtool.get(counter)
             if count is not None:
-                values[(counter, *owner)] = float(count)
+                values[key] = float(count)
         if optics is not None and netdev.optics_text is not None:
             for (metric, lane), reading in optics(netdev.optics_text).items():
                 values[(metric, owner[0], lane)] = float(reading)
     for device, count in (line.qp_count or {}).items():
         values[("qp_count", device, "")] = float(count)
     for gpu in line.gpus:
-        device = f"gpu{gpu.index}"
+        gpu_keys = _gpu_keys(gpu.index)
         for field, gauge in gpu.values.items():
             if gauge is not None:
-                values[(_GPU_METRIC.get(field) or f"gpu_{field}", device, "")] = float(gauge)
+                values[gpu_keys.get(field) or (f"gpu_{field}", f"gpu{gpu.index}", "")] = float(gauge)
     return values
+
+
+# --- the keys of values -----------------------------------------------------------------
+#
+# Every node of a fleet has the same few devices (mlx5_0.., gpu0..), so the tables that
+# map what the agent sends to the keys of values are kept once for the whole collector,
+# not per stream: a thousand nodes' lines then share one set of key tuples, which stay
+# in the CPU's caches from one node's line to the next, and a key set in a node's values
+# is found by identity.
+
+_MAX_TABLES = 4096
+"""Tables kept per kind; beyond that (a garbled stream) they are built for each use."""
+
+
+class _PortKeys:
+    """The keys of one port's values, by the name the agent sends them under."""
+
+    __slots__ = ("counters", "gauges", "hw_counters", "hw_keys", "port")
+
+    def __init__(self, device: str, port: str) -> None:
+        self.port = port
+        self.counters = {name: ((metric, device, port), factor) for name, (metric, factor) in PORT_COUNTERS.items()}
+        self.hw_counters = {name: ((name, device, port), 1) for name in HW_COUNTERS}
+        self.hw_keys = {name: key for name, (key, _) in self.hw_counters.items()}
+        """``hw_counters`` without the multiplier (always 1), for the tight loops."""
+        self.gauges = {field: (metric, device, port) for field, metric in _PORT_GAUGES.items()}
+
+
+_PORT_GAUGES = {"state_code": "port_state", "phys_state_code": "phys_state", "rate_gbps": "rate_gbps"}
+_PORT_KEYS: dict[tuple[str, int], _PortKeys] = {}
+_ETHTOOL_KEYS: dict[tuple[str, str], dict[str, tuple[SeriesKey, int]]] = {}
+_GPU_KEYS: dict[int, dict[str, SeriesKey]] = {}
+
+
+def _port_keys(device: str, port: int) -> _PortKeys:
+    keys = _PORT_KEYS.get((device, port))
+    if keys is None:
+        keys = _PortKeys(device, str(port))
+        if len(_PORT_KEYS) < _MAX_TABLES:
+            _PORT_KEYS[(device, port)] = keys
+    return keys
+
+
+def _ethtool_keys(owner: tuple[str, str]) -> dict[str, tuple[SeriesKey, int]]:
+    """The kept ethtool counters of the netdev of RDMA ``owner`` (device, port), with their keys."""
+    keys = _ETHTOOL_KEYS.get(owner)
+    if keys is None:
+        keys = {counter: ((counter, *owner), 1) for counter in ETHTOOL_COUNTERS}
+        if len(_ETHTOOL_KEYS) < _MAX_TABLES:
+            _ETHTOOL_KEYS[owner] = keys
+    return keys
+
+
+def _gpu_keys(index: int) -> dict[str, SeriesKey]:
+    keys = _GPU_KEYS.get(index)
+    if keys is None:
+        keys = {field: (metric, f"gpu{index}", "") for field, metric in _GPU_METRIC.items()}
+        if len(_GPU_KEYS) < _MAX_TABLES:
+            _GPU_KEYS[index] = keys
+    return keys
 
 
 # --- changed-only streams -------------------------------------------------------------
@@ -415,9 +484,6 @@ def _number(value: Any, where: str) -> float | None:
     return float(value)
 
 
-_PORT_GAUGES = {"state_code": "port_state", "phys_state_code": "phys_state", "rate_gbps": "rate_gbps"}
-
-
 class AgentStream:
     """The lines of one agent stream (``--changed-only`` or not) into ``StreamSample``s.
 
@@ -428,8 +494,8 @@ class AgentStream:
 
     A changed-only line costs the collector in proportion to what changed (a few
     hundred values a second per node, on every node): each value's key comes from
-    a table built once per port, netdev and GPU, and error messages are only
-    worded when there is an error.
+    a table of its port, netdev or GPU that every stream shares, and error messages
+    are only worded when there is an error.
     """
 
     def __init__(self, host: str | None = None, optics: OpticsReader | None = None) -> None:
@@ -442,10 +508,6 @@ class AgentStream:
         """The (device, port) of the last full line, with the keys of their values."""
         self._netdev_keys: dict[str, tuple[str, dict[str, tuple[SeriesKey, int]]]] = {}
         """netdev -> (RDMA device, the keys of its ethtool counters), of the last full line."""
-        self._keys: dict[tuple[str, int], _PortKeys] = {}
-        self._ethtool_keys: dict[tuple[str, str], dict[str, tuple[SeriesKey, int]]] = {}
-        self._gpu_keys: dict[int, dict[str, SeriesKey]] = {}
-        """Built on first use and kept for the stream: the keys of a port's, netdev's or GPU's values."""
         self._last_optics: dict[str, tuple[str, str, dict[SeriesKey, float]]] = {}
         """netdev -> its last ``ethtool -m`` text and readings: an unchanged text is not parsed again."""
         self._reshaped = False
@@ -459,15 +521,21 @@ class AgentStream:
             return self._full(_decode(raw))
         values = self._values
         self._values = None  # a line that fails half-way leaves no state to build on
-        seq = _need(raw, "seq", int, "")
+        seq = raw.get("seq")
+        if type(seq) is not int:
+            seq = _need(raw, "seq", int, "")
         if values is None:
             raise AgentLineError(f"changed-only line {seq} without the full line before it")
         if seq != self._seq + 1:
             raise AgentLineError(f"changed-only line {seq} does not follow line {self._seq}")
-        ts = float(_need(raw, "ts", (int, float), ""))
+        ts = raw.get("ts")
+        ts = ts if type(ts) is float else float(_need(raw, "ts", (int, float), ""))
         changed: list[SeriesKey] = []
         self._reshaped = False
+        size = len(values)
         optics = self._apply(raw, values, changed)
+        if len(values) != size:  # a key the last full line lacked (a pop sets _reshaped itself)
+            self._reshaped = True
         self._values, self._seq = values, seq
         sample_values = dict(values)
         if optics:
@@ -479,26 +547,14 @@ class AgentStream:
         owners: dict[str, tuple[str, str]] = {}
         values = _line_values(line, None, owners)
         self._values, self._seq = values, line.seq
-        self._ports = {(port.device, port.port): self._port_keys(port.device, port.port) for port in line.ports}
-        self._netdev_keys = {netdev: (owner[0], self._netdev_counter_keys(owner)) for netdev, owner in owners.items()}
+        self._ports = {(port.device, port.port): _port_keys(port.device, port.port) for port in line.ports}
+        self._netdev_keys = {netdev: (owner[0], _ethtool_keys(owner)) for netdev, owner in owners.items()}
         sample_values = dict(values)
         for name, netdev in line.netdevs.items():
             owner = owners.get(name)
             if owner is not None and netdev.optics_text is not None:
                 sample_values.update(self._optics_of(name, netdev.optics_text, owner[0]))
         return StreamSample(HostSample(self._host or line.host, line.ts, sample_values), None, owners)
-
-    def _port_keys(self, device: str, port: int) -> _PortKeys:
-        keys = self._keys.get((device, port))
-        if keys is None:
-            keys = self._keys[(device, port)] = _PortKeys(device, str(port))
-        return keys
-
-    def _netdev_counter_keys(self, owner: tuple[str, str]) -> dict[str, tuple[SeriesKey, int]]:
-        keys = self._ethtool_keys.get(owner)
-        if keys is None:
-            keys = self._ethtool_keys[owner] = {counter: ((counter, *owner), 1) for counter in ETHTOOL_COUNTERS}
-        return keys
 
     def _optics_of(self, netdev: str, text: str, device: str) -> dict[SeriesKey, float]:
         if self._optics is None:
@@ -549,11 +605,18 @@ class AgentStream:
 
     def _apply(self, raw: dict[str, Any], values: dict[SeriesKey, float],
                changed: list[SeriesKey]) -> dict[SeriesKey, float]:
-        """Apply a changed-only line to ``values``; returns the optics it carries."""
-        ports = raw.get("ports", [])
+        """Apply a changed-only line to ``values``; returns the optics it carries.
+
+        Each port, netdev and GPU of the line is an object of a few changed values. One whose
+        values are all of the right type (checked at C speed) and that holds no port gauge is
+        applied in one tight loop per object; any other goes through ``_port`` or ``_counts``,
+        which check each value in the line's order and word the error of the first bad one.
+        A key that was not there before shows as ``values`` growing (``read`` compares sizes).
+        """
+        ports = raw.get("ports", _NO_LIST)
         if not isinstance(ports, list):
             raise AgentLineError("ports: expected a list")
-        port_keys = self._ports
+        port_keys, append, int_only = self._ports, changed.append, _INT_ONLY.issuperset
         for index, port in enumerate(ports):
             if not isinstance(port, dict):
                 raise AgentLineError(f"ports[{index}]: expected an object")
@@ -561,19 +624,27 @@ class AgentStream:
             keys = port_keys.get((device, number)) if isinstance(device, str) and type(number) is int else None
             if keys is None:
                 raise AgentLineError(f"ports[{index}]: port {device!r} {number!r} is not in the last full line")
-            for field, value in port.items():
-                if field == "counters":
-                    self._counts(value, keys.counters, values, changed, "ports[{}].counters", index)
-                elif field == "hw_counters":
-                    self._counts(value, keys.hw_counters, values, changed, "ports[{}].hw_counters", index)
-                elif field in keys.gauges:
-                    gauge = _number(value, f"ports[{index}].{field}")
-                    if gauge is not None and field != "rate_gbps":  # state codes: integers, as decoded whole
-                        gauge = float(int(gauge))
-                    self._set(values, keys.gauges[field], gauge, changed)
+            counts, hw_counts = port.get("counters", _NOTHING), port.get("hw_counters", _NOTHING)
+            if not (type(counts) is dict and type(hw_counts) is dict and _PORT_GAUGE_FIELDS.isdisjoint(port)
+                    and int_only(map(type, counts.values())) and int_only(map(type, hw_counts.values()))):
+                self._port(port, index, keys, values, changed)
+                continue
+            get = keys.counters.get
+            for counter, count in counts.items():
+                entry = get(counter)
+                if entry is not None:
+                    key = entry[0]
+                    values[key] = float(count * entry[1])
+                    append(key)
+            get_key = keys.hw_keys.get
+            for counter, count in hw_counts.items():
+                hw_key = get_key(counter)
+                if hw_key is not None:
+                    values[hw_key] = float(count)
+                    append(hw_key)
         optics: dict[SeriesKey, float] = {}
         netdev_keys = self._netdev_keys
-        for netdev, entry in _items(raw.get("netdevs", {}), "netdevs"):
+        for netdev, entry in _items(raw.get("netdevs", _NOTHING), "netdevs"):
             if not isinstance(entry, dict):
                 raise AgentLineError(f"netdevs.{netdev}: expected an object")
             owned = netdev_keys.get(netdev)
@@ -581,13 +652,22 @@ class AgentStream:
                 continue
             ethtool = entry.get("ethtool")
             if ethtool is not None:
-                self._counts(ethtool, owned[1], values, changed, "netdevs.{}.ethtool", netdev)
+                if type(ethtool) is dict and int_only(map(type, ethtool.values())):
+                    get = owned[1].get
+                    for counter, count in ethtool.items():
+                        entry_keys = get(counter)
+                        if entry_keys is not None:
+                            key = entry_keys[0]
+                            values[key] = float(count)
+                            append(key)
+                else:
+                    self._counts(ethtool, owned[1], values, changed, "netdevs.{}.ethtool", netdev)
             text = entry.get("optics_text")
             if isinstance(text, str):
                 optics.update(self._optics_of(netdev, text, owned[0]))
-        for device, count in _items(raw.get("qp_count", {}), "qp_count"):
+        for device, count in _items(raw.get("qp_count", _NOTHING), "qp_count"):
             self._set(values, ("qp_count", device, ""), float(_count(count, f"qp_count.{device}")), changed)
-        gpus = raw.get("gpus", [])
+        gpus = raw.get("gpus", _NO_LIST)
         if not isinstance(gpus, list):
             raise AgentLineError("gpus: expected a list")
         for index, gpu in enumerate(gpus):
@@ -596,42 +676,46 @@ class AgentStream:
             self._gpu(gpu, index, values, changed)
         return optics
 
+    def _port(self, port: dict[str, Any], index: int, keys: _PortKeys, values: dict[SeriesKey, float],
+              changed: list[SeriesKey]) -> None:
+        """The changed fields of one port (``ports[index]``), each checked in the line's order."""
+        for field, value in port.items():
+            if field == "counters":
+                self._counts(value, keys.counters, values, changed, "ports[{}].counters", index)
+            elif field == "hw_counters":
+                self._counts(value, keys.hw_counters, values, changed, "ports[{}].hw_counters", index)
+            elif field in keys.gauges:
+                gauge = _number(value, f"ports[{index}].{field}")
+                if gauge is not None and field != "rate_gbps":  # state codes: integers, as decoded whole
+                    gauge = float(int(gauge))
+                self._set(values, keys.gauges[field], gauge, changed)
+
     def _gpu(self, gpu: dict[str, Any], index: int, values: dict[SeriesKey, float],
              changed: list[SeriesKey]) -> None:
         """The changed fields of one GPU (``gpus[index]``); a null removes the value."""
         gpu_index = gpu.get("index")
         if type(gpu_index) is not int:
             gpu_index = _need(gpu, "index", int, f"gpus[{index}].")
-        keys = self._gpu_keys.get(gpu_index)
-        if keys is None:
-            keys = {field: (metric, f"gpu{gpu_index}", "") for field, metric in _GPU_METRIC.items()}
-            if len(self._gpu_keys) < _MAX_GPU_KEYS:
-                self._gpu_keys[gpu_index] = keys
+        get = _gpu_keys(gpu_index).get
         for field, value in gpu.items():
-            key = keys.get(field)
+            key = get(field)
             if key is None:
                 continue
             kind = type(value)
-            if kind is int or (kind is float and math.isfinite(value)):
-                number: float | None = float(value)
+            if kind is float and math.isfinite(value):
+                values[key] = value
+                changed.append(key)
+            elif kind is int:
+                values[key] = float(value)
+                changed.append(key)
             else:
-                number = _number(value, f"gpus[{index}].{field}")
-            self._set(values, key, number, changed)
+                self._set(values, key, _number(value, f"gpus[{index}].{field}"), changed)
 
 
-_MAX_GPU_KEYS = 64
-"""GPU indexes whose keys are kept (a node has 8 or so; a garbled stream cannot grow the table)."""
-
-
-class _PortKeys:
-    """The keys of one port's values, by the name the agent sends them under."""
-
-    __slots__ = ("counters", "gauges", "hw_counters")
-
-    def __init__(self, device: str, port: str) -> None:
-        self.counters = {name: ((metric, device, port), factor) for name, (metric, factor) in PORT_COUNTERS.items()}
-        self.hw_counters = {name: ((name, device, port), 1) for name in HW_COUNTERS}
-        self.gauges = {field: (metric, device, port) for field, metric in _PORT_GAUGES.items()}
+_PORT_GAUGE_FIELDS = frozenset(_PORT_GAUGES)
+_NOTHING: dict[str, Any] = {}
+_NO_LIST: list[Any] = []
+"""What an absent object or list reads as (never written to)."""
 
 
 def _items(obj: Any, where: str) -> Any:

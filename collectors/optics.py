@@ -25,7 +25,9 @@ def optics_values(text: str) -> Mapping[tuple[str, str], float]:
     that is not exactly as ethtool prints it sends the text through the full
     parser, which gives the same values the slow way.
     """
-    fast = _fast_values(text)
+    fast = _template_values(text)
+    if fast is None:
+        fast = _fast_values(text)
     if fast is not None:
         return fast
     return module_values(parse_ethtool_module(optics_readings(text)))
@@ -105,6 +107,12 @@ def _fast_values(text: str) -> dict[tuple[str, str], float] | None:
         return None
     if lanes is None:
         return None
+    _remember_template(text)
+    return _values_of(temp_c, voltage_v, lanes)
+
+
+def _values_of(temp_c: float | None, voltage_v: float | None,
+               lanes: dict[int, list[float | None]]) -> dict[tuple[str, str], float]:
     values: dict[tuple[str, str], float] = {}
     if temp_c is not None:
         values[("optics_temp_c", "")] = temp_c
@@ -152,9 +160,7 @@ def _fast_readings(text: str) -> _Readings:
     """(temperature C, voltage V, lane -> [tx bias mA, tx mW, tx dBm, rx mW, rx dBm]), lanes None when
     a reading is printed otherwise than ethtool prints it; ValueError for a number ``float`` refuses
     (as ``to_float``, where the parser leaves the reading out)."""
-    temp_c: float | None = None
-    voltage_v: float | None = None
-    lanes: dict[int, list[float | None]] = {}
+    readings: list[_LineReading] = []
     seen = _LINES
     for line in text.splitlines():
         reading = seen.get(line, _ODD)
@@ -164,10 +170,18 @@ def _fast_readings(text: str) -> _Readings:
                 seen.clear()
             seen[line] = reading
             if reading is _ODD:
-                return temp_c, voltage_v, None
-        if reading is None:
-            continue
-        quantity, lane, number, dbm = reading
+                return None, None, None
+        if reading is not None:
+            readings.append(reading)
+    return _gather(readings)
+
+
+def _gather(readings: list[_LineReading]) -> _Readings:
+    """The readings of a dump's lines, in their order (a later line of the same lane wins)."""
+    temp_c: float | None = None
+    voltage_v: float | None = None
+    lanes: dict[int, list[float | None]] = {}
+    for quantity, lane, number, dbm in readings:
         if quantity >= _TX:
             entry = lanes.get(lane)
             if entry is None:
@@ -184,6 +198,109 @@ def _fast_readings(text: str) -> _Readings:
         else:
             voltage_v = number
     return temp_c, voltage_v, lanes
+
+
+# --- templates -----------------------------------------------------------------------
+#
+# A module prints the same lines read after read, only the numbers change. A dump that took the
+# fast path becomes a template: one regular expression of its lines, each line that is not a
+# reading kept literally and each reading's value a group of the very pattern the fast path
+# fullmatches it with, the padding around it spaces or tabs only (which ``strip`` removes too) and
+# lines ended by "\n" only (so that ``splitlines`` cuts the text where the template does). A dump
+# the template matches whole therefore has the same lines, keys and readings, and one C call reads
+# them all; any other dump goes the line-by-line way, which gives the same values.
+
+_LanePlan = tuple[int, int, int, int, int, tuple[str, str], tuple[str, str], tuple[str, str]]
+"""One lane of a template: the groups of its tx bias, tx mW, tx dBm, rx mW and rx dBm (the last line
+of each, as ``_gather`` keeps it; -1 when the dump has none) and its rx dBm, tx dBm and bias keys."""
+_Template = tuple[re.Pattern[str], int, int, tuple[_LanePlan, ...]]
+"""(the pattern, the group of the temperature and of the voltage or -1, the lanes in lane order)."""
+_TEMPLATES: dict[str, list[_Template]] = {}
+"""The key of a dump's first line -> templates of dumps that start with it (a few module types a fleet)."""
+_MAX_TEMPLATES = 256
+_PER_FIRST_LINE = 8
+"""Templates kept, at most, for the whole collector and per first line; once full, dumps that
+match none (garbage, or a module type seen after them) go the line-by-line way, no slower than
+before, and no pattern is compiled again and again."""
+_LINE_BREAKS = re.compile(r"[\r\v\f\x1c-\x1e\x85\u2028\u2029]")
+"""What ``splitlines`` cuts at besides "\n": a dump holding one gets no template."""
+
+
+def _first_key(text: str) -> str:
+    """The key of a dump's first line (the line itself when it has none): its templates' key."""
+    cut = text.find("\n")
+    return (text[:cut] if cut >= 0 else text).partition(" :")[0]
+
+
+def _template_values(text: str) -> dict[tuple[str, str], float] | None:
+    """``_fast_values(text)`` through a template of an earlier dump; None when none matches."""
+    templates = _TEMPLATES.get(_first_key(text))
+    if templates is None:
+        return None
+    for pattern, temp, voltage, lanes in templates:
+        match = pattern.fullmatch(text)
+        if match is None:
+            continue
+        try:  # every number, as the fast path reads every reading line
+            numbers = [*map(float, match.groups()), None]  # [-1]: a reading the dump lacks
+        except ValueError:  # as _fast_values: the full parse decides
+            return None
+        values: dict[tuple[str, str], float] = {}
+        if temp >= 0:
+            values[("optics_temp_c", "")] = numbers[temp]  # type: ignore[assignment]
+        if voltage >= 0:
+            values[("optics_voltage_v", "")] = numbers[voltage]  # type: ignore[assignment]
+        for bias_at, tx_at, tx_dbm_at, rx_at, rx_dbm_at, rx_key, tx_key, bias_key in lanes:
+            bias, tx_dbm, rx_dbm = numbers[bias_at], numbers[tx_dbm_at], numbers[rx_dbm_at]
+            if not (bias or numbers[tx_at] or numbers[rx_at]):
+                continue  # an unused lane, as _put_lane
+            if rx_dbm is not None and rx_dbm == rx_dbm:  # not NaN
+                values[rx_key] = max(rx_dbm, DARK_LANE_DBM)
+            if tx_dbm is not None and tx_dbm == tx_dbm:
+                values[tx_key] = max(tx_dbm, DARK_LANE_DBM)
+            if bias is not None and bias == bias:
+                values[bias_key] = bias
+        return values
+    return None
+
+
+def _remember_template(text: str) -> None:
+    """Keep ``text``, which took the fast path, as a template (see above)."""
+    first = _first_key(text)
+    templates = _TEMPLATES.get(first)
+    full = len(_TEMPLATES) >= _MAX_TEMPLATES if templates is None else len(templates) >= _PER_FIRST_LINE
+    if full or _LINE_BREAKS.search(text) is not None:
+        return
+    lines = text.split("\n")
+    parts: list[str] = []
+    temp = voltage = -1
+    lanes: dict[int, list[int]] = {}
+    group = 0
+    for line in lines:
+        reading = _line_reading(line)
+        if reading is None:
+            parts.append(re.escape(line))
+            continue
+        if reading is _ODD:
+            return
+        quantity, lane = reading[0], reading[1]
+        parts.append(re.escape(line[:line.find(" :") + 2]) + "[ \t]*(?:" + _VALUE_OF[quantity].pattern + ")[ \t]*")
+        if quantity == _TEMP:
+            temp = group
+        elif quantity == _VOLT:
+            voltage = group
+        else:
+            at = {_BIAS: 0, _TX: 1, _RX: 3}[quantity]
+            entry = lanes.setdefault(lane, [-1] * 5)
+            entry[at] = group
+            if quantity != _BIAS:
+                entry[at + 1] = group + 1
+        group += 2 if quantity >= _TX else 1
+    plans = tuple((*entry[:5], ("optics_rx_power_dbm", f"L{lane - 1}"), ("optics_tx_power_dbm", f"L{lane - 1}"),
+                   ("optics_tx_bias_ma", f"L{lane - 1}")) for lane, entry in sorted(lanes.items()))
+    if templates is None:
+        templates = _TEMPLATES[first] = []
+    templates.append((re.compile("\n".join(parts)), temp, voltage, plans))  # type: ignore[arg-type]
 
 
 DARK_LANE_DBM = -40.0

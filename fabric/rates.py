@@ -234,44 +234,45 @@ def derive_rates(previous: HostSample, current: HostSample, max_gap_s: float) ->
     error_sums: dict[tuple[str, str], float] = {}
     corrected_bits: dict[tuple[str, str], float] = {}
     received_bits: dict[tuple[str, str], float] = {}
-    rated, gauge_of, nic_errors = _RATED, _GAUGE_OF, NIC_ERROR_METRICS
+    get_rule = _RULES.get
     inline = dt_s > 0
     for key, value in current.values.items():
-        metric = key[0]
-        spec = rated.get(metric)
-        if spec is None:
+        rule = get_rule(key, _UNSEEN)
+        if rule is _UNSEEN:
+            rule = _rule_of(key)
+        if rule is None:  # a gauge
             continue
         before = before_values.get(key)
         if before is None:
             continue
+        saturated_at, gauge, factor, role, place, spec = rule
         delta: float | None
-        if inline and value >= before and not (spec.saturates and value >= spec.maximum):
+        if inline and before <= value < saturated_at:
             delta = value - before
         else:
             counted = counter_delta(before, value, dt_s, spec)
             delta = counted.delta
             if counted.flag is not None:
-                flags.append(FlaggedSeries(metric, key[1], key[2], counted.flag,
+                flags.append(FlaggedSeries(key[0], key[1], key[2], counted.flag,
                                            _detail(counted.flag, before, value)))
         if delta is None:
             continue
         per_s = delta / dt_s
-        target = gauge_of.get(metric)
-        if target is not None:
-            values[(target[0], key[1], key[2])] = per_s * target[1]
-        if metric in nic_errors:
-            place = (key[1], key[2])
+        if gauge is not None:
+            values[gauge] = per_s * factor
+        if role == _ERRORS:
             error_sums[place] = error_sums.get(place, 0) + per_s
-        elif metric == "rx_corrected_bits_phy":
-            corrected_bits[(key[1], key[2])] = delta
-        elif metric == "rx_bits_phy":
-            received_bits[(key[1], key[2])] = delta
-    for (device, port), total in error_sums.items():
-        values[("errors_per_s", device, port)] = total
-    for (device, port), corrected in corrected_bits.items():
-        received = received_bits.get((device, port))
+        elif role == _FEC:
+            if key[0] == "rx_corrected_bits_phy":
+                corrected_bits[place] = delta
+            else:
+                received_bits[place] = delta
+    for place, total in error_sums.items():
+        values[_place_keys(place)[0]] = total
+    for place, corrected in corrected_bits.items():
+        received = received_bits.get(place)
         if received:
-            values[("pre_fec_ber", device, port)] = corrected / received
+            values[_place_keys(place)[3]] = corrected / received
     return DerivedRates(HostSample(current.host, current.ts, values), tuple(flags))
 
 
@@ -335,8 +336,7 @@ class _Still:
             if role == _ERRORS:
                 place_errors.setdefault(place, []).append((key, still))
             elif role == _FEC and place not in fec_keys:
-                fec_keys[place] = (("rx_corrected_bits_phy", *place), ("rx_bits_phy", *place),
-                                   ("pre_fec_ber", *place))
+                fec_keys[place] = _place_keys(place)[1:]
         return cls({}, dict(standing.sample.values), standing.flags, counters,
                    {place: tuple(keys) for place, keys in place_errors.items()}, fec_keys,
                    _stuck(sample.values, counters))
@@ -359,20 +359,24 @@ class _Still:
         deltas: dict[SeriesKey, float | None] = {}  # of the changed error and FEC counters only
         places: set[tuple[str, str]] = set()
         fec: set[tuple[str, str]] = set()
-        before_values, now_values, get_feeds = previous.values, current.values, self.counters.get
+        before_values, now_values, get_rule = previous.values, current.values, _RULES.get
         for key in changed:
-            feeds = get_feeds(key)
-            if feeds is None:  # a gauge
+            rule = get_rule(key, _UNSEEN)
+            if rule is _UNSEEN:
+                rule = _rule_of(key)
+            if rule is None:  # a gauge
                 continue
             before = before_values.get(key)
             if before is None:
                 return None
             value = now_values[key]
-            saturated_at, gauge, factor, role, place, spec, _, _ = feeds
-            if value >= saturated_at or before >= saturated_at:
-                return None  # a saturating counter reached or left its maximum
+            saturated_at, gauge, factor, role, place, spec = rule
             delta: float | None
-            if value >= before:
+            if before <= value < saturated_at:  # went up (or stood), as almost every counter does
+                delta = value - before
+            elif value >= saturated_at or before >= saturated_at:
+                return None  # a saturating counter reached or left its maximum
+            elif value >= before:
                 delta = value - before
             else:
                 counted = counter_delta(before, value, dt_s, spec)
@@ -398,9 +402,9 @@ class _Still:
                 if delta is not None:
                     total = delta / dt_s if total is None else total + delta / dt_s
             if total is None:
-                values.pop(("errors_per_s", *place), None)
+                values.pop(_place_keys(place)[0], None)
             else:
-                values[("errors_per_s", *place)] = total
+                values[_place_keys(place)[0]] = total
         for place in fec:
             corrected_key, received_key, ber_key = self.fec_keys[place]
             corrected = self._delta_of(corrected_key, deltas)
@@ -421,6 +425,46 @@ class _Still:
             return deltas[key]
         feeds = self.counters.get(key)
         return None if feeds is None else feeds[7]
+
+
+_Rule = tuple[float, SeriesKey | None, float, int, tuple[str, str], CounterSpec]
+"""The first six of ``_Feeds``: what a counter's key alone says about its rate."""
+_RULES: dict[SeriesKey, _Rule | None] = {}
+"""Series key -> its ``_Rule``, None for a gauge: one table for every host (a fleet's nodes have the
+same devices), kept hot in the CPU's caches while thousands of lines a second go through ``derive``."""
+_MAX_RULES = 1 << 16
+"""Keys kept in ``_RULES``; beyond that (garbled input) a key's rule is worked out each time."""
+_UNSEEN: _Rule = (0.0, None, 0.0, 0, ("", ""), WRAP64)
+
+
+def _rule_of(key: SeriesKey) -> _Rule | None:
+    metric = key[0]
+    spec = _RATED.get(metric)
+    rule: _Rule | None = None
+    if spec is not None:
+        target = _GAUGE_OF.get(metric)
+        role = _ERRORS if metric in NIC_ERROR_METRICS else _FEC if metric in _FEC_METRICS else 0
+        rule = (spec.maximum if spec.saturates else math.inf,
+                (target[0], key[1], key[2]) if target else None, target[1] if target else 0.0,
+                role, (key[1], key[2]), spec)
+    if len(_RULES) < _MAX_RULES:
+        _RULES[key] = rule
+    return rule
+
+
+_PLACE_KEYS: dict[tuple[str, str], tuple[SeriesKey, SeriesKey, SeriesKey, SeriesKey]] = {}
+"""(device, port) -> the keys of its ``errors_per_s``, corrected bits, received bits and ``pre_fec_ber``;
+shared by every host, as ``_RULES``."""
+
+
+def _place_keys(place: tuple[str, str]) -> tuple[SeriesKey, SeriesKey, SeriesKey, SeriesKey]:
+    keys = _PLACE_KEYS.get(place)
+    if keys is None:
+        keys = (("errors_per_s", *place), ("rx_corrected_bits_phy", *place), ("rx_bits_phy", *place),
+                ("pre_fec_ber", *place))
+        if len(_PLACE_KEYS) < _MAX_RULES:
+            _PLACE_KEYS[place] = keys
+    return keys
 
 
 def _stuck(values: Mapping[SeriesKey, float],

@@ -294,3 +294,76 @@ def test_a_counter_the_full_line_lacked_makes_the_line_compared_whole() -> None:
     assert read.changed is None
     assert len(read.sample.values) == len(stream.read(json.dumps({**delta, "seq": delta["seq"] + 1,
                                                                    "ports": []})).sample.values)
+
+
+@pytest.mark.parametrize(("port", "reason"), [
+    ({"hw_counters": {"np_cnp_sent": "x"}, "counters": {"port_xmit_data": "y"}},
+     r"ports\[0\].hw_counters.np_cnp_sent: expected an integer"),
+    ({"counters": {"port_xmit_data": "y"}, "hw_counters": {"np_cnp_sent": "x"}},
+     r"ports\[0\].counters.port_xmit_data: expected an integer"),
+    ({"state_code": "4", "counters": {"port_xmit_data": "y"}}, r"ports\[0\].state_code: expected a number"),
+    ({"counters": {"port_xmit_data": 1.5}, "state_code": "4"}, r"ports\[0\].counters.port_xmit_data: expected"),
+    ({"counters": None}, r"ports\[0\].counters: expected an object"),
+])
+def test_the_first_bad_field_of_a_port_is_named(port: dict[str, Any], reason: str) -> None:
+    """A port whose values are not all good leaves the tight loop for the field-by-field one, which
+    names the first bad field in the line's order, as it always did."""
+    lines = simulated_lines(2)
+    delta = agent.changed_line(lines[0], lines[1])
+    assert delta is not None
+    delta["ports"][0] = {"device": lines[0]["ports"][0]["device"], "port": lines[0]["ports"][0]["port"], **port}
+    stream = AgentStream("n1")
+    stream.read(json.dumps(lines[0]))
+    with pytest.raises(AgentLineError, match=reason):
+        stream.read(json.dumps(delta))
+
+
+def test_a_port_with_gauges_and_counters_reads_as_its_full_line() -> None:
+    """Port gauges next to counters (a link going down as traffic stops) take the field-by-field way:
+    the same sample as the full line, and every moved key in ``changed``."""
+    lines = simulated_lines(3)
+    lines[1]["ports"][0]["state_code"], lines[1]["ports"][0]["state"] = 1, "DOWN"
+    lines[1]["ports"][0]["rate_gbps"] = 200.0
+    stream = AgentStream("n1", optics_values)
+    texts = sent(lines, full_every=10)
+    assert '"changed_only":true' in texts[1] and '"state_code":1' in texts[1]
+    stream.read(texts[0])
+    read = stream.read(texts[1])
+    assert read.sample == full_samples(lines)[1]
+    assert read.changed is not None and ("port_state", lines[0]["ports"][0]["device"], "1") in read.changed
+
+
+def test_streams_share_key_tables_and_a_garbled_one_cannot_grow_them() -> None:
+    """Every stream files a device's values under the same key objects (one table for the fleet);
+    GPU indexes out of a garbled line are not kept beyond ``_MAX_TABLES``."""
+    from collectors import agent_reader
+    lines = simulated_lines(2)
+    first, second = AgentStream("n1"), AgentStream("n2")
+    one, two = first.read(json.dumps(lines[0])).sample, second.read(json.dumps(lines[0])).sample
+    assert [a for a, b in zip(one.values, two.values, strict=True) if a is not b and a[0] != "qp_count"] == []
+    for index in range(agent_reader._MAX_TABLES + 50):
+        delta = {"schema": "fleet-agent/1", "host": "n1", "ts": lines[1]["ts"] + index, "interval_s": 1.0,
+                 "seq": lines[0]["seq"] + 1 + index, "changed_only": True,
+                 "gpus": [{"index": 100 + index, "power_w": 1.0}]}
+        assert first.read(json.dumps(delta)).changed is None  # a GPU the full line lacked
+    assert len(agent_reader._GPU_KEYS) <= agent_reader._MAX_TABLES
+
+
+def test_rates_added_to_the_kept_sample_change_no_later_rate() -> None:
+    """``NodePoller._keep`` adds each line's rates to that line's own values (one copy a line), which
+    the tracker keeps as the host's previous sample: the rates and flags of every later line are still
+    those of the full lines, and each stored sample is the full line's values with its rates."""
+    model = FleetModel(parse_scenario(FAULTY), seed=2, start_unix=1764430000.0)
+    lines = [agent_line(model.node_view("gpu001", float(seq)), model.unix(float(seq)), seq, 1.0,
+                        optics=seq % 4 == 0, readings_only=True) for seq in range(1, 31)]
+    stream, changed_only, whole = AgentStream("n1", optics_values), RateTracker(), RateTracker()
+    for text, expected in zip(sent(lines, full_every=12), full_samples(lines), strict=True):
+        read = stream.read(text)
+        got = changed_only.update(read.sample) if read.changed is None else \
+            changed_only.update_changed(read.sample, read.changed)
+        want = whole.update(expected)
+        assert got.sample.values == want.sample.values and got.flags == want.flags
+        values = read.sample.values
+        assert isinstance(values, dict)
+        values.update(got.sample.values)  # as NodePoller._keep
+        assert values == {**expected.values, **want.sample.values}

@@ -14,8 +14,10 @@ from collectors.agent import optics_readings
 from collectors.optics import (
     _LINES,
     _MAX_LINES,
+    _TEMPLATES,
     DARK_LANE_DBM,
     _fast_values,
+    _template_values,
     module_values,
     optics_values,
 )
@@ -240,3 +242,63 @@ def test_the_table_of_lines_seen_stays_bounded() -> None:
     for step in range(1, _MAX_LINES + 10):
         assert optics_values(template.format(step / 1000)) == {("optics_tx_bias_ma", "L0"): step / 1000}
     assert len(_LINES) <= _MAX_LINES
+
+
+# --- templates: a module's next dump read in one match ----------------------------------
+
+_VALUE_EDITS = ("", "0", "00", "9", "-", "+", ".", "e", "nan", "inf", "-inf", " ", "\t", "\r", "\x0b", "\u2028",
+                "x", "1.2.3", " mW", "mA")
+
+
+def _renumbered(text: str, rng: random.Random, odd: bool) -> str:
+    """``text`` with new numbers in its readings (keys and other lines untouched), as the module's
+    next dump; ``odd``: with edits ethtool would not print as well."""
+    lines = []
+    for line in text.split("\n"):
+        key, colon, value = line.partition(" :")
+        if value.rstrip().endswith(("mA", "dBm", "degrees F", " V")):
+            value = "".join(rng.choice("0123456789") if char.isdigit() else char for char in value)
+        if odd and value and rng.random() < 0.2:
+            cut = rng.randrange(len(value))
+            value = value[:cut] + rng.choice(_VALUE_EDITS) + value[cut + rng.randrange(2):]
+        lines.append(key + colon + value)
+    return "\n".join(lines)
+
+
+def test_a_modules_next_dumps_are_read_through_its_template() -> None:
+    """Once a module's dump took the fast path, its next dumps (new numbers, the same lines) are read
+    through the template, giving what the line-by-line fast path and the full parse give."""
+    rng = random.Random(20261201)
+    texts = [optics_readings(text) for text in _rendered()[8:]] + [
+        optics_readings(path.read_text(encoding="utf-8")) for path in _captures()]
+    matched = 0
+    for text in texts:
+        optics_values(text)
+        assert _TEMPLATES, "a dump that took the fast path is kept as a template"
+        for _ in range(20):
+            variant = _renumbered(text, rng, odd=False)
+            through = _template_values(variant)
+            matched += through is not None
+            fast = _fast_values(variant)
+            if through is not None:
+                assert fast is not None
+                assert list(through.items()) == list(fast.items()) or _nan_equal(through, fast), variant
+            _same(variant)
+    assert matched > len(texts) * 15, "new numbers in the same lines match the template"
+
+
+def test_odd_values_read_through_a_template_as_the_full_parse() -> None:
+    """Values ethtool would not print (other whitespace, line breaks, units, numbers float refuses)
+    in a dump whose module has a template: what the template gives, if anything, is the full parse's."""
+    rng = random.Random(20261202)
+    texts = [optics_readings(text) for text in _rendered()[8:12]] + [
+        optics_readings(path.read_text(encoding="utf-8")) for path in _captures()]
+    for text in texts:
+        optics_values(text)
+        for _ in range(60):
+            variant = _renumbered(text, rng, odd=True)
+            through = _template_values(variant)
+            if through is not None:
+                want = _slow(variant)
+                assert list(through.items()) == list(want.items()) or _nan_equal(through, want), variant
+            _same(variant)

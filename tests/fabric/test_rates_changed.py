@@ -138,3 +138,30 @@ def test_full_lines_between_changed_ones_give_what_update_gives(seed: int) -> No
         expected = whole.update(sample)
         assert got.sample.values == expected.sample.values, step
         assert got.flags == expected.flags, step
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_hosts_with_the_same_devices_keep_their_own_rates(seed: int) -> None:
+    """The counters' rules are one table for every host (the same devices on every node): hosts
+    interleaved in one tracker each get exactly what ``update`` gives them alone."""
+    rng = random.Random(seed)
+    keys = _keys()
+    hosts = ("n1", "n2", "n3")
+    values = {host: {key: float(rng.randrange(0, 1000)) for key in keys} for host in hosts}
+    whole = {host: RateTracker(max_gap_s=3.0) for host in hosts}
+    changed_only = RateTracker(max_gap_s=3.0)
+    ts = 1764430000.0
+    for host in hosts:
+        first = HostSample(host, ts, dict(values[host]))
+        assert whole[host].update(first) == changed_only.update(first)
+    for _ in range(60):
+        ts += 1.0
+        for host in rng.sample(hosts, len(hosts)):
+            changed = rng.sample(keys, rng.randrange(0, 8))
+            for key in changed:
+                before = values[host][key]
+                values[host][key] = _move(rng, key[0], before) if key[0] in _COUNTERS else float(rng.randrange(5))
+            sample = HostSample(host, ts, dict(values[host]))
+            expected, got = whole[host].update(sample), changed_only.update_changed(sample, changed)
+            assert got.sample.values == expected.sample.values
+            assert got.flags == expected.flags
