@@ -3,10 +3,13 @@
 Why: "is this rented cluster wired and healthy?" in minutes, not the half
 hour of in-house scripts. Pairs come from :func:`fabric.pairing.schedule`
 (rounds of disjoint pairs, a full mesh of n nodes in n-1 rounds). Rounds are
-pipelined rather than fenced: a pair of round r+1 starts as soon as both of
+pipelined rather than fenced: a pair of round r+1 measures as soon as both of
 its NICs are done with round r, so one slow pair delays only the NICs it
-shares, never the whole round; a NIC is still never in two probes at once.
-At most ``max_parallel`` probes are in flight.
+shares, never the whole round; a NIC is still never in two measurements at
+once. Its perftest server is started while those NICs are still in their
+round-r probes (``SERVER_START_AFTER_S``): a waiting server only listens on
+TCP, and its start no longer lies between one round and the next. At most
+``max_parallel`` probes are in flight (a waiting server counts).
 
 Output (:class:`LinktestReport`): the local checks, a p99 matrix per rail
 (microseconds; None where a probe failed), the bad pairs (failed, or an
@@ -43,6 +46,19 @@ from fabric.localize import Probe, Suspect, is_outlier, localize, rail_reference
 from fabric.naming import RAILS_PER_NODE, nic_name
 from fabric.pairing import PairTest, schedule
 from fabric.records import ProbeRecord
+
+SERVER_START_AFTER_S = 0.1
+"""How long after its NICs' previous probes started measuring a probe starts its server.
+
+The server may wait for its client while those probes end (see
+``collectors.probes.perftest_probe``), so its start need not lie between one
+probe and the next. It is not started at once either: the probes of a round
+start together, and the servers' starts would queue with their clients' on
+the fleet's CPUs (and, simulated, on the simulator's one). A perftest run lasts
+at least its report's calibration, 0.219 s (``simulator.perftest.CPU_MHZ_CALIBRATION_S``),
+so 0.1 s later the round's clients have started and its ends are still to come;
+a previous probe that ends sooner lets the server start at once.
+"""
 
 ProgressCallback = Callable[[int, int, float | None], None]
 """Told (done, total, eta_s) after each probe; eta None until the first probe ends."""
@@ -217,6 +233,31 @@ def _leaves(
     return leaf_of
 
 
+@dataclass(eq=False)
+class _Probe:
+    """One scheduled probe as the next probes of its NICs see it."""
+
+    src: str
+    measuring: asyncio.Future[float]
+    """Done (with the loop's time) once its client started, or once it ended without one."""
+    client_ended: asyncio.Future[None]
+    """Done once its client has exited (or it ended without one): the client's NIC is free."""
+    ended: asyncio.Future[None]
+    """Done once its server has ended too: both NICs are free (its output is read after)."""
+    task: asyncio.Future[PairOutcome] = field(init=False)
+
+    def free(self, node: str) -> asyncio.Future[None]:
+        """When ``node``'s NIC in this probe is free."""
+        return self.client_ended if node == self.src else self.ended
+
+
+def _settle(*futures: asyncio.Future[None]) -> None:
+    """Resolve those not yet done: a probe's signals are told once, by whichever way it ends."""
+    for future in futures:
+        if not future.done():
+            future.set_result(None)
+
+
 class _Runner:
     """Runs the probes pipelined per NIC, bounded in parallelism, reporting progress."""
 
@@ -244,16 +285,18 @@ class _Runner:
         self.slots = asyncio.Semaphore(max(1, spec.max_parallel))
 
     async def run(self, tests: Sequence[tuple[PairTest, int | None]]) -> list[PairOutcome]:
-        last: dict[tuple[str, int], asyncio.Future[PairOutcome]] = {}
-        task: asyncio.Future[PairOutcome]
-        tasks: list[asyncio.Future[PairOutcome]] = []
+        last: dict[tuple[str, int], _Probe] = {}
+        probes: list[_Probe] = []
+        loop = asyncio.get_running_loop()
         for test, label in tests:
             ends = ((test.src, test.rail), (test.dst, test.rail))
-            before = [last[e] for e in ends if e in last]
-            task = asyncio.ensure_future(self._one(test, label, before))
+            before = [(last[e], e[0]) for e in ends if e in last]
+            probe = _Probe(test.src, loop.create_future(), loop.create_future(), loop.create_future())
+            probe.task = asyncio.ensure_future(self._one(test, label, before, probe))
             for end in ends:
-                last[end] = task
-            tasks.append(task)
+                last[end] = probe
+            probes.append(probe)
+        tasks = [p.task for p in probes]
         try:
             return list(await asyncio.gather(*tasks))
         finally:
@@ -261,16 +304,39 @@ class _Runner:
                 task.cancel()
 
     async def _one(
-        self, test: PairTest, label: int | None, before: Sequence[asyncio.Future[PairOutcome]]
+        self, test: PairTest, label: int | None, before: Sequence[tuple[_Probe, str]], probe: _Probe
     ) -> PairOutcome:
-        if before:
-            await asyncio.wait(before)
-        async with self.slots:
-            spec = PerftestSpec(
-                test.src, test.dst, test=self.spec.test, src_nic=nic_name(test.rail), iterations=self.spec.iterations,
-                flow_label=label, timeout_s=self.spec.probe_timeout_s, run_id=self.run_id,
-            )  # fmt: skip
-            record = await run_perftest(self.pool, spec, ports=self.ports, gids=self.gids)
+        """One pair: its server starts while its NICs' previous probes measure, its client once they ended.
+
+        ``before``: the previous probe of each of its NICs, with the node of that NIC.
+        """
+        loop = asyncio.get_running_loop()
+        free = [previous.free(node) for previous, node in before]
+
+        def stage(name: str) -> None:
+            if name == "client" and not probe.measuring.done():
+                probe.measuring.set_result(loop.time())
+            elif name == "done":
+                _settle(probe.client_ended, probe.ended)
+
+        try:
+            if before:
+                await asyncio.wait([previous.measuring for previous, _ in before])
+                lead = max(previous.measuring.result() for previous, _ in before) + SERVER_START_AFTER_S - loop.time()
+                if lead > 0:
+                    await asyncio.wait(free, timeout=lead)
+            async with self.slots:
+                spec = PerftestSpec(
+                    test.src, test.dst, test=self.spec.test, src_nic=nic_name(test.rail),
+                    iterations=self.spec.iterations, flow_label=label, timeout_s=self.spec.probe_timeout_s,
+                    run_id=self.run_id,
+                )  # fmt: skip
+                record = await run_perftest(self.pool, spec, ports=self.ports, gids=self.gids, on_stage=stage,
+                                            after=free, on_client_ended=lambda: _settle(probe.client_ended))
+        finally:
+            if not probe.measuring.done():
+                probe.measuring.set_result(loop.time())
+            _settle(probe.client_ended, probe.ended)
         self.records.append(record)
         if self.on_record is not None:
             self.on_record(record)

@@ -12,6 +12,13 @@ client (``src``) starts once the server listens. The server ALWAYS goes away:
 - its SSH channel is closed in a ``finally`` on success, failure, timeout and
   asyncio cancellation (Ctrl-C).
 
+A link test starts a probe's server while its two NICs are still in their
+previous probes (``after``) and its client once those have ended: a waiting
+perftest server has only opened the device and listens on TCP (perftest's
+``write_lat.c`` creates its memory region, CQ and QP after the client has
+connected), so it touches neither NIC's traffic, and the start of the server
+no longer lies between one probe and the next.
+
 Both sides' output are kept in the record's ``raw``. Results: latency in
 microseconds (``t_min_usec``, ``t_typical_usec``, ``t_avg_usec``, ``p99_usec``,
 ``p999_usec`` ...) or bandwidth in Gbit/s (``bw_avg_gbps``, ``bw_peak_gbps``).
@@ -24,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,13 +62,19 @@ SERVER_GRACE_S = 5.0
 """How long the server may take to print its half after its client finished."""
 KILL_AFTER_S = 2
 """``timeout -k``: seconds between SIGTERM and SIGKILL for a server that ignores TERM."""
+AFTER_GRACE_S = 2 * SERVER_GRACE_S
+"""How much longer than ``timeout_s`` a probe waits for the probes ``after`` (see ``run_perftest``):
+each of them is already measuring, so ends within its own ``timeout_s``, its server's
+grace to finish and its grace to stop."""
 
 _WAITING = "Waiting for client to connect"
 _CANNOT_LISTEN = ("Couldn't listen", "Unable to open file descriptor")
 _CANNOT_CONNECT = ("Couldn't connect",)
 
 StageCallback = Callable[[str], None]
-"""Told each stage as it starts: "gid", "server", "listening", "client", "done"."""
+"""Told each stage as it starts: "gid", "server", "listening", "client", "done".
+
+"client" means the measurement starts: the NICs are free (``run_perftest``'s ``after``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,8 +210,18 @@ async def run_perftest(
     gids: GidCache | None = None,
     on_stage: StageCallback | None = None,
     clock: Callable[[], float] = time.time,
+    after: Sequence[asyncio.Future[Any]] = (),
+    on_client_ended: Callable[[], None] | None = None,
 ) -> ProbeRecord:
     """Run one probe; always returns a record (``ok=False`` with the reason on failure).
+
+    ``after``: done once the two NICs are free of the probes they are still in
+    (a link test's previous round, each already measuring). The server starts
+    at once; the client starts, and the measurement with it, only once they are
+    all done. That wait does not count against ``timeout_s`` (it is bounded by
+    ``timeout_s`` plus AFTER_GRACE_S), and the server's own ``timeout`` allows for it.
+    ``on_client_ended`` is told once the client has exited, before the server's
+    half is read: the client's NIC measures no more.
 
     Cancelling the calling task still closes the server side before the
     CancelledError propagates.
@@ -221,7 +244,7 @@ async def run_perftest(
         )  # fmt: skip
 
     try:
-        async with asyncio.timeout(spec.timeout_s):
+        async with asyncio.timeout(spec.timeout_s) as deadline:
             stage("gid")
             if spec.gid_index is None:
                 client_gid, server_gid = await gids.pair(pool, spec)
@@ -229,7 +252,9 @@ async def run_perftest(
                 client_gid = server_gid = spec.gid_index
             params["gid_index"] = {"client": client_gid, "server": server_gid}
             remaining = spec.timeout_s - (time.monotonic() - started)
-            client_text = await _with_server(pool, spec, ports, client_gid, server_gid, remaining, raw, stage, params)
+            turn = _Turn(after, spec.timeout_s + AFTER_GRACE_S if after else 0.0, deadline)
+            client_text = await _with_server(pool, spec, ports, client_gid, server_gid, remaining, raw, stage, params,
+                                             turn, on_client_ended or (lambda: None))
     except ProbeFailed as failure:
         return record(False, {"error": f"{failure.host}: {failure.reason}", "stage": failure.stage,
                               "failed_host": failure.host})
@@ -269,6 +294,8 @@ async def _with_server(
     raw: list[str],
     stage: StageCallback,
     params: dict[str, Any],
+    turn: _Turn,
+    client_ended: Callable[[], None],
 ) -> str:
     """Start the server, run the client against it, stop the server whatever happens; the client's text."""
     last_reason = ""
@@ -276,7 +303,7 @@ async def _with_server(
         port = ports.acquire(spec.dst)
         params["port"] = port
         try:
-            server = _Server(pool, spec, server_gid, port, budget_s)
+            server = _Server(pool, spec, server_gid, port, budget_s + turn.wait_s)
             stage("server")
             raw.append(f"# server {spec.dst}: {server.command.text}\n")
             try:
@@ -287,8 +314,10 @@ async def _with_server(
                 if not listening and server.ended():
                     raise ProbeFailed("server", spec.dst, f"perftest server exited: {server.reason()}")
                 stage("listening")
+                await turn.wait(spec)
                 stage("client")
                 client_text = await _client(pool, spec, client_gid, port, budget_s, server, raw)
+                client_ended()
                 await server.finish(SERVER_GRACE_S)
             finally:
                 await server.stop()
@@ -321,6 +350,30 @@ async def _client(
             raise ProbeFailed("client", spec.src, _reach_reason(result))
         raise ProbeFailed("client", spec.src, f"perftest client failed ({result.reason}): {_first(result.stderr)}")
     return text
+
+
+class _Turn:
+    """Waits, between a listening server and its client, for the probes its NICs are still in."""
+
+    def __init__(self, after: Sequence[asyncio.Future[Any]], wait_s: float, deadline: asyncio.Timeout) -> None:
+        self.after = after
+        self.wait_s = wait_s
+        """The longest the wait may take; 0 without probes to wait for."""
+        self.deadline = deadline
+
+    async def wait(self, spec: PerftestSpec) -> None:
+        """Until everything ``after`` is done; the probe's own deadline is held meanwhile."""
+        if not self.after or all(f.done() for f in self.after):
+            return
+        loop = asyncio.get_running_loop()
+        when = self.deadline.when()
+        left = None if when is None else when - loop.time()
+        self.deadline.reschedule(None)
+        _, pending = await asyncio.wait(self.after, timeout=self.wait_s)
+        if pending:
+            raise ProbeFailed("wait", spec.dst, f"the previous probes of {spec.src_nic} on {spec.src} and "
+                              f"{spec.server_nic} on {spec.dst} did not end within {self.wait_s:g} s")
+        self.deadline.reschedule(None if left is None else loop.time() + left)
 
 
 class _Server:

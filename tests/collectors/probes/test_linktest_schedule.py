@@ -1,9 +1,12 @@
 """The link test's scheduling: rounds kept per NIC, no global barrier, and the same report however probes interleave.
 
-The probes here are a stand-in for ``run_perftest`` (no SSH): it records which
-NICs are busy and when, takes a seeded number of event-loop turns to finish (so
-probes end in a different order from the one they started in), and answers a
-p99 that depends only on the pair, so two runs can be compared value for value.
+The probes here are a stand-in for ``run_perftest`` (no SSH): called, it
+"starts its server", waits for the probes ``after`` (its NICs' previous ones)
+as the real probe does before its client, then records which NICs measure and
+when, takes a seeded number of event-loop turns to finish (so probes end in a
+different order from the one they started in), frees the client's NIC a few
+turns before the server's, and answers a p99 that depends only on the pair,
+so two runs can be compared value for value.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import asyncio
 import random
 import zlib
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,7 +40,7 @@ SLOW_NIC = ("gpu004", "mlx5_1")
 
 @dataclass
 class FakePerftest:
-    """Stands in for run_perftest: checks that a NIC is never in two probes at once, records the order."""
+    """Stands in for run_perftest: checks that a NIC is never in two measurements at once, records the order."""
 
     seed: int = 0
     hold: frozenset[str] = frozenset()
@@ -47,11 +51,24 @@ class FakePerftest:
     started: list[tuple[str, str, int, int | None]] = field(default_factory=list)
     ended: list[tuple[str, str, int, int | None]] = field(default_factory=list)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
+    waiting: Counter[tuple[str, str]] = field(default_factory=Counter)
+    """NICs with a probe waiting for ``after`` (its server started, its client not yet)."""
+    most_waiting: int = 0
 
     async def __call__(
-        self, pool: SshPool, spec: PerftestSpec, *, ports: PortAllocator | None = None, gids: GidCache | None = None
+        self, pool: SshPool, spec: PerftestSpec, *, ports: PortAllocator | None = None, gids: GidCache | None = None,
+        on_stage: Callable[[str], None] | None = None, after: Sequence[asyncio.Future[Any]] = (),
+        on_client_ended: Callable[[], None] | None = None,
     ) -> ProbeRecord:
         ends = [(spec.src, spec.src_nic), (spec.dst, spec.server_nic)]
+        self.waiting.update(ends)
+        self.most_waiting = max(self.most_waiting, *(self.waiting[end] for end in ends))
+        self._tell()
+        if after:
+            await asyncio.wait(after)
+        self.waiting.subtract(ends)
+        if on_stage is not None:
+            on_stage("client")
         self.overlaps += [end for end in ends if end in self.busy]
         self.busy.update(ends)
         key = (spec.src, spec.dst, int(spec.src_nic.rsplit("_", 1)[1]), spec.flow_label)
@@ -59,11 +76,18 @@ class FakePerftest:
         self._tell()
         if {spec.src, spec.dst} == self.hold:
             await self.release.wait()
-        turns = random.Random(_stable((self.seed, key))).randrange(12)
-        for _ in range(turns):  # a probe's own work, of varying length: not a wait for anything
+        draw = random.Random(_stable((self.seed, key)))
+        for _ in range(draw.randrange(12)):  # a probe's own work, of varying length: not a wait for anything
             await asyncio.sleep(0)
-        self.busy.difference_update(ends)
+        self.busy.discard(ends[0])  # the client has exited; the server prints its half a little later
+        if on_client_ended is not None:
+            on_client_ended()
+        for _ in range(draw.randrange(12)):
+            await asyncio.sleep(0)
+        self.busy.discard(ends[1])
         self.ended.append(key)
+        if on_stage is not None:
+            on_stage("done")
         self._tell()
         slow = SLOW_NIC in ends
         p99 = (40.0 if slow else 2.0) + _stable((spec.src, spec.dst, spec.src_nic, spec.flow_label)) % 100 / 1000
@@ -118,6 +142,7 @@ async def test_every_pair_runs_once_no_nic_twice_and_rounds_in_order(
     expected = Counter((src, dst, rail, label) for (src, dst, rail) in round_of for label in linktest._labels(2))
     assert Counter(fake.started) == expected and max(expected.values()) == 1
     assert fake.overlaps == []
+    assert fake.most_waiting == 1  # a NIC's next probe waits for its turn, never two of them
     assert len(fake.ended) == len(fake.started) == len(report.outcomes) == sum(expected.values())
     for node in NODES9:
         for rail in spec.rails:
@@ -143,6 +168,8 @@ async def test_a_straggler_holds_back_only_the_probes_that_wait_for_it(monkeypat
             return any(round_of[k[:3]] >= 3 and not held & set(k[:2]) for k in fake.ended)
 
         await fake.until(others_reached_round_3)  # with a barrier per round this never holds
+        # the next probes of the straggler's NICs have started their servers and wait for it to end
+        await fake.until(lambda: all(fake.waiting[(node, "mlx5_0")] == 1 for node in held))
         assert [k[:3] for k in fake.started if held & set(k[:2])] == [first]  # the straggler's nodes moved no further
         assert not running.done()
         fake.release.set()

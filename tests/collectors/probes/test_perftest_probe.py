@@ -112,6 +112,51 @@ async def test_server_is_killed_on_cancel(fleet: Fleet) -> None:
     assert await fleet.wait_until(lambda: fleet.perftest_servers() == [])
 
 
+async def test_the_client_waits_for_the_probes_after_and_that_wait_is_not_timed(fleet: Fleet) -> None:
+    previous = asyncio.get_running_loop().create_future()  # the probe its NICs are still in
+    stages: list[str] = []
+    spec = PerftestSpec("gpu001", "gpu002", timeout_s=1.5)
+    task = asyncio.ensure_future(run_perftest(fleet.pool, spec, on_stage=stages.append, after=[previous]))
+    assert await fleet.wait_until(lambda: "listening" in stages)
+    port = [p for node, p in fleet.perftest_servers() if node == "gpu002"]
+    await asyncio.sleep(2.0)  # longer than the probe's timeout_s: the wait is not the probe's own time
+    assert "client" not in stages and fleet.perftest_servers() == [("gpu002", port[0])]
+    previous.set_result(None)
+    record = await asyncio.wait_for(task, 5)
+    assert record.ok, record.result
+    assert stages == ["gid", "server", "listening", "client", "done"]
+    assert f"timeout -k 2 {int(1.5 + perftest_probe.AFTER_GRACE_S + perftest_probe.SERVER_GRACE_S + 1.999)} " in (
+        record.raw)  # the server's own timeout allows for the wait
+    assert fleet.perftest_servers() == []
+
+
+async def test_server_is_killed_on_cancel_while_waiting_for_the_probes_after(fleet: Fleet) -> None:
+    stages: list[str] = []
+    never = asyncio.get_running_loop().create_future()
+    task = asyncio.ensure_future(run_perftest(fleet.pool, PerftestSpec("gpu003", "gpu004"), on_stage=stages.append,
+                                              after=[never]))
+    assert await fleet.wait_until(lambda: "listening" in stages)
+    assert [node for node, _ in fleet.perftest_servers()] == ["gpu004"]
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert "client" not in stages
+    assert await fleet.wait_until(lambda: fleet.perftest_servers() == [])
+
+
+async def test_probes_after_that_never_end_fail_the_probe_and_stop_its_server(
+    fleet: Fleet, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(perftest_probe, "AFTER_GRACE_S", 0.0)  # wait at most timeout_s
+    never = asyncio.get_running_loop().create_future()
+    started = time.monotonic()
+    record = await run_perftest(fleet.pool, PerftestSpec("gpu001", "gpu003", timeout_s=1.0), after=[never])
+    assert 1.0 <= time.monotonic() - started < 3
+    assert not record.ok and record.result["stage"] == "wait" and record.result["failed_host"] == "gpu003"
+    assert "did not end within 1 s" in record.result["error"]
+    assert await fleet.wait_until(lambda: fleet.perftest_servers() == [])
+
+
 async def test_parallel_probes_use_distinct_ports(fleet: Fleet) -> None:
     ports = PortAllocator(offset=0)
     gids = GidCache()
