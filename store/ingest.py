@@ -12,9 +12,12 @@ from fabric.events import Event
 from fabric.records import ActionRecord, HostRecord, HostStatus, JobRecord, PortRecord, ProbeRecord
 from fabric.samples import HostSample
 from store import rows
-from store.catalog import Catalog, Layout
+from store.catalog import Catalog, HostSeries, Layout, insert_rows
 from store.codec import encode_frame, encode_sorted_frame, frame_size, merge_frames
+from store.latest import MAX_DEFER_MS, MAX_DEFERRED, MAX_GAP_MS
 from store.pending import Item
+
+NEVER = 2**62
 
 
 def ts_to_ms(ts: float) -> int:
@@ -30,6 +33,12 @@ class Ingestor:
         self.catalog = Catalog(conn)
         conn.create_function("fleet_merge_frames", 2, merge_frames, deterministic=True)
         conn.create_function("fleet_frame_size", 1, frame_size, deterministic=True)
+        self._dirty: dict[str, HostSeries] = {}
+        """Hosts whose ``latest`` row is written at the end of this batch."""
+        self._deferred = {host: hs for host, hs in self.catalog.hosts.items() if hs.deferred}
+        """Hosts with samples in frames only (:mod:`store.latest`)."""
+        self._recheck_ms = min((hs.deferred_since + MAX_DEFER_MS for hs in self._deferred.values()), default=NEVER)
+        """When the store's clock passes this, a host's oldest sample left out of its row is due."""
 
     def write(self, batch: list[Item]) -> int:
         """Write every item of ``batch``; returns the number of samples and records written."""
@@ -44,8 +53,7 @@ class Ingestor:
                 written += getattr(self, f"_put_{item.kind}")(item.payload)
         if frames:
             self.conn.executemany(_INSERT_FRAME, _merged(frames))
-        if changes:
-            self.conn.executemany("INSERT OR REPLACE INTO changes VALUES (?, ?, ?)", changes)
+        insert_rows(self.conn, "INSERT OR REPLACE INTO changes", changes)
         self._write_latest()
         return written
 
@@ -58,54 +66,91 @@ class Ingestor:
         if not sample.values:
             return 0
         catalog = self.catalog
-        hs = catalog.host(sample.host)
+        host = sample.host
+        hs = catalog.host(host)
         keys = tuple(sample.values)
         layout = hs.layouts.get(len(keys))
+        created = False
         if layout is None or layout.keys != keys:  # equal keys are mostly the same objects: a fast compare
             index = hs.index
             cols_list = [index.get(key, -1) for key in keys]
             if -1 in cols_list:
                 missing = [i for i, c in enumerate(cols_list) if c < 0]
-                created = catalog.create(sample.host, hs, [keys[i] for i in missing])
-                for i, col in zip(missing, created, strict=True):
+                new_cols = catalog.create(host, hs, [keys[i] for i in missing])
+                for i, col in zip(missing, new_cols, strict=True):
                     cols_list[i] = col
+                created = True
             layout = hs.layouts[len(keys)] = Layout(keys, np.array(cols_list, dtype=np.int64), hs.is_error, hs.sids)
         cols = layout.cols
         values = np.fromiter(sample.values.values(), dtype=np.float64, count=len(cols))
         ts_ms = ts_to_ms(sample.ts)
-        errors = layout.errors
-        if errors.any():
-            ecols = cols[errors]
-            evalues = values[errors]
-            old = hs.values[ecols]
-            changed = (hs.ts_ms[ecols] < 0) | (old.view(np.uint64) != evalues.view(np.uint64))
-            for sid, value in zip(hs.sids[ecols[changed]].tolist(), evalues[changed].tolist(), strict=True):
-                changes.append((sid, ts_ms, value))
-        if len(layout.frame_order):
-            frames.append((sample.host, ts_ms, len(layout.frame_order),
+        errors_changed = False
+        if len(layout.error_at):
+            evalues = values[layout.error_at]
+            ebytes = evalues.tobytes()
+            if hs.errors_of is not layout or hs.errors_bytes != ebytes:
+                ecols = layout.error_cols
+                changed = (hs.ts_ms[ecols] < 0) | (hs.values[ecols].view(np.uint64) != evalues.view(np.uint64))
+                if changed.any():
+                    errors_changed = True
+                    for sid, value in zip(hs.sids[ecols[changed]].tolist(), evalues[changed].tolist(), strict=True):
+                        changes.append((sid, ts_ms, value))
+            # in order, the host's error values are now these: the next sample of this layout compares bytes
+            hs.errors_of, hs.errors_bytes = (layout, ebytes) if ts_ms > hs.newest else (None, b"")
+        has_frame = len(layout.frame_order) > 0
+        if has_frame:
+            frames.append((host, ts_ms, len(layout.frame_order),
                            encode_sorted_frame(layout.frame_sids, values[layout.frame_order])))
-        newer = hs.ts_ms[cols] <= ts_ms
-        hs.values[cols[newer]] = values[newer]
-        hs.ts_ms[cols[newer]] = ts_ms
-        hs.dirty = True
+        if ts_ms > hs.newest:  # in order: every value is its series' newest
+            left_out = (has_frame and not created and not errors_changed and not hs.dirty and hs.row_ts >= 0
+                        and hs.deferred < MAX_DEFERRED and ts_ms - hs.newest <= MAX_GAP_MS
+                        and layout.error_set == hs.error_set)
+            hs.values[cols] = values
+            hs.ts_ms[cols] = ts_ms
+            hs.newest = ts_ms
+        else:
+            left_out = False
+            newer = hs.ts_ms[cols] <= ts_ms
+            hs.values[cols[newer]] = values[newer]
+            hs.ts_ms[cols[newer]] = ts_ms
+        if left_out:
+            if not hs.deferred:
+                hs.deferred_since = ts_ms
+                self._deferred[host] = hs
+                self._recheck_ms = min(self._recheck_ms, ts_ms + MAX_DEFER_MS)
+            hs.deferred += 1
+        elif not hs.dirty:
+            hs.dirty = True
+            self._dirty[host] = hs
         catalog.now_ms = max(catalog.now_ms, ts_ms)
         return len(cols)
 
     def _write_latest(self) -> None:
+        """Write the rows of the hosts that need it (:mod:`store.latest`): dirty ones, and those
+        whose oldest sample left out of the row is due by the store's clock."""
+        if self.catalog.now_ms >= self._recheck_ms:
+            due = self.catalog.now_ms - MAX_DEFER_MS
+            self._recheck_ms = NEVER
+            for host, hs in self._deferred.items():
+                if hs.deferred_since <= due:
+                    hs.dirty = True
+                    self._dirty[host] = hs
+                else:
+                    self._recheck_ms = min(self._recheck_ms, hs.deferred_since + MAX_DEFER_MS)
+        if not self._dirty:
+            return
         upserts = []
-        for host, hs in self.catalog.hosts.items():
-            if not hs.dirty:
-                continue
+        for host, hs in self._dirty.items():
             seen = hs.ts_ms >= 0
-            upserts.append((host, int(hs.ts_ms.max()),
-                            encode_frame(hs.sids[seen], hs.values[seen], hs.ts_ms[seen])))
-            hs.dirty = False
-        if upserts:
-            self.conn.executemany(
-                "INSERT INTO latest (host, ts_ms, data) VALUES (?, ?, ?) ON CONFLICT (host) "
-                "DO UPDATE SET ts_ms = excluded.ts_ms, data = excluded.data, version = version + 1",
-                upserts,
-            )
+            upserts.append((host, hs.newest, encode_frame(hs.sids[seen], hs.values[seen], hs.ts_ms[seen])))
+            hs.row_written()
+            self._deferred.pop(host, None)
+        self._dirty = {}
+        self.conn.executemany(
+            "INSERT INTO latest (host, ts_ms, data) VALUES (?, ?, ?) ON CONFLICT (host) "
+            "DO UPDATE SET ts_ms = excluded.ts_ms, data = excluded.data, version = version + 1",
+            upserts,
+        )
 
     def _put_event(self, event: Event) -> int:
         self.conn.execute(f"INSERT INTO events ({rows.EVENT_COLUMNS}) VALUES ({_marks(10)})",

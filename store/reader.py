@@ -25,8 +25,9 @@ import sqlite_utils
 from fabric.events import Event
 from fabric.records import ActionRecord, HostRecord, HostStatus, JobRecord, PortRecord, ProbeRecord
 from store import rows
-from store.codec import F64, I64, decode_frame
+from store.codec import F64, I64
 from store.ingest import ts_to_ms
+from store.latest import MAX_DEFER_MS, HostLatest
 from store.maintenance import ROLLUP_ROWS
 from store.points import (
     EMPTY,
@@ -132,7 +133,8 @@ class StoreReader:
             return found
 
     def _host_points(self, entry: _HostLatest) -> list[Point]:
-        return self._build(self._columns(entry.host, entry.sids), entry.ts_ms, entry.values)
+        state = entry.state
+        return self._build(self._columns(entry.host, state.sids), state.ts_ms, state.values)
 
     def _columns(self, host: str, sids: I64) -> tuple[list[str], ...]:
         """(hosts, metrics, devices, ports) of ``sids`` of ``host``, kept per host while its
@@ -160,7 +162,7 @@ class StoreReader:
             cached = self._latest_hosts(hosts)
             self._refresh()
             wanted = self._metric_filter(metrics)
-            parts = [(e.sids, e.ts_ms, e.values) for e in cached]
+            parts = [(e.state.sids, e.state.ts_ms, e.state.values) for e in cached]
             s, t, v = concat(parts)
             if wanted is not None:
                 keep = _select(wanted, s)
@@ -168,7 +170,20 @@ class StoreReader:
             return self._arrays((s, t, v))
 
     def _latest_hosts(self, hosts: Sequence[str] | None) -> list[_HostLatest]:
-        """The cached newest values of ``hosts`` (all when None), re-read where they changed."""
+        """The cached newest values of ``hosts`` (all when None), brought up to date: a host whose
+        row changed is re-read, then the frames newer than what its entry holds are applied
+        (:mod:`store.latest`). One snapshot for all queries, so no row is mixed with later frames."""
+        conn = self._conn
+        began = not conn.in_transaction
+        if began:
+            conn.execute("BEGIN")
+        try:
+            return self._latest_snapshot(hosts)
+        finally:
+            if began:
+                conn.execute("COMMIT")
+
+    def _latest_snapshot(self, hosts: Sequence[str] | None) -> list[_HostLatest]:
         if hosts is None:
             versions = self._conn.execute("SELECT host, version FROM latest").fetchall()
         else:
@@ -176,15 +191,42 @@ class StoreReader:
             for part in _batches(list(hosts)):
                 versions += self._conn.execute(
                     f"SELECT host, version FROM latest WHERE host IN ({_marks(len(part))})", part).fetchall()
+        newest = self._newest_frames()
         stale = [host for host, version in versions
                  if (entry := self._latest.get(host)) is None or entry.version != version]
         for part in _batches(stale):
-            for host, version, blob in self._conn.execute(
-                f"SELECT host, version, data FROM latest WHERE host IN ({_marks(len(part))})", part):
-                sids, values, stamps = decode_frame(blob)
-                assert stamps is not None
-                self._latest[host] = _HostLatest(host, version, sids, stamps, values)
-        return [self._latest[host] for host, _ in versions if host in self._latest]
+            for host, version, ts_ms, blob in self._conn.execute(
+                f"SELECT host, version, ts_ms, data FROM latest WHERE host IN ({_marks(len(part))})", part):
+                self._latest[host] = _HostLatest(host, version, HostLatest.from_row(ts_ms, blob))
+        behind = [(host, applied) for host, _ in versions
+                  if newest.get(host, -1) > (applied := self._latest[host].state.applied_ms)]
+        for part in _batches(behind, 250):
+            pairs = ", ".join(["(?, ?)"] * len(part))
+            for host, ts_ms, blob in self._conn.execute(
+                f"WITH wanted (host, after) AS (VALUES {pairs}) SELECT f.host, f.ts_ms, f.data "
+                "FROM wanted w JOIN frames f ON f.host = w.host AND f.ts_ms > w.after ORDER BY f.host, f.ts_ms",
+                [value for pair in part for value in pair]).fetchall():
+                entry = self._latest[host]
+                state = entry.state
+                if state.error_at is None:
+                    self._ensure(state.sids)
+                    state.find_errors(self._index.is_error[state.sids])
+                state.apply(ts_ms, blob)
+                entry.points = None
+        return [self._latest[host] for host, _ in versions]
+
+    def _newest_frames(self) -> dict[str, int]:
+        """Per host, its newest frame of those that can be newer than its row: by the writer's rule
+        (:data:`store.latest.MAX_DEFER_MS`) these are all in the last seconds of the store's clock,
+        a short range of the frames' time index, where one look per host into the frames table
+        itself would read a page of each host's frames (a reader's page cache starts cold after
+        every commit)."""
+        newest = self._conn.execute("SELECT max(ts_ms) FROM frames").fetchone()[0]
+        if newest is None:
+            return {}
+        return dict(self._conn.execute(
+            "SELECT host, max(ts_ms) FROM frames INDEXED BY frames_ts WHERE ts_ms >= ? GROUP BY host",
+            (int(newest) - MAX_DEFER_MS,)).fetchall())
 
     def as_of(self, ts: float, hosts: Sequence[str] | None = None,
               metrics: Sequence[str] | None = None) -> list[Point]:
@@ -616,9 +658,7 @@ class _HostLatest:
 
     host: str
     version: int
-    sids: I64
-    ts_ms: I64
-    values: F64
+    state: HostLatest
     points: list[Point] | None = None
 
 

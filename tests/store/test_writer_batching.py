@@ -10,6 +10,7 @@ from pathlib import Path
 from store_samples import T0, nic_sample
 
 from fabric.events import Event, Severity
+from fabric.samples import HostSample
 from store.reader import StoreReader
 from store.writer import StoreWriter
 
@@ -43,6 +44,18 @@ def test_error_counters_are_stored_only_when_they_change(fresh_db: Path) -> None
     series = StoreReader(fresh_db).series("n1", "symbol_error", "mlx5_0", "1", start=T0, end=T0 + 2500)
     assert list(zip(series.ts, series.avg, strict=True)) == [(T0, 0.0), (T0 + 1000, 1.0), (T0 + 2000, 2.0)]
 
+
+
+def test_an_error_counter_is_compared_with_the_newest_value_not_a_late_one(fresh_db: Path) -> None:
+    key = ("symbol_error", "mlx5_0", "1")
+    with StoreWriter(fresh_db) as writer:
+        for ts, value in ((T0 + 10, 1.0), (T0 + 5, 0.0), (T0 + 20, 0.0)):  # the second one is late
+            writer.put_samples(HostSample("n1", ts, {key: value, ("gpu_temp_c", "gpu0", ""): 40.0}))
+            assert writer.flush(10)
+    conn = sqlite3.connect(fresh_db)
+    # the late 0 differs from the newest value (1), and so does the last 0: both are changes
+    assert conn.execute("SELECT ts_ms, value FROM changes ORDER BY ts_ms").fetchall() == [
+        (round((T0 + 5) * 1000), 0.0), (round((T0 + 10) * 1000), 1.0), (round((T0 + 20) * 1000), 0.0)]
 
 async def test_puts_from_the_event_loop_and_other_threads(fresh_db: Path) -> None:
     writer = StoreWriter(fresh_db).start()
