@@ -405,10 +405,15 @@ class _Still:
                 values.pop(_place_keys(place)[0], None)
             else:
                 values[_place_keys(place)[0]] = total
-        for place in fec:
+        get_delta = deltas.get
+        for place in fec:  # both counters move on every line of a port with traffic: no call then
             corrected_key, received_key, ber_key = self.fec_keys[place]
-            corrected = self._delta_of(corrected_key, deltas)
-            received = self._delta_of(received_key, deltas)
+            corrected = get_delta(corrected_key, _UNMOVED)
+            if corrected is _UNMOVED:
+                corrected = self._delta_of(corrected_key, deltas)
+            received = get_delta(received_key, _UNMOVED)
+            if received is _UNMOVED:
+                received = self._delta_of(received_key, deltas)
             if received and corrected is not None:
                 values[ber_key] = corrected / received
             else:
@@ -452,6 +457,8 @@ def _rule_of(key: SeriesKey) -> _Rule | None:
     return rule
 
 
+_UNMOVED = math.nan
+"""``derive``: a counter that is not among the changed (identity, never a delta's own object)."""
 _PLACE_KEYS: dict[tuple[str, str], tuple[SeriesKey, SeriesKey, SeriesKey, SeriesKey]] = {}
 """(device, port) -> the keys of its ``errors_per_s``, corrected bits, received bits and ``pre_fec_ber``;
 shared by every host, as ``_RULES``."""
