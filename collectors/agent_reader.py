@@ -358,11 +358,11 @@ def _line_values(line: AgentLine, optics: OpticsReader | None,
             mapped = get(name)
             if mapped is not None:
                 values[mapped[0]] = float(value * mapped[1])
-        get_key = keys.hw_keys.get
+        get = keys.hw_counters.get
         for name, value in port.hw_counters.items():
-            key = get_key(name)
-            if key is not None:
-                values[key] = float(value)
+            hw_entry = get(name)
+            if hw_entry is not None:
+                values[hw_entry[0]] = float(value)
         gauges = keys.gauges
         if port.state_code is not None:
             values[gauges["state_code"]] = float(port.state_code)
@@ -409,14 +409,12 @@ _MAX_TABLES = 4096
 class _PortKeys:
     """The keys of one port's values, by the name the agent sends them under."""
 
-    __slots__ = ("counters", "gauges", "hw_counters", "hw_keys", "port")
+    __slots__ = ("counters", "gauges", "hw_counters", "port")
 
     def __init__(self, device: str, port: str) -> None:
         self.port = port
         self.counters = {name: ((metric, device, port), factor) for name, (metric, factor) in PORT_COUNTERS.items()}
         self.hw_counters = {name: ((name, device, port), 1) for name in HW_COUNTERS}
-        self.hw_keys = {name: key for name, (key, _) in self.hw_counters.items()}
-        """``hw_counters`` without the multiplier (always 1), for the tight loops."""
         self.gauges = {field: (metric, device, port) for field, metric in _PORT_GAUGES.items()}
 
 
@@ -583,8 +581,7 @@ class AgentStream:
         """Counters of one object (``name: integer``) that map to a key (with its multiplier).
 
         ``where.format(place)`` names the object in an error. When every value is an
-        integer (checked at C speed) the keys' values are set without a check each;
-        a key that was not there before shows as the dict growing.
+        integer (checked at C speed) the keys' values are set without a check each.
         """
         if not isinstance(counts, dict):
             raise AgentLineError(f"{where.format(place)}: expected an object")
@@ -592,16 +589,7 @@ class AgentStream:
             for counter, count in counts.items():
                 if counter in keys and type(count) is not int:
                     raise AgentLineError(f"{where.format(place)}.{counter}: expected an integer, got {count!r}")
-        size = len(values)
-        get, append = keys.get, changed.append
-        for counter, count in counts.items():
-            entry = get(counter)
-            if entry is not None:
-                key = entry[0]
-                values[key] = float(count * entry[1])
-                append(key)
-        if len(values) != size:
-            self._reshaped = True
+        _put_counts(counts, keys, values, changed.append)
 
     def _apply(self, raw: dict[str, Any], values: dict[SeriesKey, float],
                changed: list[SeriesKey]) -> dict[SeriesKey, float]:
@@ -629,19 +617,8 @@ class AgentStream:
                     and int_only(map(type, counts.values())) and int_only(map(type, hw_counts.values()))):
                 self._port(port, index, keys, values, changed)
                 continue
-            get = keys.counters.get
-            for counter, count in counts.items():
-                entry = get(counter)
-                if entry is not None:
-                    key = entry[0]
-                    values[key] = float(count * entry[1])
-                    append(key)
-            get_key = keys.hw_keys.get
-            for counter, count in hw_counts.items():
-                hw_key = get_key(counter)
-                if hw_key is not None:
-                    values[hw_key] = float(count)
-                    append(hw_key)
+            _put_counts(counts, keys.counters, values, append)
+            _put_counts(hw_counts, keys.hw_counters, values, append)
         optics: dict[SeriesKey, float] = {}
         netdev_keys = self._netdev_keys
         for netdev, entry in _items(raw.get("netdevs", _NOTHING), "netdevs"):
@@ -652,16 +629,7 @@ class AgentStream:
                 continue
             ethtool = entry.get("ethtool")
             if ethtool is not None:
-                if type(ethtool) is dict and int_only(map(type, ethtool.values())):
-                    get = owned[1].get
-                    for counter, count in ethtool.items():
-                        entry_keys = get(counter)
-                        if entry_keys is not None:
-                            key = entry_keys[0]
-                            values[key] = float(count)
-                            append(key)
-                else:
-                    self._counts(ethtool, owned[1], values, changed, "netdevs.{}.ethtool", netdev)
+                self._counts(ethtool, owned[1], values, changed, "netdevs.{}.ethtool", netdev)
             text = entry.get("optics_text")
             if isinstance(text, str):
                 optics.update(self._optics_of(netdev, text, owned[0]))
@@ -710,6 +678,19 @@ class AgentStream:
                 changed.append(key)
             else:
                 self._set(values, key, _number(value, f"gpus[{index}].{field}"), changed)
+
+
+def _put_counts(counts: dict[str, int], keys: Mapping[str, tuple[SeriesKey, int]], values: dict[SeriesKey, float],
+                append: Callable[[SeriesKey], None]) -> None:
+    """Counters already checked to be integers: each that maps to a key is set (times its multiplier)
+    and its key appended. The one loop every changed-only object's counters go through."""
+    get = keys.get
+    for counter, count in counts.items():
+        entry = get(counter)
+        if entry is not None:
+            key = entry[0]
+            values[key] = float(count * entry[1])
+            append(key)
 
 
 _PORT_GAUGE_FIELDS = frozenset(_PORT_GAUGES)
