@@ -322,17 +322,14 @@ class _Still:
         place_errors: dict[tuple[str, str], list[tuple[SeriesKey, float | None]]] = {}
         fec_keys: dict[tuple[str, str], tuple[SeriesKey, SeriesKey, SeriesKey]] = {}
         for index, (key, value) in enumerate(sample.values.items()):
-            metric = key[0]
-            spec = _RATED.get(metric)
-            if spec is None:
+            rule = _RULES.get(key, _UNSEEN)
+            if rule is _UNSEEN:
+                rule = _rule_of(key)
+            if rule is None:  # a gauge
                 continue
-            target = _GAUGE_OF.get(metric)
-            role = _ERRORS if metric in NIC_ERROR_METRICS else _FEC if metric in _FEC_METRICS else 0
-            place = (key[1], key[2])
+            role, place = rule[3], rule[4]
             still = _still_delta(key, value)
-            counters[key] = (spec.maximum if spec.saturates else math.inf,
-                             (target[0], key[1], key[2]) if target else None, target[1] if target else 0.0,
-                             role, place, spec, index, still)
+            counters[key] = (*rule, index, still)
             if role == _ERRORS:
                 place_errors.setdefault(place, []).append((key, still))
             elif role == _FEC and place not in fec_keys:
