@@ -20,14 +20,13 @@ from store.latest import HostLatest
 NO_TS = np.int64(-1)
 
 
+_KIND_OF = {name: spec.kind for name, spec in METRICS.items()}
+"""Each catalogued metric's kind, one dict lookup for the hundreds of series a new host brings."""
+
+
 def metric_kind(metric: str) -> MetricKind:
     """The kind of ``metric``; names missing from the catalogue are kept as gauges."""
-    spec = METRICS.get(metric)
-    return spec.kind if spec is not None else MetricKind.GAUGE
-
-
-_KIND_OF = {name: spec.kind for name, spec in METRICS.items()}
-""":func:`metric_kind` as one dict lookup, for the hundreds of series a new host brings."""
+    return _KIND_OF.get(metric, MetricKind.GAUGE)
 
 
 class Layout:
