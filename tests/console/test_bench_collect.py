@@ -60,7 +60,7 @@ def test_node_set_keeps_each_padding_apart_for_clush() -> None:
 
 
 def test_the_writer_thread_is_found_by_the_name_the_bench_looks_for(tmp_path: Path) -> None:
-    """The bench reads the store writer's CPU from /proc by its thread's name."""
+    """The bench reads the store writer's CPU on its thread's CPU clock, finding the thread by name."""
     writer = StoreWriter(tmp_path / "fleet.db").start()
     try:
         assert WRITER_THREAD in {thread.name for thread in threading.enumerate()}
