@@ -8,6 +8,7 @@ prints exactly one JSON document on stdout, with progress and logs on stderr.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import sys
 from collections.abc import Callable, Coroutine
@@ -66,6 +67,16 @@ def print_json(document: Any) -> None:
     click.echo(json.dumps(document, indent=2, sort_keys=True, default=str))
 
 
+GC_THRESHOLDS = (20_000, 50, 100)
+"""The garbage collector's thresholds for a headless command (``gc.set_threshold``).
+
+Every SSH channel leaves a few reference cycles, so a link test or a streaming
+collector allocates fast; with the default (700, 10, 10) the collections, and
+above all the full ones that stall the loop for tens of ms, come every few
+hundred probes. A young collection every 20,000 net allocations instead
+(``fleet bench linktest`` and ``fleet bench collect``, docs/benchmarks.md)."""
+
+
 def run_async(main: Coroutine[Any, Any, T]) -> T:
     """``asyncio.run`` on uvloop, for every headless command that talks to the fleet.
 
@@ -73,5 +84,7 @@ def run_async(main: Coroutine[Any, Any, T]) -> T:
     the SSH receive of an agent line cost the collector about half the CPU of the
     standard loop's (``fleet bench collect``, docs/benchmarks.md).
     """
+    gc.freeze()  # what start-up imported lives as long as the command: no collection walks it
+    gc.set_threshold(*GC_THRESHOLDS)
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
         return runner.run(main)
