@@ -9,7 +9,8 @@ shares, never the whole round; a NIC is still never in two measurements at
 once. Its perftest server is started while those NICs are still in their
 round-r probes (``SERVER_START_AFTER_S``): a waiting server only listens on
 TCP, and its start no longer lies between one round and the next. At most
-``max_parallel`` probes are in flight (a waiting server counts).
+``max_parallel`` probes are in flight (a waiting server counts). The
+modules' optics are read while the probes measure (``_read_optics``).
 
 Output (:class:`LinktestReport`): the local checks, a p99 matrix per rail
 (microseconds; None where a probe failed), the bad pairs (failed, or an
@@ -38,6 +39,7 @@ from collectors.probes.nic_checks import (
     check_before,
     expected_rate,
     judge,
+    read_optics,
 )
 from collectors.probes.perftest_probe import GidCache, PerftestSpec, run_perftest
 from collectors.probes.ports import PortAllocator
@@ -46,6 +48,9 @@ from fabric.localize import Probe, Suspect, is_outlier, localize, rail_reference
 from fabric.naming import RAILS_PER_NODE, nic_name
 from fabric.pairing import PairTest, schedule
 from fabric.records import ProbeRecord
+
+OPTICS_READS_IN_FLIGHT = 2
+"""Nodes whose optics are read at once while the probes run (see ``_read_optics``)."""
 
 SERVER_START_AFTER_S = 0.1
 """How long after its NICs' previous probes started measuring a probe starts its server.
@@ -184,8 +189,13 @@ async def run_linktest(
     rounds = schedule(reachable, spec.rails, spec.mode, sample_rounds=spec.sample_rounds, seed=spec.seed)
     tests = [(t, label) for r in rounds for t in r for label in _labels(spec.flows)]
     runner = _Runner(pool, spec, run_id, ports or PortAllocator(), len(tests), on_progress, on_record)
-    outcomes = await runner.run(tests)
-    probes_seconds = time.monotonic() - runner.started
+    optics = asyncio.ensure_future(_read_optics(pool, [checks[n] for n in reachable if n in checks], spec.check_timeout_s))
+    try:
+        outcomes = await runner.run(tests)
+        probes_seconds = time.monotonic() - runner.started
+        await optics
+    finally:
+        optics.cancel()
     if spec.local_checks:
         await asyncio.gather(*(check_after(pool, checks[n], spec.check_timeout_s) for n in reachable))
     plan = {(row.node, row.nic): row for row in cabling}
@@ -208,6 +218,22 @@ async def run_linktest(
         nic_checks=nic_checks, outcomes=tuple(outcomes), references_usec=references, bad=bad, suspects=tuple(suspects),
         records=tuple(runner.records), probes_seconds=probes_seconds,
     )  # fmt: skip
+
+
+async def _read_optics(pool: SshPool, checks: Sequence[NodeChecks], timeout_s: float) -> None:
+    """Read the nodes' optics while the probes run, a few nodes at a time.
+
+    Only the judgement at the end needs them, so the first probe no longer
+    waits for every module's ``ethtool -m`` (1,024 of them on 128 nodes of
+    8 NICs); few at a time, so that they do not crowd a round's probe starts.
+    """
+    gate = asyncio.Semaphore(OPTICS_READS_IN_FLIGHT)
+
+    async def read(node_checks: NodeChecks) -> None:
+        async with gate:
+            await read_optics(pool, node_checks, timeout_s)
+
+    await asyncio.gather(*(read(c) for c in checks))
 
 
 def _labels(flows: int) -> list[int | None]:

@@ -127,7 +127,11 @@ class NodeChecks:
 
 
 async def check_before(pool: SshPool, node: str, timeout_s: float) -> NodeChecks:
-    """States, rates, counters, LLDP and optics of ``node``'s NICs, before the probes."""
+    """States, rates, error counters and LLDP of ``node``'s NICs: what must be read before the probes.
+
+    The optics are read by :func:`read_optics`, which the link test runs while
+    the probes measure: only the judgement at the end uses them.
+    """
     checks = NodeChecks(node)
     result = await pool.run(node, before_command(), timeout_s)
     if result.exit_status is None:
@@ -142,13 +146,24 @@ async def check_before(pool: SshPool, node: str, timeout_s: float) -> NodeChecks
     checks.netdevs = netdevs_of(parts.get("net", ""))
     for neighbor in parse_lldp(parts.get("lldp", "")).neighbors:
         checks.lldp[neighbor.local_interface] = (neighbor.chassis_name, neighbor.port_id)
-    optics = optics_command(checks.netdevs[d] for d in sorted(checks.ports) if d in checks.netdevs)
-    if optics is not None:
-        module_result = await pool.run(node, optics, timeout_s)
-        for name, text in sections(module_result.stdout).items():
-            if name.startswith("module "):
-                checks.optics[name.split(" ", 1)[1]] = _rx_margin(text)
     return checks
+
+
+async def read_optics(pool: SshPool, checks: NodeChecks, timeout_s: float) -> None:
+    """Every module's received power and bias (``ethtool -m``) of a node that :func:`check_before` reached.
+
+    A module's EEPROM is read through the NIC's firmware, off the RDMA data
+    path, so this may run while the node's NICs measure latency.
+    """
+    if checks.reason:
+        return
+    optics = optics_command(checks.netdevs[d] for d in sorted(checks.ports) if d in checks.netdevs)
+    if optics is None:
+        return
+    module_result = await pool.run(checks.node, optics, timeout_s)
+    for name, text in sections(module_result.stdout).items():
+        if name.startswith("module "):
+            checks.optics[name.split(" ", 1)[1]] = _rx_margin(text)
 
 
 async def check_after(pool: SshPool, checks: NodeChecks, timeout_s: float) -> None:
@@ -252,5 +267,5 @@ def expected_rate(all_checks: Iterable[NodeChecks]) -> float | None:
 
 __all__ = [
     "CABLE_COUNTERS", "ERROR_COUNTERS", "MIN_RX_MARGIN_DB", "NicCheck", "NodeChecks", "check_after",
-    "check_before", "expected_rate", "judge", "netdevs_of", "sections",
+    "check_before", "expected_rate", "judge", "netdevs_of", "read_optics", "sections",
 ]  # fmt: skip
