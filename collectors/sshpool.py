@@ -47,6 +47,7 @@ import asyncssh
 
 from collectors.commands import Command
 from collectors.inventory import InventoryHost
+from collectors.ssh_logging import quiet_when_off
 from fabric.events import Event, Severity
 from fabric.records import HostStatus
 from fabric.states import HostState
@@ -192,6 +193,7 @@ class SshPool:
         clock: Callable[[], float] = time.monotonic,
         rng: random.Random | None = None,
     ) -> None:
+        quiet_when_off()
         self.settings = settings or PoolSettings()
         self.tofu = tofu
         self._on_event = on_event

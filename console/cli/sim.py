@@ -24,6 +24,7 @@ def default_state_dir() -> Path:
 @click.option("--list-scenarios", is_flag=True, help="List the built-in scenarios and exit.")
 def sim(scenario_name: str, nodes: int | None, state_dir: Path | None, list_scenarios: bool) -> None:
     """Run the simulated fleet until Ctrl-C; prints one ready line when every machine listens."""
+    from collectors.ssh_logging import quiet_when_off
     from simulator.main import run
     from simulator.scenario import ScenarioError, builtin_scenarios, load_scenario
 
@@ -42,4 +43,5 @@ def sim(scenario_name: str, nodes: int | None, state_dir: Path | None, list_scen
     except ScenarioError as error:
         click.echo(f"fleet sim: {error}", err=True)
         sys.exit(2)
+    quiet_when_off()  # the simulated sshds send and receive every packet of the fleet
     sys.exit(run(scenario, state_dir or default_state_dir()))
