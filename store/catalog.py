@@ -7,6 +7,7 @@ commit it can be thrown away and rebuilt from what is really on disk.
 from __future__ import annotations
 
 import sqlite3
+import struct
 from itertools import chain
 from typing import Any
 
@@ -14,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fabric.samples import METRICS, MetricKind, SeriesKey
-from store.codec import F64, I64
+from store.codec import F64, I64, frame_head
 from store.latest import HostLatest
 
 NO_TS = np.int64(-1)
@@ -32,11 +33,14 @@ def metric_kind(metric: str) -> MetricKind:
 class Layout:
     """The columns of one sample's keys (in the sample's order), and what writing them needs."""
 
-    __slots__ = ("cols", "error_at", "error_cols", "error_set", "frame_order", "frame_sids", "keys")
+    __slots__ = ("cols", "error_at", "error_cols", "error_set", "frame_head", "frame_order", "keys", "pack")
 
     def __init__(self, keys: tuple[SeriesKey, ...], cols: I64, is_error: npt.NDArray[np.bool_], sids: I64) -> None:
         self.keys = keys
         self.cols = cols
+        self.pack = struct.Struct(f"{len(keys)}d").pack
+        """The sample's values as native float64 bytes, in its key order: ~3x cheaper than
+        ``np.fromiter`` over the dict's values, the same bits (``PyFloat_AsDouble`` either way)."""
         errors = is_error[cols]
         self.error_at = np.flatnonzero(errors)
         """Positions of the error counters' values in the sample (stored on change, not in frames)."""
@@ -47,7 +51,8 @@ class Layout:
         order = kept[np.argsort(sids[cols[kept]], kind="stable")]
         self.frame_order = order
         """Positions of the non-error values, by series id: a frame is ``values[frame_order]``."""
-        self.frame_sids = sids[cols[order]].astype(np.int32).tobytes()
+        self.frame_head = frame_head(sids[cols[order]])
+        """A frame of this layout is this, then ``values[frame_order]``'s bytes."""
 
 
 class HostSeries:

@@ -215,9 +215,11 @@ def encode_frame(sids: I64, values: F64, ts_ms: I64 | None = None) -> bytes:
     return b"".join(parts)
 
 
-def encode_sorted_frame(sids_i32: bytes, values: F64) -> bytes:
-    """:func:`encode_frame` of values already in series-id order (``sids_i32``: their ids as int32 bytes)."""
-    return b"".join((_FRAME_HEADER.pack(0, len(values)), sids_i32, values.astype(np.float64, copy=False).tobytes()))
+def frame_head(sorted_sids: I64) -> bytes:
+    """What :func:`encode_frame` writes before the values, for ids already sorted and no times: a
+    writer that sends the same series again and again keeps it, and a frame is then this
+    plus ``values.tobytes()`` in the same order."""
+    return _FRAME_HEADER.pack(0, len(sorted_sids)) + sorted_sids.astype(np.int32).tobytes()
 
 
 def merge_frames(older: bytes, newer: bytes) -> bytes:

@@ -13,7 +13,7 @@ from fabric.records import ActionRecord, HostRecord, HostStatus, JobRecord, Port
 from fabric.samples import HostSample
 from store import rows
 from store.catalog import Catalog, HostSeries, Layout, insert_rows
-from store.codec import encode_frame, encode_sorted_frame, frame_size, merge_frames
+from store.codec import encode_frame, frame_size, merge_frames
 from store.latest import MAX_DEFER_MS, MAX_DEFERRED, MAX_GAP_MS
 from store.pending import Item
 
@@ -82,7 +82,7 @@ class Ingestor:
                 created = True
             layout = hs.layouts[len(keys)] = Layout(keys, np.array(cols_list, dtype=np.int64), hs.is_error, hs.sids)
         cols = layout.cols
-        values = np.fromiter(sample.values.values(), dtype=np.float64, count=len(cols))
+        values = np.frombuffer(layout.pack(*sample.values.values()), dtype=np.float64)
         ts_ms = ts_to_ms(sample.ts)
         errors_changed = False
         if len(layout.error_at):
@@ -99,8 +99,7 @@ class Ingestor:
             hs.errors_of, hs.errors_bytes = (layout, ebytes) if ts_ms > hs.newest else (None, b"")
         has_frame = len(layout.frame_order) > 0
         if has_frame:
-            frames.append((host, ts_ms, len(layout.frame_order),
-                           encode_sorted_frame(layout.frame_sids, values[layout.frame_order])))
+            frames.append((host, ts_ms, len(layout.frame_order), layout.frame_head + values[layout.frame_order].tobytes()))
         if ts_ms > hs.newest:  # in order: every value is its series' newest
             left_out = (has_frame and not created and not errors_changed and not hs.dirty and hs.row_ts >= 0
                         and hs.deferred < MAX_DEFERRED and ts_ms - hs.newest <= MAX_GAP_MS
