@@ -12,6 +12,7 @@ counters, as on the real switch). Views are computed on demand, per command.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import math
 import time
@@ -375,6 +376,9 @@ class FleetModel:
         self.history: dict[str, list[tuple[int, str, str]]] = {}
         """Applied configuration revisions per switch: (revision, date, message)."""
         self._fault_times = fault_rules.boundaries(scenario.faults)
+        self._active_faults: dict[int, frozenset[int]] = {}
+        """The faults active between two of ``_fault_times``, by how many of them have passed."""
+        self._storms = frozenset(i for i, f in enumerate(scenario.faults) if f.kind == "pfc_storm")
         self._solutions: dict[StateKey, tuple[NetState, Solution]] = {}
         self._identities: dict[NicKey, NicIdentity] = {}
         self._optics_constants: dict[NicKey, _OpticsFixed] = {}
@@ -447,9 +451,15 @@ class FleetModel:
     def _fault_key(self, t: float) -> tuple[frozenset[int], frozenset[int]]:
         """The faults active at ``t`` and the pfc_storm faults past their escalation: all that moves effects."""
         faults = self.scenario.faults
-        active = frozenset(i for i, f in enumerate(faults) if f.active(t))
-        escalated = frozenset(
-            i for i in active if faults[i].kind == "pfc_storm" and t - faults[i].at >= fault_rules.STORM_ESCALATION_S
+        # every fault starts and ends on one of _fault_times: between two of them the same faults are
+        # active, so they are worked out once per stretch, not once per command and per probe
+        passed = bisect.bisect_right(self._fault_times, t)
+        active = self._active_faults.get(passed)
+        if active is None:
+            active = self._active_faults[passed] = frozenset(i for i, f in enumerate(faults) if f.active(t))
+        storms = active & self._storms
+        escalated = (
+            frozenset(i for i in storms if t - faults[i].at >= fault_rules.STORM_ESCALATION_S) if storms else storms
         )
         return active, escalated
 

@@ -40,7 +40,7 @@ from simulator.tools.perftest_format import (
     format_lat_client,
     format_server,
 )
-from simulator.traffic import ProbeEstimate, unit_random
+from simulator.traffic import ProbeEstimate, fresh_random, unit_random
 
 PERFTEST_COMMANDS = frozenset({"ib_send_lat", "ib_write_lat", "ib_send_bw", "ib_write_bw"})
 NCCL_COMMANDS = frozenset({"all_reduce_perf", "mpirun"})
@@ -280,8 +280,8 @@ async def _run_pair(
     t = model.now()
     server_nic = model.nic_identity(server_host, _DEVICE_RAIL.get(server_args.device, 0))
     seed = model.seed
-    qpn_client = 0x100 + int(unit_random(seed, "pt-qpn", machine.host, t) * 0xFFF00)
-    qpn_server = 0x100 + int(unit_random(seed, "pt-qpn", server_host, t) * 0xFFF00)
+    qpn_client = 0x100 + int(fresh_random(seed, "pt-qpn", machine.host, t) * 0xFFF00)
+    qpn_server = 0x100 + int(fresh_random(seed, "pt-qpn", server_host, t) * 0xFFF00)
     src, dst = (machine.host, client_nic.rail), (server_host, server_nic.rail)
     estimate = model.probe(src, dst, t, qpn_client, flow_label=client_args.flow_label)
     test = client_args.test
@@ -345,9 +345,9 @@ def _endpoint(model: FleetModel, nic: NicIdentity, args: PerftestArgs, qpn: int,
     return PerftestEndpoint(
         lid=nic.lid,
         qpn=qpn,
-        psn=int(unit_random(model.seed, "psn", qpn, t) * 0xFFFFFF),
-        rkey=int(unit_random(model.seed, "rkey", qpn, t) * 0xFFFFFFFF),
-        vaddr=0x7F0000000000 + int(unit_random(model.seed, "vaddr", qpn, t) * 0xFFFFFFF) * 0x1000,
+        psn=int(fresh_random(model.seed, "psn", qpn, t) * 0xFFFFFF),
+        rkey=int(fresh_random(model.seed, "rkey", qpn, t) * 0xFFFFFFFF),
+        vaddr=0x7F0000000000 + int(fresh_random(model.seed, "vaddr", qpn, t) * 0xFFFFFFF) * 0x1000,
         gid=gid,
     )
 
@@ -388,7 +388,7 @@ def _lat_row(
     estimate = known or model.probe(src, dst, t, qpn, size_bytes=size, flow_label=args.flow_label)
     typical = estimate.latency_usec - (0.06 if args.test.startswith("ib_write") else 0.0)
     stdev = estimate.jitter_usec
-    noise = unit_random(model.seed, "lat", src, dst, size, t)
+    noise = fresh_random(model.seed, "lat", src, dst, size, t)
     return LatRow(
         size_bytes=size,
         iterations=args.iters() if args.duration_s is None else int(args.duration_s * 1e6 / (2 * typical)),
@@ -528,7 +528,7 @@ async def run_nccl(machine: Machine, argv: list[str], io: StreamIO) -> int:
     for size in sizes:
         algbw = busbw / bus_factor(n) if n > 1 else busbw
         out_time = base_usec + size / (algbw * 1e3)
-        wobble = unit_random(model.seed, "nccl", size, t)
+        wobble = fresh_random(model.seed, "nccl", size, t)
         rows.append(make_row(size, n, out_time * (1.0 + 0.01 * wobble), out_time * (0.997 + 0.01 * (1 - wobble))))
     wall = sum(r.out_time_usec + r.in_time_usec for r in rows) * (args.iters + args.warmup_iters) / 1e6
     await asyncio.sleep(min(MAX_RUN_S, wall))
