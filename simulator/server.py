@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import logging
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,6 +49,42 @@ def _send_packet_as_openssh(self: asyncssh.SSHServerConnection, pkttype: int, *a
 
 _SEND_PACKET = asyncssh.SSHServerConnection.send_packet
 asyncssh.SSHServerConnection.send_packet = _send_packet_as_openssh  # type: ignore[method-assign,assignment]
+
+_GATHERED: dict[asyncio.Transport, list[bytes]] = {}
+"""Packets a connection has sent in this turn of the event loop, not yet written to its socket."""
+
+
+def _send_gathered(self: asyncssh.SSHServerConnection, data: bytes) -> None:
+    """Write a connection's packets of one loop turn to its socket at once, at the end of the turn.
+
+    A perftest exec's answer is several packets sent one after the other
+    (its output, the exit status, EOF, close; the channel's confirmation and
+    the exec request's reply), and asyncssh writes each on its own: one
+    ``send`` system call each, on loopback the receiver's TCP work included
+    (a perftest pair took ~11 sends, now ~7). The bytes and their order on
+    the wire are the same; they leave a few callbacks later. The abort that ends a connection is itself scheduled
+    (``call_soon``) after the write, so nothing queued is lost.
+    """
+    transport = self._transport
+    if transport is None:
+        return
+    gathered = _GATHERED.get(transport)
+    if gathered is None:
+        _GATHERED[transport] = [data]
+        self._loop.call_soon(_write_gathered, transport)
+    else:
+        gathered.append(data)
+
+
+def _write_gathered(transport: asyncio.Transport) -> None:
+    gathered = _GATHERED.pop(transport)
+    if transport.is_closing():  # the peer went away meanwhile: asyncssh's own write would have been dropped
+        return
+    with contextlib.suppress(ConnectionError):
+        transport.write(gathered[0] if len(gathered) == 1 else b"".join(gathered))
+
+
+asyncssh.SSHServerConnection._send = _send_gathered  # type: ignore[method-assign,assignment]
 
 
 @dataclass
@@ -131,7 +167,11 @@ class FleetServer:
 
     def _reopen(self, listener: Listener) -> None:
         """Listen again on the same address and port once a node_unreachable fault ends."""
-        task = asyncio.ensure_future(self._listen(listener))
+        self.spawn(self._listen(listener))
+
+    def spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
+        """Run ``coroutine`` in a task held until it ends (the loop keeps only weak ones), cancelled by ``close``."""
+        task = asyncio.ensure_future(coroutine)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -151,16 +191,16 @@ class FleetServer:
 
         return make
 
-    def answer_now(self, host: str, command: str) -> tuple[list[tuple[int, str]], int] | None:
-        """The output and exit status of an exec request that can be answered at once, else None.
+    def prompt_shell(self, host: str) -> Shell | None:
+        """The machine's shell when it answers at once; None when it hangs or answers slowly.
 
-        A machine that hangs or answers slowly, and a line with a stateful
-        command, go through the process path (``_handle``) instead.
+        A hung or slow machine's exec requests go through the process path
+        (``_handle``), which models both.
         """
         behaviour = self.model.behaviour(host, self.model.now())
         if behaviour.hung or behaviour.delay_s:
             return None
-        return self.shell(host).run_now(command)
+        return self.shell(host)
 
     def _process_factory(self, host: str) -> Callable[[asyncssh.SSHServerProcess[str]], Awaitable[None]]:
         async def handle(process: asyncssh.SSHServerProcess[str]) -> None:
@@ -177,7 +217,7 @@ class FleetServer:
         return handle
 
     async def _handle(self, host: str, process: asyncssh.SSHServerProcess[str]) -> None:
-        io = StreamIO(_writer(process.stdout), _writer(process.stderr), drain=_drainer(process.stdout))
+        io = StreamIO(_writer(process.stdout.write), _writer(process.stderr.write), drain=_drainer(process.stdout))
         watcher = asyncio.ensure_future(_watch_channel(process, io))
         connection = process.get_extra_info("connection")
         if connection is not None:
@@ -246,13 +286,21 @@ class _MachineServer(asyncssh.SSHServer):
 
 
 class _Session(asyncssh.SSHServerProcess[str]):
-    """A session that answers a plain exec request of stateless commands as soon as it starts.
+    """A session that runs a plain exec request itself, without asyncssh's process streams, when it can.
 
-    Such a request (``grep -H . /sys/...``, ``ethtool -S``) needs neither a
-    process task nor stdin: its output is written and the exit status sent in
-    the callback that starts the session. Everything else (shells, stateful
-    commands, PTYs, a hung or slow machine) runs as an ``SSHServerProcess``
-    through ``FleetServer._handle``, as before.
+    A line of stateless commands (``grep -H . /sys/...``, ``ethtool -S``)
+    needs neither a task nor stdin: its output is written and the exit
+    status sent in the callback that starts the session (a collection round
+    over 1,024 nodes is 1,024 of them). A line whose stateful commands only
+    write and watch for the client's close (perftest, all_reduce_perf:
+    ``Shell.output_only``) runs in one task of its own: it writes to the
+    channel, learns of stdin's end and of the close from this session's
+    callbacks, and sends the exit status when the line ends; the process path
+    would add asyncssh's three streams and two helper tasks (a link test on
+    128 nodes starts 16,256 perftests, 64 of them at once each round, on the
+    simulator's one CPU). Everything else (shells, PTYs, the node agent,
+    switch changes, a hung or slow machine) runs as an ``SSHServerProcess``
+    through ``FleetServer._handle``.
     """
 
     def __init__(
@@ -261,6 +309,8 @@ class _Session(asyncssh.SSHServerProcess[str]):
         super().__init__(handle, None, 0, False)
         self._fleet = fleet
         self._host = host
+        self._io: StreamIO | None = None
+        """The streams of a line this session runs itself; None on the process path."""
 
     def session_started(self) -> None:
         channel = self.channel
@@ -268,11 +318,17 @@ class _Session(asyncssh.SSHServerProcess[str]):
         if connection is not None:
             self._fleet.listeners[self._host].connections.add(connection)
         command = channel.get_command()
-        if command is None or channel.get_terminal_type() is not None:
+        shell = None
+        if command is not None and channel.get_terminal_type() is None:
+            shell = self._fleet.prompt_shell(self._host)
+        if command is None or shell is None:
             super().session_started()
             return
         try:
-            answer = self._fleet.answer_now(self._host, command)
+            answer = shell.run_now(command)
+            if answer is None and shell.output_only(command):
+                self._start(shell, command)
+                return
         except Exception:  # a bug must not take the fleet down; the client sees exit 1
             log.exception("command on %s failed", self._host)
             answer = [(2, "simulator: internal error\n")], 1
@@ -288,11 +344,45 @@ class _Session(asyncssh.SSHServerProcess[str]):
                     channel.write_stderr(text)
             channel.exit(status)
 
+    def _start(self, shell: Shell, command: str) -> None:
+        channel = self.channel
+        self._io = io = StreamIO(_writer(channel.write), _writer(channel.write_stderr))
+        self._fleet.spawn(self._run(shell, command, io))
 
-def _writer(stream: asyncssh.SSHWriter[str]) -> Callable[[str], None]:
+    async def _run(self, shell: Shell, command: str, io: StreamIO) -> None:
+        try:
+            status = await shell.run(command, io)
+        except Exception:  # a bug must not take the fleet down; the client sees exit 1
+            log.exception("command on %s failed", self._host)
+            io.stderr("simulator: internal error\n")
+            status = 1
+        with contextlib.suppress(asyncssh.Error, ConnectionError, BrokenPipeError, OSError):
+            self.channel.exit(status)
+
+    def data_received(self, data: str, datatype: asyncssh.DataType) -> None:
+        """A line run here reads no stdin: what the client sends is dropped, as ``_drain_stdin`` drops it."""
+        if self._io is None:
+            super().data_received(data, datatype)
+
+    def eof_received(self) -> bool:
+        if self._io is not None:
+            self._io.stdin_eof.set()
+        return super().eof_received()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        """The client closed the channel or the connection dropped: a line run here sees ``closed``."""
+        super().connection_lost(exc)
+        if self._io is not None:
+            self._io.closed.set()
+            self._io.stdin_eof.set()
+
+
+def _writer(write_to: Callable[[str], None]) -> Callable[[str], None]:
+    """A stream's ``write`` that drops what the client can no longer take (the channel closed under it)."""
+
     def write(text: str) -> None:
         with contextlib.suppress(asyncssh.Error, ConnectionError, BrokenPipeError, OSError):
-            stream.write(text)
+            write_to(text)
 
     return write
 

@@ -257,6 +257,26 @@ class Shell:
             return False
         return not self.allowed(argv[0]) or self._handler(argv) is None
 
+    def output_only(self, line: str) -> bool:
+        """Whether a line needs nothing of its session but the output streams and the client's close.
+
+        True for stateless commands, perftest and all_reduce_perf (also under
+        ``sudo`` and ``timeout``): they neither read stdin nor pace their output,
+        so the server can run them without asyncssh's process streams and the
+        two helper tasks that feed them (``simulator.server``). The node agent
+        reads stdin and paces its output, and a switch change stays on the
+        process path, where ``tests/collectors/test_ecmp_apply.py`` drops its
+        session in the middle of an apply.
+        """
+        for _, commands in parsed(line).steps:
+            for command in commands:
+                argv = _program(command.argv)
+                if argv and self.allowed(argv[0]):
+                    handler = self._handler(argv)
+                    if handler is not None and handler not in _OUTPUT_ONLY_HANDLERS:
+                        return False
+        return True
+
     async def _run_steps(self, pipeline: _Pipeline, io: StreamIO) -> int:
         status = 0
         for operator, commands in pipeline.steps:
@@ -367,9 +387,7 @@ class Shell:
         return None
 
     async def _timeout(self, argv: list[str], io: StreamIO) -> int:
-        rest = argv[1:]
-        while rest and rest[0].startswith("-"):
-            rest = rest[2:] if rest[0] in ("-s", "-k", "--signal", "--kill-after") else rest[1:]
+        rest = _timeout_operands(argv)
         if not rest:
             io.stderr("timeout: missing operand\n")
             return 125
@@ -395,6 +413,30 @@ class Shell:
             else:
                 status = 127
         return status
+
+
+_OUTPUT_ONLY_HANDLERS: frozenset[Handler] = frozenset({perftest.run_perftest, perftest.run_nccl})
+"""Stateful commands that only write their output and watch for the client's close (``Shell.output_only``)."""
+
+
+def _timeout_operands(argv: list[str]) -> list[str]:
+    """``timeout [OPTION]... DURATION COMMAND...`` -> [DURATION, COMMAND...]."""
+    rest = argv[1:]
+    while rest and rest[0].startswith("-"):
+        rest = rest[2:] if rest[0] in ("-s", "-k", "--signal", "--kill-after") else rest[1:]
+    return rest
+
+
+def _program(argv: list[str]) -> list[str]:
+    """The command that runs once the ``sudo [-OPTION]...`` and ``timeout [OPTION]... DURATION`` in front are taken off."""
+    while argv and argv[0] in ("sudo", "timeout"):
+        if argv[0] == "sudo":
+            argv = argv[1:]
+            while argv and argv[0].startswith("-"):
+                argv = argv[1:]
+        else:
+            argv = _timeout_operands(argv)[1:]
+    return argv
 
 
 def _duration_s(text: str) -> float:

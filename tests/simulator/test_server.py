@@ -124,7 +124,8 @@ async def test_sshd_sends_no_ignore_packets(fleet: Path, monkeypatch: pytest.Mon
     assert received and MSG_IGNORE not in received
 
 async def test_exec_answers_alike_at_once_and_through_a_process(fleet: Path) -> None:
-    """A stateless line is answered in the session's start callback; with ``timeout`` it runs as a process."""
+    """A stateless line is answered in the session's start callback; with ``timeout`` it runs in a task of its own
+    (``test_direct_exec.py`` compares both with the process path)."""
     files = "/sys/class/infiniband/mlx5_0/node_guid /nope"
     async with await connect(fleet, "gpu001") as conn:
         quick = await conn.run(f"cat {files}; hostname; exit 3", check=False)
