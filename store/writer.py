@@ -31,15 +31,6 @@ from store.pending import Item, PendingQueue
 from store.schema import connect, open_for_writing
 from store.types import Retention, WriterStats
 
-CHECKPOINT_PAGES = 10_000
-"""WAL pages the writer's commits gather before a commit copies them into the file (SQLite's
-default is 1,000). A streaming fleet rewrites the same pages again and again (each host's frames
-leaf, its ``latest`` row), and a checkpoint copies only the newest copy of each, with two fsyncs:
-at 1,024 nodes streaming at 1 s, 1,000 pages was about two checkpoints a second, and commits cost
-the writer ~8 us a line more (0.048 -> 0.040 ms, 40,960 replayed lines). The WAL file grows to
-~40 MB instead of ~4 MB; durability is unchanged (WAL, ``synchronous = NORMAL``: a commit is in
-the WAL, which a reader or the next writer recovers after a kill -9)."""
-
 
 class StoreWriter:
     """Writes samples and records to the SQLite history at ``path`` from its own thread."""
@@ -189,7 +180,6 @@ class StoreWriter:
             try:
                 if conn is None:
                     conn = connect(self.path)
-                    conn.execute(f"PRAGMA wal_autocheckpoint = {CHECKPOINT_PAGES}")
                     self._page_limit_changed = True
                     ingestor = Ingestor(conn)
                     maintenance = Maintenance(conn, ingestor.catalog, self.retention, self.block_s,
