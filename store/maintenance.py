@@ -79,6 +79,9 @@ class Maintenance:
         self._sealed_ms = 0
         self._busy = True
         self.state = {k: v for k, v in conn.execute("SELECT key, value FROM store_state")}
+        self._stored = dict(self.state)
+        """``state`` as the database has it. A failed transaction costs the writer its connection
+        and this object with it, so the next one reads both again."""
 
     def has_work(self) -> bool:
         return self._busy or self.catalog.now_ms != self._planned_now
@@ -95,8 +98,12 @@ class Maintenance:
             if time.perf_counter() >= deadline:
                 break
         self._busy = did
-        for key, value in self.state.items():
-            self.conn.execute("INSERT OR REPLACE INTO store_state VALUES (?, ?)", (key, value))
+        # Only what changed: the step after every batch mostly finds nothing to do, and rewriting
+        # unchanged rows made each of those a write transaction of its own.
+        changed = [(key, value) for key, value in self.state.items() if self._stored.get(key) != value]
+        if changed:
+            self.conn.executemany("INSERT OR REPLACE INTO store_state VALUES (?, ?)", changed)
+            self._stored.update(changed)
 
     def _plan(self) -> None:
         now = self.catalog.now_ms
