@@ -47,6 +47,7 @@ class _Command:
     drop_stdout: bool = False
     drop_stderr: bool = False
     stderr_to_stdout: bool = False
+    stdout_to_stderr: bool = False
     bad_redirect: str = ""
 
 
@@ -144,7 +145,10 @@ def _redirect(command: _Command, stream: str, target: str) -> None:
     if target == "&1" and stream == "2":
         command.stderr_to_stdout = True
     elif target == "&2" and stream == "1":
+        command.stdout_to_stderr = True
         command.drop_stdout = False
+    elif target == f"&{stream}":  # a stream onto itself
+        pass
     elif target == "/dev/null":
         if stream == "2":
             command.drop_stderr = True
@@ -318,8 +322,9 @@ class Shell:
         if command.bad_redirect:
             io.stderr(command.bad_redirect)
             return 2
-        out = (lambda _text: None) if command.drop_stdout else io.stdout
-        err = out if command.stderr_to_stdout else ((lambda _text: None) if command.drop_stderr else io.stderr)
+        stderr = (lambda _text: None) if command.drop_stderr else io.stderr
+        out = (lambda _text: None) if command.drop_stdout else stderr if command.stdout_to_stderr else io.stdout
+        err = out if command.stderr_to_stdout else stderr
         return await self.run_argv(command.argv, StreamIO(out, err, io.closed, io.stdin_eof, io.drain))
 
     async def run_argv(self, argv: list[str], io: StreamIO) -> int:

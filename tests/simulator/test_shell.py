@@ -44,6 +44,8 @@ async def test_redirections(model: FleetModel) -> None:
     assert await run_collect(sh, "nosuch 2>/dev/null") == ("", "", 127)
     assert await run_collect(sh, "nosuch 2>&1") == ("sh: 1: nosuch: not found\n", "", 127)
     assert await run_collect(sh, "hostname >/dev/null") == ("", "", 0)
+    assert await run_collect(sh, "echo x >&2") == ("", "x\n", 0)
+    assert await run_collect(sh, "echo x >&1") == ("x\n", "", 0)
     _out, err, status = await run_collect(sh, "hostname > /tmp/x")
     assert status == 2 and "cannot create /tmp/x" in err
 
