@@ -360,9 +360,11 @@ class _Session(asyncssh.SSHServerProcess[str]):
             self.channel.exit(status)
 
     def data_received(self, data: str, datatype: asyncssh.DataType) -> None:
-        """A line run here reads no stdin: what the client sends is dropped, as ``_drain_stdin`` drops it."""
+        """What the client sends goes to the line's stdin (only the shell's ``read`` takes any)."""
         if self._io is None:
             super().data_received(data, datatype)
+        elif datatype is None:
+            self._io.stdin.feed(data)
 
     def eof_received(self) -> bool:
         if self._io is not None:
@@ -396,7 +398,8 @@ def _drainer(stream: asyncssh.SSHWriter[str]) -> Callable[[], Awaitable[None]]:
 
 
 async def _drain_stdin(process: asyncssh.SSHServerProcess[str], io: StreamIO) -> None:
-    """Read and drop an exec request's stdin until EOF, then set ``stdin_eof``."""
+    """Read an exec request's stdin into ``io.stdin`` (kept for the shell's ``read``) until EOF,
+    then set ``stdin_eof``."""
     try:
         while True:
             try:
@@ -405,6 +408,7 @@ async def _drain_stdin(process: asyncssh.SSHServerProcess[str], io: StreamIO) ->
                 continue
             if not data:
                 break
+            io.stdin.feed(data)
     except (asyncssh.Error, ConnectionError, BrokenPipeError):
         pass
     finally:

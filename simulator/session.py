@@ -31,6 +31,39 @@ class Machine:
     rendezvous: Rendezvous
 
 
+STDIN_KEPT = 65536
+"""Characters of unread stdin a command keeps (a Linux pipe's buffer)."""
+
+
+@dataclass
+class Stdin:
+    """What the client has sent on a command's stdin and not yet read (the shell's ``read``)."""
+
+    pending: str = ""
+    arrived: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def feed(self, data: str) -> None:
+        """Keep what came, up to a pipe's 64 KiB: a command that never reads stdin holds no more."""
+        if len(self.pending) < STDIN_KEPT:
+            self.pending += data[: STDIN_KEPT - len(self.pending)]
+        self.arrived.set()
+
+    async def readline(self, eof: asyncio.Event) -> str | None:
+        """The next line without its newline; None once ``eof`` is set with no whole line left."""
+        while "\n" not in self.pending:
+            if eof.is_set():
+                return None
+            self.arrived.clear()
+            waiters = [asyncio.ensure_future(self.arrived.wait()), asyncio.ensure_future(eof.wait())]
+            try:
+                await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for waiter in waiters:
+                    waiter.cancel()
+        line, _, self.pending = self.pending.partition("\n")
+        return line
+
+
 @dataclass
 class StreamIO:
     """Where a command writes; ``closed``: the client has gone; ``stdin_eof``: its stdin ended (or it has gone)."""
@@ -41,6 +74,7 @@ class StreamIO:
     stdin_eof: asyncio.Event = field(default_factory=asyncio.Event)
     drain: Callable[[], Awaitable[None]] = field(default=lambda: _nothing())
     """Wait until the client has taken what was written (SSH flow control): a stream paces itself."""
+    stdin: Stdin = field(default_factory=Stdin)
 
 
 async def _nothing() -> None:

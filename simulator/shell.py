@@ -35,7 +35,7 @@ IB_ONLY_COMMANDS = frozenset({"perfquery", "ibnetdiscover", "iblinkinfo", "ibque
 SWITCH_COMMANDS = {"cumulus": frozenset({"nv", "lldpctl", "lldpcli"}), "sonic": frozenset({"show", "config"})}
 HEAD_COMMANDS = frozenset({"squeue", "scontrol"})
 COMMON_COMMANDS = frozenset({"hostname", "uname", "echo", "true", "false"})
-BUILTINS = frozenset({"exit", "cd", "command", "timeout", "sudo"})
+BUILTINS = frozenset({"exit", "cd", "command", "timeout", "sudo", "read"})
 
 _REDIRECT = re.compile(r"^(\d?)(>>?)(&\d|.*)$")
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
@@ -257,7 +257,7 @@ class Shell:
                 argv = argv[1:]
         if not argv:
             return True
-        if argv[0] == "timeout" or any("$?" in word for word in argv):
+        if argv[0] in ("timeout", "read") or any("$?" in word for word in argv):
             return False
         return not self.allowed(argv[0]) or self._handler(argv) is None
 
@@ -325,7 +325,7 @@ class Shell:
         stderr = (lambda _text: None) if command.drop_stderr else io.stderr
         out = (lambda _text: None) if command.drop_stdout else stderr if command.stdout_to_stderr else io.stdout
         err = out if command.stderr_to_stdout else stderr
-        return await self.run_argv(command.argv, StreamIO(out, err, io.closed, io.stdin_eof, io.drain))
+        return await self.run_argv(command.argv, StreamIO(out, err, io.closed, io.stdin_eof, io.drain, io.stdin))
 
     async def run_argv(self, argv: list[str], io: StreamIO) -> int:
         """Run one command given as words."""
@@ -340,6 +340,8 @@ class Shell:
             return -1
         if name == "cd":
             return 0
+        if name == "read":  # a line of stdin, dropped: what gates a pre-staged probe (``read -r _ && ...``)
+            return 0 if await io.stdin.readline(io.stdin_eof) is not None else 1
         if name == "sudo":
             rest = argv[1:]
             while rest and rest[0].startswith("-"):

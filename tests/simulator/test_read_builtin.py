@@ -1,0 +1,41 @@
+"""The simulated shell's ``read``: what gates a pre-staged perftest client (``read -r _ && ...``)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from sim_helpers import small_model
+
+from simulator.server import FleetServer
+from simulator.session import StreamIO
+
+
+async def _run(line: str, feed: list[str | None]) -> tuple[str, int]:
+    """Run ``line`` on gpu001 while ``feed`` arrives on stdin (None: end of stdin)."""
+    shell = FleetServer(small_model()).shell("gpu001")
+    out: list[str] = []
+    io = StreamIO(out.append, out.append)
+    task = asyncio.ensure_future(shell.run(line, io))
+    for data in feed:
+        await asyncio.sleep(0.01)
+        assert not task.done(), "read returned before its line came"
+        if data is None:
+            io.stdin_eof.set()
+        else:
+            io.stdin.feed(data)
+    status = await asyncio.wait_for(task, 5)
+    return "".join(out), status
+
+
+async def test_a_line_on_stdin_opens_the_gate() -> None:
+    assert await _run("read -r _ && echo go", ["g", "o\n"]) == ("go\n", 0)
+
+
+async def test_end_of_stdin_without_a_line_keeps_it_shut() -> None:
+    assert await _run("read -r _ && echo go", ["partial", None]) == ("", 1)
+
+
+async def test_read_is_not_answered_at_once() -> None:
+    shell = FleetServer(small_model()).shell("gpu001")
+    assert shell.run_now("read -r _ && echo go") is None
+    assert shell.output_only("read -r _ && timeout 5 ib_write_lat -d mlx5_0 gpu002")
