@@ -68,6 +68,8 @@ class Command:
     parts: tuple[tuple[str, ...], ...]
     """Shell words of each command, already quoted."""
     _token: object = field(default=None, repr=False, compare=False)
+    gated: bool = False
+    """Run only once a line arrives on stdin (``read -r _ && ...``): see ``gated()``."""
 
     def __post_init__(self) -> None:
         if self._token is not _TOKEN:
@@ -76,7 +78,8 @@ class Command:
     @property
     def text(self) -> str:
         """The command line sent to the remote shell."""
-        return "; ".join(" ".join(words) for words in self.parts)
+        text = "; ".join(" ".join(words) for words in self.parts)
+        return f"read -r _ && {text}" if self.gated else text
 
     @property
     def tools(self) -> tuple[str, ...]:
@@ -104,10 +107,25 @@ def command(tool: str, *args: Arg) -> Command:
     return Command(((tool, *(_word(arg) for arg in args)),), _TOKEN)
 
 
+def gated(cmd: Command) -> Command:
+    """``cmd`` staged ahead: the remote shell waits for one line on stdin, then runs it; at the end
+    of stdin without a line (the channel closed first) it never runs.
+
+    Why: a link test's perftest client must start the moment its NICs are free, and opening an
+    SSH session (channel, exec request, the login shell) takes round trips and the node's CPU.
+    Staged while the previous probe still measures, the start is one line on an open channel.
+    """
+    if len(cmd.parts) != 1 or cmd.gated:
+        raise CommandError("only a single, ungated command can be gated")
+    return Command(cmd.parts, _TOKEN, gated=True)
+
+
 def sequence(*commands: Command) -> Command:
     """Several commands run one after another in one SSH channel (command mode's compound tick)."""
     if not commands:
         raise CommandError("an empty sequence")
+    if any(cmd.gated for cmd in commands):
+        raise CommandError("a gated command runs on its own")
     return Command(tuple(part for cmd in commands for part in cmd.parts), _TOKEN)
 
 

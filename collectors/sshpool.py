@@ -439,13 +439,19 @@ class SshPool:
             return self._result(slot, started, failure.state, failure.reason)
         return RunResult(host, HostState.OK, seconds=time.monotonic() - started)
 
-    async def run(self, host: str, command: Command, timeout_s: float) -> RunResult:
+    async def run(self, host: str, command: Command, timeout_s: float,
+                  gate: asyncio.Future[None] | None = None) -> RunResult:
         """Run ``command`` on ``host`` and wait for it to exit, at most ``timeout_s`` seconds.
 
         The timeout covers opening the channel and the command itself; connection
-        set-up has its own (``connect_timeout_s``). stdin is closed at once. Never
-        raises for a machine's fault: every outcome is a ``RunResult``.
+        set-up has its own (``connect_timeout_s``). stdin is closed at once, or, for a
+        ``gated`` command, once ``gate`` is done: its line is sent then (the wait does
+        not count against the timeout). Cancelled before that, the channel is closed
+        and the command never runs. Never raises for a machine's fault: every outcome
+        is a ``RunResult``.
         """
+        if command.gated != (gate is not None):
+            raise ValueError("a gated command needs a gate, and a gate a gated command")
         slot = self._slot(host)
         started = time.monotonic()
         try:
@@ -456,8 +462,14 @@ class SshPool:
         session = _Output(asyncio.get_running_loop())
         chan: asyncssh.SSHClientChannel[bytes] | None = None
         try:
-            async with asyncio.timeout(timeout_s):
+            async with asyncio.timeout(timeout_s) as deadline:
                 chan, _ = await conn.create_session(lambda: session, command.text, encoding=None)
+                if gate is not None:
+                    deadline.reschedule(None)
+                    await _gate_or_close(chan, gate)
+                    command_started = time.monotonic()
+                    deadline.reschedule(asyncio.get_running_loop().time() + timeout_s)
+                    chan.write(b"\n")
                 chan.write_eof()
                 lost = await session.closed
         except TimeoutError:
@@ -602,6 +614,16 @@ class _StderrTail:
 
     def text(self) -> str:
         return _tail(b"".join(self._chunks).decode("utf-8", "replace"))
+
+
+async def _gate_or_close(chan: asyncssh.SSHClientChannel[bytes], gate: asyncio.Future[None]) -> None:
+    """Wait for ``gate``; when the wait is cancelled, close the channel, so that the staged
+    command's ``read`` sees the end of stdin and it never runs."""
+    try:
+        await asyncio.shield(gate)
+    except BaseException:
+        chan.close()
+        raise
 
 
 class _Output(asyncssh.SSHClientSession[bytes]):

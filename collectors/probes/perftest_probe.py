@@ -35,7 +35,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from collectors.commands import Arg, Command, command, sequence
+from collectors.commands import Arg, Command, command, gated, sequence
 from collectors.parsers.perftest import parse_perftest
 from collectors.parsers.show_gids import parse_show_gids
 from collectors.probes.ports import PortAllocator
@@ -314,9 +314,15 @@ async def _with_server(
                 if not listening and server.ended():
                     raise ProbeFailed("server", spec.dst, f"perftest server exited: {server.reason()}")
                 stage("listening")
-                await turn.wait(spec)
-                stage("client")
-                client_text = await _client(pool, spec, client_gid, port, budget_s, server, raw)
+                gate: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+                client = asyncio.ensure_future(_client(pool, spec, client_gid, port, budget_s, server, raw, gate))
+                try:
+                    await turn.wait(spec)
+                    stage("client")
+                    gate.set_result(None)
+                    client_text = await client
+                finally:
+                    client.cancel()
                 client_ended()
                 await server.finish(SERVER_GRACE_S)
             finally:
@@ -330,20 +336,27 @@ async def _with_server(
 
 async def _client(
     pool: SshPool, spec: PerftestSpec, gid: int | None, port: int, budget_s: float, server: _Server,
-    raw: list[str],
+    raw: list[str], gate: asyncio.Future[None],
 ) -> str:
-    """The client, retried while the server has not yet listened (its banner may be buffered)."""
+    """The client, staged at once and started when ``gate`` is done (``collectors.commands.gated``:
+    its SSH session is opened while the NICs' previous probes still measure), then retried, started
+    at once, while the server has not yet listened (its banner may be buffered)."""
     args = [*perftest_argv(spec, spec.src_nic, gid, port), spec.peer_address or spec.dst]
     cmd = _timed(budget_s, spec.test, args)
     result: RunResult | None = None
+    ran = gated(cmd)
     for attempt in range(CONNECT_RETRIES):
-        result = await pool.run(spec.src, cmd, budget_s)
+        if attempt == 0:
+            result = await pool.run(spec.src, ran, budget_s, gate)
+        else:
+            ran = cmd
+            result = await pool.run(spec.src, cmd, budget_s)
         refused = any(text in result.stderr for text in _CANNOT_CONNECT)
         if result.ok or not refused or server.listening or server.ended() or attempt == CONNECT_RETRIES - 1:
             break
         await asyncio.sleep(CONNECT_RETRY_DELAY_S)  # a back-off between tries, not a wait for a result
     assert result is not None
-    text = f"$ {cmd.text}\n{result.stdout}{result.stderr}"
+    text = f"$ {ran.text}\n{result.stdout}{result.stderr}"
     raw.append(f"# client {spec.src}:\n{text}")
     if not result.ok:
         if result.exit_status is None:

@@ -17,7 +17,7 @@ from pathlib import Path
 import asyncssh
 import pytest
 
-from collectors.commands import Command, command
+from collectors.commands import Command, CommandError, command, gated, sequence
 from collectors.inventory import InventoryHost
 from collectors.sshpool import STDERR_KEEP_BYTES, PoolSettings, SshPool
 from fabric.states import HostState
@@ -303,3 +303,64 @@ async def test_stream_line_longer_than_the_window_comes_in_pieces(byte_server: B
     assert "".join(lines[:-1]) == text, "no character lost or replaced at a cut"
     assert len(lines) == 4
     assert all(len(line.encode()) < WINDOW_BYTES + 32768 for line in lines), "memory bounded by the window"
+
+
+# --- a gated command (collectors.commands.gated): staged at once, started by its gate ---------------
+
+
+def test_a_gated_command_waits_for_a_line_and_runs_only_on_its_own() -> None:
+    assert gated(command("echo", "a b")).text == "read -r _ && echo 'a b'"
+    with pytest.raises(CommandError):
+        gated(sequence(command("true"), command("true")))
+    with pytest.raises(CommandError):
+        gated(gated(command("true")))
+    with pytest.raises(CommandError):
+        sequence(gated(command("true")), command("true"))
+
+
+def _reads_stdin(seen: list[bytes], started: asyncio.Event) -> Handler:
+    async def handler(process: asyncssh.SSHServerProcess[bytes]) -> None:
+        started.set()
+        seen.append(await process.stdin.read())  # up to the end of stdin
+        process.stdout.write(b"ran\n")
+        process.exit(0)
+
+    return handler
+
+
+async def test_the_gate_sends_the_line_and_the_command_answers(byte_server: ByteServer, pool: SshPool) -> None:
+    seen: list[bytes] = []
+    started = asyncio.Event()
+    byte_server.handlers["staged"] = _reads_stdin(seen, started)
+    gate: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    run = asyncio.ensure_future(pool.run("gpu100", gated(named("staged")), 5.0, gate))
+    await asyncio.wait_for(started.wait(), 5)
+    await asyncio.sleep(0.1)
+    assert not seen and not run.done(), "nothing reaches the command before its gate"
+    gate.set_result(None)
+    result = await asyncio.wait_for(run, 5)
+    assert result.state is HostState.OK and result.stdout == "ran\n"
+    assert seen == [b"\n"]
+
+
+async def test_cancelled_before_its_gate_the_channel_closes_without_a_line(byte_server: ByteServer,
+                                                                          pool: SshPool) -> None:
+    seen: list[bytes] = []
+    started = asyncio.Event()
+    byte_server.handlers["never"] = _reads_stdin(seen, started)
+    gate: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    run = asyncio.ensure_future(pool.run("gpu100", gated(named("never")), 5.0, gate))
+    await asyncio.wait_for(started.wait(), 5)
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    await asyncio.wait_for(byte_server.finished["never"].wait(), 5)
+    assert seen in ([], [b""]) and not gate.done(), "the command saw its stdin end without a line"
+
+
+async def test_a_gate_and_a_gated_command_come_together(pool: SshPool) -> None:
+    gate: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    with pytest.raises(ValueError):
+        await pool.run("gpu100", named("x"), 5.0, gate)
+    with pytest.raises(ValueError):
+        await pool.run("gpu100", gated(named("x")), 5.0)

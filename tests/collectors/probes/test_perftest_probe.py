@@ -221,7 +221,10 @@ class _BufferedNode:
         self.client_tries = 0
         self.server_stopped = False
 
-    async def run(self, host: str, cmd: Command, timeout_s: float) -> RunResult:
+    async def run(self, host: str, cmd: Command, timeout_s: float,
+                  gate: asyncio.Future[None] | None = None) -> RunResult:
+        if gate is not None:  # the staged client starts when the probe opens its gate, as SshPool's does
+            await gate
         if cmd.tools == ("cat", "show_gids"):
             return RunResult(host, HostState.OK, stdout="InfiniBand\n", exit_status=0)
         self.client_tries += 1
