@@ -47,6 +47,7 @@ import asyncssh
 
 from collectors.commands import Command
 from collectors.inventory import InventoryHost
+from collectors.ssh_ignore import only_for_cbc
 from collectors.ssh_logging import quiet_when_off
 from fabric.events import Event, Severity
 from fabric.records import HostStatus
@@ -194,6 +195,7 @@ class SshPool:
         rng: random.Random | None = None,
     ) -> None:
         quiet_when_off()
+        only_for_cbc()
         self.settings = settings or PoolSettings()
         self.tofu = tofu
         self._on_event = on_event
