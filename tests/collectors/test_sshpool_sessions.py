@@ -19,7 +19,7 @@ import pytest
 
 from collectors.commands import Command, CommandError, command, gated, sequence
 from collectors.inventory import InventoryHost
-from collectors.sshpool import STDERR_KEEP_BYTES, PoolSettings, SshPool
+from collectors.sshpool import STDERR_KEEP_BYTES, PoolSettings, RunResult, SshPool
 from fabric.states import HostState
 
 Handler = Callable[[asyncssh.SSHServerProcess[bytes]], Awaitable[None]]
@@ -328,13 +328,20 @@ def _reads_stdin(seen: list[bytes], started: asyncio.Event) -> Handler:
     return handler
 
 
-async def test_the_gate_sends_the_line_and_the_command_answers(byte_server: ByteServer, pool: SshPool) -> None:
+async def _staged(byte_server: ByteServer, pool: SshPool,
+                  name: str) -> tuple[list[bytes], asyncio.Future[None], asyncio.Future[RunResult]]:
+    """A gated ``name`` staged on the server: what its stdin got, its gate, the pool's run."""
     seen: list[bytes] = []
     started = asyncio.Event()
-    byte_server.handlers["staged"] = _reads_stdin(seen, started)
+    byte_server.handlers[name] = _reads_stdin(seen, started)
     gate: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-    run = asyncio.ensure_future(pool.run("gpu100", gated(named("staged")), 5.0, gate))
+    run = asyncio.ensure_future(pool.run("gpu100", gated(named(name)), 5.0, gate))
     await asyncio.wait_for(started.wait(), 5)
+    return seen, gate, run
+
+
+async def test_the_gate_sends_the_line_and_the_command_answers(byte_server: ByteServer, pool: SshPool) -> None:
+    seen, gate, run = await _staged(byte_server, pool, "staged")
     await asyncio.sleep(0.1)
     assert not seen and not run.done(), "nothing reaches the command before its gate"
     gate.set_result(None)
@@ -345,12 +352,7 @@ async def test_the_gate_sends_the_line_and_the_command_answers(byte_server: Byte
 
 async def test_cancelled_before_its_gate_the_channel_closes_without_a_line(byte_server: ByteServer,
                                                                           pool: SshPool) -> None:
-    seen: list[bytes] = []
-    started = asyncio.Event()
-    byte_server.handlers["never"] = _reads_stdin(seen, started)
-    gate: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-    run = asyncio.ensure_future(pool.run("gpu100", gated(named("never")), 5.0, gate))
-    await asyncio.wait_for(started.wait(), 5)
+    seen, gate, run = await _staged(byte_server, pool, "never")
     run.cancel()
     with pytest.raises(asyncio.CancelledError):
         await run
