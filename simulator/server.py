@@ -28,7 +28,7 @@ import asyncssh
 from asyncssh.constants import MSG_IGNORE
 
 from simulator.model import FleetModel
-from simulator.session import Machine, Rendezvous, StreamIO
+from simulator.session import Machine, Rendezvous, Stdin, StreamIO
 from simulator.shell import Shell
 
 log = logging.getLogger(__name__)
@@ -246,8 +246,8 @@ class FleetServer:
         self, host: str, shell: Shell, process: asyncssh.SSHServerProcess[str], io: StreamIO
     ) -> None:
         prompt = f"{host}:~$ " if process.get_terminal_type() else ""
-        if prompt:  # on a terminal, as with a real sshd, errors share the one tty stream
-            io = StreamIO(io.stdout, io.stdout, io.closed, io.stdin_eof, io.drain)
+        # on a terminal, as with a real sshd, errors share the one tty stream; ``read`` takes the next line typed
+        io = StreamIO(io.stdout, io.stdout if prompt else io.stderr, io.closed, io.stdin_eof, io.drain, _Typed(process=process))
         status = 0
         while True:
             if prompt:
@@ -377,6 +377,21 @@ class _Session(asyncssh.SSHServerProcess[str]):
         if self._io is not None:
             self._io.closed.set()
             self._io.stdin_eof.set()
+
+
+@dataclass
+class _Typed(Stdin):
+    """An interactive session's stdin, as the shell's ``read`` sees it: the next line typed."""
+
+    process: asyncssh.SSHServerProcess[str] | None = None
+
+    async def readline(self, eof: asyncio.Event) -> str | None:
+        assert self.process is not None
+        try:
+            line = await self.process.stdin.readline()
+        except asyncssh.Error:
+            return None
+        return line[:-1] if line.endswith("\n") else None
 
 
 def _writer(write_to: Callable[[str], None]) -> Callable[[str], None]:

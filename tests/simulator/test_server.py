@@ -144,6 +144,16 @@ async def test_interactive_shell(fleet: Path) -> None:
         assert output.startswith("leaf01\n") and "operational" in output
 
 
+async def test_read_in_an_interactive_shell_takes_the_next_line_typed(fleet: Path) -> None:
+    async with await connect(fleet, "gpu001") as conn:
+        process = await conn.create_process()
+        process.stdin.write("read -r x && echo read\nhello world\necho done\nexit\n")
+        output = await asyncio.wait_for(process.stdout.read(), 10)
+        errors = await asyncio.wait_for(process.stderr.read(), 10)
+        await process.wait()
+    assert (output, errors) == ("read\ndone\n", "")  # "hello world" went to read, not to the shell
+
+
 async def test_wrong_known_hosts_is_refused(fleet: Path, tmp_path: Path) -> None:
     lines = (fleet / "known_hosts").read_text().splitlines()
     other_key = lines[1].split()[1:]  # gpu002's key
