@@ -471,8 +471,10 @@ class SshPool:
                     await _gate_or_close(chan, gate)
                     command_started = time.monotonic()
                     deadline.reschedule(asyncio.get_running_loop().time() + timeout_s)
-                    chan.write(b"\n")
-                chan.write_eof()
+                    if not session.closed.done():  # else it ended before its turn: its status says why
+                        chan.write(b"\n")
+                if not session.closed.done():
+                    chan.write_eof()
                 lost = await session.closed
         except TimeoutError:
             if chan is not None:

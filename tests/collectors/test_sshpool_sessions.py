@@ -366,3 +366,18 @@ async def test_a_gate_and_a_gated_command_come_together(pool: SshPool) -> None:
         await pool.run("gpu100", named("x"), 5.0, gate)
     with pytest.raises(ValueError):
         await pool.run("gpu100", gated(named("x")), 5.0)
+
+
+async def test_a_staged_command_that_ends_before_its_gate_is_a_failed_command(byte_server: ByteServer,
+                                                                              pool: SshPool) -> None:
+    """A login shell without ``read`` (or a command that fails at once) ends before the turn: that is
+    the command's failure, with its status and error, not a lost connection."""
+    byte_server.handlers["early"] = writes(stderr=(b"sh: 1: read: not found\n",), status=127)
+    gate: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    run = asyncio.ensure_future(pool.run("gpu100", gated(named("early")), 5.0, gate))
+    await asyncio.wait_for(byte_server.finished["early"].wait(), 5)
+    await asyncio.sleep(0.1)
+    gate.set_result(None)
+    result = await asyncio.wait_for(run, 5)
+    assert result.state is HostState.COMMAND_FAILED and result.exit_status == 127
+    assert "read: not found" in result.stderr
