@@ -137,22 +137,14 @@ async def serve(
     return 0
 
 
-GC_THRESHOLDS = (20_000, 50, 100)
-"""The garbage collector's thresholds once the fleet is up (``gc.set_threshold``): a young
-collection every 20,000 net allocations instead of 700, a full one some 100 million later."""
-
-
 def run(scenario: Scenario, state_dir: Path) -> int:
     """Blocking entry point for ``fleet sim``: prints the ready line on stdout, flushed."""
 
     def ready(line: str) -> None:
         # The model, listeners and host keys live as long as the process: out of the collector's
         # sight, so that a full collection (tens of ms on one CPU at 1,024 nodes) no longer walks
-        # them while every session waits. Then collect less often: every channel leaves a few
-        # cycles, and with the default thresholds (700, 10, 10) a 128-node link test spent ~12%
-        # of the simulator's CPU in collections, each full one stalling every node's session.
+        # them while every session waits. (``fleet sim`` sets the collector's thresholds.)
         gc.freeze()
-        gc.set_threshold(*GC_THRESHOLDS)
         print(line, flush=True)
 
     try:

@@ -68,13 +68,22 @@ def print_json(document: Any) -> None:
 
 
 GC_THRESHOLDS = (20_000, 50, 100)
-"""The garbage collector's thresholds for a headless command (``gc.set_threshold``).
+"""The garbage collector's thresholds for a headless command and for ``fleet sim`` (``gc.set_threshold``).
 
-Every SSH channel leaves a few reference cycles, so a link test or a streaming
-collector allocates fast; with the default (700, 10, 10) the collections, and
-above all the full ones that stall the loop for tens of ms, come every few
-hundred probes. A young collection every 20,000 net allocations instead
-(``fleet bench linktest`` and ``fleet bench collect``, docs/benchmarks.md)."""
+Every SSH channel leaves a few reference cycles, so a link test, a streaming
+collector and the simulated sshds that answer them allocate fast; with the
+default (700, 10, 10) the collections, and above all the full ones that stall
+the loop for tens of ms, come every few hundred probes (~12% of the
+simulator's CPU in a 128-node link test). A young collection every 20,000 net
+allocations instead (``fleet bench linktest`` and ``fleet bench collect``,
+docs/benchmarks.md)."""
+
+
+def collect_less_often() -> None:
+    """Freeze what start-up made (it lives as long as the process: no collection walks it) and
+    set :data:`GC_THRESHOLDS`."""
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
 
 
 def run_async(main: Coroutine[Any, Any, T]) -> T:
@@ -84,7 +93,6 @@ def run_async(main: Coroutine[Any, Any, T]) -> T:
     the SSH receive of an agent line cost the collector about half the CPU of the
     standard loop's (``fleet bench collect``, docs/benchmarks.md).
     """
-    gc.freeze()  # what start-up imported lives as long as the command: no collection walks it
-    gc.set_threshold(*GC_THRESHOLDS)
+    collect_less_often()
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
         return runner.run(main)

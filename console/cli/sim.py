@@ -25,6 +25,7 @@ def default_state_dir() -> Path:
 def sim(scenario_name: str, nodes: int | None, state_dir: Path | None, list_scenarios: bool) -> None:
     """Run the simulated fleet until Ctrl-C; prints one ready line when every machine listens."""
     from collectors.ssh_logging import quiet_when_off
+    from console.cli.common import collect_less_often
     from simulator.main import run
     from simulator.scenario import ScenarioError, builtin_scenarios, load_scenario
 
@@ -44,4 +45,5 @@ def sim(scenario_name: str, nodes: int | None, state_dir: Path | None, list_scen
         click.echo(f"fleet sim: {error}", err=True)
         sys.exit(2)
     quiet_when_off()  # the simulated sshds send and receive every packet of the fleet
+    collect_less_often()
     sys.exit(run(scenario, state_dir or default_state_dir()))
