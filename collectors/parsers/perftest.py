@@ -20,7 +20,6 @@ the Gbit/s fields follow the inferred unit, and a problem names the mismatch.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -182,19 +181,6 @@ def _header_line(line: str) -> tuple[bool, tuple[tuple[str, str], ...]]:
     return False, tuple((key.strip(), value) for key, value in _PAIR.findall(line))
 
 
-def _number(cell: str) -> float | None:
-    """``to_float`` of a table cell, with a shortcut for the plain decimals perftest prints.
-
-    A cell of ASCII digits with at most one dot is the whole number ``to_float``
-    would find (and, like it, refused past a float's range); anything else
-    (signs, exponents, commas, other scripts' digits, junk) takes the full path.
-    """
-    if cell.isascii() and cell.replace(".", "", 1).isdigit():
-        value = float(cell)
-        return value if math.isfinite(value) else None
-    return to_float(cell)
-
-
 def parse_perftest(text: str) -> Perftest:
     """Parse one perftest run's output; never raises."""
     problems = Problems()
@@ -294,7 +280,7 @@ def _rows(
     names = [name for name, _ in columns]
     parsed: list[tuple[int, str, dict[str, float]]] = []
     for number, line, cells in raw_rows:
-        numbers = [_number(c) for c in cells]
+        numbers = [to_float(c) for c in cells]
         if len(cells) != len(names) or None in numbers:
             problems.unknown(number, line, f"row has {len(cells)} values, header has {len(names)}")
             continue

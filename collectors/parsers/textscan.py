@@ -44,8 +44,13 @@ def to_float(text: str) -> float | None:
     """The number in ``text`` (``"2,580,140"``, ``"67.74 W"``, ``"0.00%"``), None when there is none.
 
     Only a number at the start counts, so ``"P8"`` or ``"mlx5_0"`` give None.
-    NaN and infinities are refused: a parsed value is always finite.
+    NaN and infinities are refused: a parsed value is always finite. A plain
+    decimal (ASCII digits, at most one dot: what table cells mostly are) is the
+    whole number the pattern would find, so it skips the pattern.
     """
+    if text.isascii() and text.replace(".", "", 1).isdigit():
+        value = float(text)
+        return value if math.isfinite(value) else None
     stripped = text.strip()
     match = _NUMBER.match(stripped)
     if match is None:
