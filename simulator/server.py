@@ -247,7 +247,7 @@ class FleetServer:
     ) -> None:
         prompt = f"{host}:~$ " if process.get_terminal_type() else ""
         # on a terminal, as with a real sshd, errors share the one tty stream; ``read`` takes the next line typed
-        io = StreamIO(io.stdout, io.stdout if prompt else io.stderr, io.closed, io.stdin_eof, io.drain, _Typed(process=process))
+        io = StreamIO(io.stdout, io.stdout if prompt else io.stderr, io.closed, io.stdin_eof, io.drain, _Typed(process))
         status = 0
         while True:
             if prompt:
@@ -379,14 +379,14 @@ class _Session(asyncssh.SSHServerProcess[str]):
             self._io.stdin_eof.set()
 
 
-@dataclass
 class _Typed(Stdin):
     """An interactive session's stdin, as the shell's ``read`` sees it: the next line typed."""
 
-    process: asyncssh.SSHServerProcess[str] | None = None
+    def __init__(self, process: asyncssh.SSHServerProcess[str]) -> None:
+        super().__init__()
+        self.process = process
 
     async def readline(self, eof: asyncio.Event) -> str | None:
-        assert self.process is not None
         try:
             line = await self.process.stdin.readline()
         except asyncssh.Error:

@@ -252,9 +252,7 @@ class Shell:
     def _immediate(self, argv: list[str]) -> bool:
         """Whether a command answers without waiting (no stateful handler, no ``timeout``, no ``$?``)."""
         while argv and argv[0] == "sudo":
-            argv = argv[1:]
-            while argv and argv[0].startswith("-"):
-                argv = argv[1:]
+            argv = _sudo_operands(argv)
         if not argv:
             return True
         if argv[0] in ("timeout", "read") or any("$?" in word for word in argv):
@@ -343,10 +341,7 @@ class Shell:
         if name == "read":  # a line of stdin, dropped: what gates a pre-staged probe (``read -r _ && ...``)
             return 0 if await io.stdin.readline(io.stdin_eof) is not None else 1
         if name == "sudo":
-            rest = argv[1:]
-            while rest and rest[0].startswith("-"):
-                rest = rest[1:]
-            return await self.run_argv(rest, io)
+            return await self.run_argv(_sudo_operands(argv), io)
         if name == "timeout":
             return await self._timeout(argv, io)
         if name == "command":
@@ -426,6 +421,14 @@ _OUTPUT_ONLY_HANDLERS: frozenset[Handler] = frozenset({perftest.run_perftest, pe
 """Stateful commands that only write their output and watch for the client's close (``Shell.output_only``)."""
 
 
+def _sudo_operands(argv: list[str]) -> list[str]:
+    """``sudo [-OPTION]... COMMAND...`` -> [COMMAND...]."""
+    rest = argv[1:]
+    while rest and rest[0].startswith("-"):
+        rest = rest[1:]
+    return rest
+
+
 def _timeout_operands(argv: list[str]) -> list[str]:
     """``timeout [OPTION]... DURATION COMMAND...`` -> [DURATION, COMMAND...]."""
     rest = argv[1:]
@@ -437,12 +440,7 @@ def _timeout_operands(argv: list[str]) -> list[str]:
 def _program(argv: list[str]) -> list[str]:
     """The command that runs once the ``sudo [-OPTION]...`` and ``timeout [OPTION]... DURATION`` in front are taken off."""
     while argv and argv[0] in ("sudo", "timeout"):
-        if argv[0] == "sudo":
-            argv = argv[1:]
-            while argv and argv[0].startswith("-"):
-                argv = argv[1:]
-        else:
-            argv = _timeout_operands(argv)[1:]
+        argv = _sudo_operands(argv) if argv[0] == "sudo" else _timeout_operands(argv)[1:]
     return argv
 
 
