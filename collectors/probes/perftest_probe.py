@@ -344,13 +344,9 @@ async def _client(
     args = [*perftest_argv(spec, spec.src_nic, gid, port), spec.peer_address or spec.dst]
     cmd = _timed(budget_s, spec.test, args)
     result: RunResult | None = None
-    ran = gated(cmd)
     for attempt in range(CONNECT_RETRIES):
-        if attempt == 0:
-            result = await pool.run(spec.src, ran, budget_s, gate)
-        else:
-            ran = cmd
-            result = await pool.run(spec.src, cmd, budget_s)
+        ran = gated(cmd) if attempt == 0 else cmd
+        result = await pool.run(spec.src, ran, budget_s, gate if attempt == 0 else None)
         refused = any(text in result.stderr for text in _CANNOT_CONNECT)
         if result.ok or not refused or server.listening or server.ended() or attempt == CONNECT_RETRIES - 1:
             break
