@@ -1121,10 +1121,6 @@ class NodeParts:
         rate = effects.rate_gbps.get(end, model.scenario.fabric.link_gbps)
         identity = model.nic_identity(node, rail)
         guid = identity.guid
-        lldp: LldpNeighbor | None = None
-        if full and not down:
-            switch, port = model.nic_cable(node, rail, effects)
-            lldp = model._switch_neighbor(switch, port)
         return NicView(
             name=identity.name,
             port=1,
@@ -1152,8 +1148,19 @@ class NodeParts:
             optics=self.optics(rail) if full else None,
             gids=identity.gids,
             qps=model._qps(node, rail, effects, down, self.totals(rail)) if full else (),
-            lldp=lldp,
+            lldp=self.lldp(rail) if full else None,
         )
+
+    def lldp(self, rail: int) -> LldpNeighbor | None:
+        """What the switch port at the far end of the NIC's cable announces; None while the link is down.
+
+        Read alone by ``lldpctl``, which needs no counters, optics or QPs: the same
+        neighbour as the full view's, from the same two lookups.
+        """
+        if self.down(rail):
+            return None
+        switch, port = self.model.nic_cable(self.name, rail, self.effects)
+        return self.model._switch_neighbor(switch, port)
 
     def view(self) -> NodeView:
         """Everything the node reports (built once)."""

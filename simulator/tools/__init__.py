@@ -16,7 +16,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from simulator.state import JobView, NicView, NodeView, SwitchView
+from simulator.state import JobView, LldpNeighbor, NicView, NodeView, SwitchView
 
 
 class LazyNode(Protocol):
@@ -42,6 +42,10 @@ class LazyNode(Protocol):
 
     def nic_head(self, rail: int) -> NicView:
         """Identity and link state of one NIC; its counters, hw_counters and ethtool are empty."""
+        ...
+
+    def lldp(self, rail: int) -> LldpNeighbor | None:
+        """The LLDP neighbour of one NIC (None while its link is down), as its full view has it."""
         ...
 
     def counters(self, rail: int) -> dict[str, int]: ...

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 
 from simulator.state import LldpNeighbor, NodeView, SwitchView
-from simulator.tools import ToolContext, ToolOutput, register
+from simulator.tools import LazyNode, ToolContext, ToolOutput, register
 
 SEPARATOR = "-" * 79
 # lldpd's default tx-interval 30 s times tx-hold 4.
@@ -130,6 +130,18 @@ def _node_links(node: NodeView) -> list[tuple[str, LldpNeighbor]]:
     ]
 
 
+def _part_links(parts: LazyNode) -> list[tuple[str, LldpNeighbor]]:
+    """``_node_links`` from the node's parts: no counters, optics or QPs are computed for LLDP."""
+    links = []
+    for rail in parts.rails:
+        head = parts.nic_head(rail)
+        if head.link_layer == "Ethernet" and head.phys_state == "LinkUp":
+            neighbor = parts.lldp(rail)
+            if neighbor is not None:
+                links.append((head.netdev, neighbor))
+    return links
+
+
 def _switch_links(switch: SwitchView) -> list[tuple[str, LldpNeighbor]]:
     return [
         (port.name, port.lldp) for port in switch.ports if port.lldp is not None and port.oper_up
@@ -138,6 +150,8 @@ def _switch_links(switch: SwitchView) -> list[tuple[str, LldpNeighbor]]:
 
 def neighbour_entries(ctx: ToolContext) -> list[_Entry]:
     """Every LLDP neighbour of the machine the command runs on, in interface order."""
+    if ctx.parts is not None:
+        return _entries_for(ctx, _part_links(ctx.parts))
     if ctx.node is not None:
         return _entries_for(ctx, _node_links(ctx.node))
     if ctx.switch is not None:
@@ -309,7 +323,7 @@ _RENDERERS = {"plain": render_text, "json": render_json, "keyvalue": render_keyv
 def lldpctl(ctx: ToolContext, argv: list[str]) -> ToolOutput:
     """``lldpctl [-f FMT] [IFACE...]``, ``lldpcli [-f FMT] show neighbors [details] [ports IF]``
     and ``lldpcli [-f FMT] show statistics``."""
-    if ctx.node is None and ctx.switch is None:
+    if ctx.parts is None and ctx.node is None and ctx.switch is None:  # parts: no whole view built to ask
         return ToolOutput("", f"sh: 1: {argv[0]}: not found\n", 127)
     fmt = "plain"
     words: list[str] = []
