@@ -34,7 +34,7 @@ NODE_COMMANDS = frozenset(
 IB_ONLY_COMMANDS = frozenset({"perfquery", "ibnetdiscover", "iblinkinfo", "ibqueryerrors"})
 SWITCH_COMMANDS = {"cumulus": frozenset({"nv", "lldpctl", "lldpcli"}), "sonic": frozenset({"show", "config"})}
 HEAD_COMMANDS = frozenset({"squeue", "scontrol"})
-COMMON_COMMANDS = frozenset({"hostname", "uname", "echo", "true", "false"})
+COMMON_COMMANDS = frozenset({"hostname", "uname", "date", "echo", "true", "false"})
 BUILTINS = frozenset({"exit", "cd", "command", "timeout", "sudo", "read"})
 
 _REDIRECT = re.compile(r"^(\d?)(>>?)(&\d|.*)$")

@@ -1,8 +1,9 @@
-"""Plain shell utilities of a simulated machine: hostname, uname, echo, true, false."""
+"""Plain shell utilities of a simulated machine: hostname, uname, date, echo, true, false."""
 
 from __future__ import annotations
 
 import re
+import time
 
 from simulator.tools import ToolContext, ToolOutput, register
 
@@ -119,3 +120,44 @@ def true(ctx: ToolContext, argv: list[str]) -> ToolOutput:
 def false(ctx: ToolContext, argv: list[str]) -> ToolOutput:
     """``false``: nothing, exit 1."""
     return ToolOutput("", "", 1)
+
+
+_DATE_FIELD = re.compile(r"%(.)", re.DOTALL)
+
+
+@register("date")
+def date(ctx: ToolContext, argv: list[str]) -> ToolOutput:
+    """``date [-u] [+FORMAT]`` (coreutils) at the machine's simulated time, which is UTC.
+
+    ``%s`` and ``%N`` (seconds since the epoch, nanoseconds) come from one reading, as
+    coreutils takes one ``clock_gettime``; the rest is ``strftime`` in the C locale.
+    Setting the clock is refused, as for a user who is not root; any other operand is an invalid date.
+    """
+    fmt = "%a %b %e %H:%M:%S UTC %Y"
+    for arg in argv[1:]:
+        if arg.startswith("+"):
+            fmt = arg[1:]
+        elif arg in ("-u", "--utc", "--universal"):
+            continue
+        elif arg.startswith("-"):
+            flag = arg[2:] if arg.startswith("--") else arg[1:2]
+            wording = f"unrecognized option '{arg}'" if arg.startswith("--") else f"invalid option -- '{flag}'"
+            return ToolOutput("", f"date: {wording}\nTry 'date --help' for more information.\n", 1)
+        elif re.fullmatch(r"\d{8}(\d{2}){0,2}(\.\d{2})?", arg):  # MMDDhhmm[[CC]YY][.ss]: setting the clock
+            return ToolOutput("", "date: cannot set date: Operation not permitted\n", 1)
+        else:
+            return ToolOutput("", f"date: invalid date \u2018{arg}\u2019\n", 1)
+    seconds, _, nanos = f"{ctx.now:.9f}".partition(".")
+    clock = time.gmtime(int(seconds))
+
+    def field(match: re.Match[str]) -> str:
+        code = match.group(1)
+        if code == "s":
+            return seconds
+        if code == "N":
+            return nanos
+        if code == "%":
+            return "%"
+        return time.strftime("%" + code, clock)
+
+    return ToolOutput(_DATE_FIELD.sub(field, fmt) + "\n")

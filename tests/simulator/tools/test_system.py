@@ -1,4 +1,4 @@
-"""hostname, uname, echo, true and false, and that every tool registers."""
+"""hostname, uname, date, echo, true and false, and that every tool registers."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import re
 
 from builders_net import make_node, make_switch, node_ctx, switch_ctx
 
-from simulator.tools import REGISTRY, load_all
-from simulator.tools.system import echo, false, hostname, true, uname
+from simulator.tools import REGISTRY, ToolContext, load_all
+from simulator.tools.system import date, echo, false, hostname, true, uname
 
 
 def test_hostname_forms() -> None:
@@ -31,6 +31,22 @@ def test_uname_orders_fields_like_coreutils() -> None:
     )
     bad = uname(ctx, ["uname", "-q"])
     assert bad.exit_status == 1 and bad.stderr.startswith("uname: invalid option -- 'q'")
+
+
+def test_date_prints_the_simulated_time_as_coreutils_does() -> None:
+    ctx = node_ctx(make_node(1))  # 1_764_435_600: Sat 29 Nov 2025, 17:00:00 UTC
+    assert date(ctx, ["date"]).stdout == "Sat Nov 29 17:00:00 UTC 2025\n"
+    assert date(ctx, ["date", "-u", "+%Y-%m-%dT%H:%M:%S%%"]).stdout == "2025-11-29T17:00:00%\n"
+    later = ToolContext(hostname="leaf01", now=1_764_435_600.731204, switch=make_switch())
+    assert date(later, ["date", "+%s.%N"]).stdout == "1764435600.731204033\n"  # one reading, as a float holds it
+    assert date(ToolContext(hostname="x", now=1_764_435_600.9999999999), ["date", "+%s.%N"]).stdout == (
+        "1764435601.000000000\n")  # %s and %N agree when the nanoseconds round up
+    assert date(ctx, ["date", "+%s"]).stdout == "1764435600\n"
+    bad = date(ctx, ["date", "-x"])
+    assert bad.exit_status == 1 and bad.stderr == "date: invalid option -- 'x'\nTry 'date --help' for more information.\n"
+    assert date(ctx, ["date", "--bogus"]).stderr.startswith("date: unrecognized option '--bogus'")
+    assert date(ctx, ["date", "120204552026"]).stderr == "date: cannot set date: Operation not permitted\n"
+    assert date(ctx, ["date", "0101"]).stderr == "date: invalid date \u20180101\u2019\n"
 
 
 def test_echo_true_false() -> None:
