@@ -21,7 +21,7 @@ ALLOWED_TOOLS: frozenset[str] = frozenset({
     "ibstat", "ibstatus", "ibv_devinfo", "ibv_devices", "show_gids", "perfquery",
     "ibqueryerrors", "ibnetdiscover", "iblinkinfo", "rdma",
     # files and system
-    "cat", "grep", "ls", "echo", "true", "ethtool", "lldpctl", "hostname", "uname", "timeout",
+    "cat", "grep", "ls", "echo", "true", "ethtool", "lldpctl", "hostname", "uname", "timeout", "date",
     # GPUs
     "nvidia-smi",
     # probes

@@ -6,7 +6,7 @@ from collectors.commands import Command, command
 from collectors.parsers.switch_nvue import parse_nvue_counters
 from collectors.parsers.switch_tables import parse_switch_table
 from collectors.sections import sectioned, split_sections
-from collectors.switches.base import SwitchPoll, speed_gbps
+from collectors.switches.base import SwitchPoll, clock_part, poll_time, speed_gbps
 from fabric.records import PortRecord
 from fabric.samples import HostSample, SeriesKey
 
@@ -33,15 +33,17 @@ class NvueDriver:
         """Front-panel ports (``swpN``), learnt from ``nv show interface``."""
 
     def poll_command(self) -> Command:
-        parts = [("interfaces", command("nv", "show", "interface"))]
+        parts = [clock_part(), ("interfaces", command("nv", "show", "interface"))]
         parts += [(f"port:{port}", command("nv", "show", "interface", port, "counters", "-o", "json"))
                   for port in self.ports]
         return sectioned(parts)
 
     def read_poll(self, text: str, ts: float) -> SwitchPoll:
         sections = split_sections(text)
+        ts, clock_problem = poll_time(sections, ts)
         table = parse_switch_table(sections.get("interfaces", ""))
         problems = [f"nv show interface line {p.line}: {p.reason}" for p in table.problems]
+        problems += [clock_problem] if clock_problem else []
         values: dict[SeriesKey, float] = {}
         records: list[PortRecord] = []
         speeds: dict[str, float] = {}

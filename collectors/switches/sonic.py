@@ -11,7 +11,7 @@ from collectors.commands import Command, command
 from collectors.parsers.switch_sonic import parse_sonic_counters, parse_sonic_pfc
 from collectors.parsers.switch_tables import parse_switch_table
 from collectors.sections import sectioned, split_sections
-from collectors.switches.base import SwitchPoll
+from collectors.switches.base import SwitchPoll, clock_part, poll_time
 from fabric.records import PortRecord
 from fabric.samples import HostSample, SeriesKey
 
@@ -26,6 +26,7 @@ class SonicDriver:
 
     def poll_command(self) -> Command:
         return sectioned([
+            clock_part(),
             ("counters", command("show", "interfaces", "counters")),
             ("pfc", command("show", "pfc", "counters")),
             ("lldp", command("show", "lldp", "table")),
@@ -33,8 +34,10 @@ class SonicDriver:
 
     def read_poll(self, text: str, ts: float) -> SwitchPoll:
         sections = split_sections(text)
+        ts, clock_problem = poll_time(sections, ts)
         counters = parse_sonic_counters(sections.get("counters", ""))
         problems = [f"show interfaces counters line {p.line}: {p.reason}" for p in counters.problems[:3]]
+        problems += [clock_problem] if clock_problem else []
         values: dict[SeriesKey, float] = {}
         speeds: dict[str, float] = {}
         for port in counters.ports:

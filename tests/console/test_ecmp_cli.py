@@ -20,9 +20,9 @@ from simulator.scenario import SCENARIO_DIR, load_scenario, parse_scenario
 
 SHORT = ["--window", "10", "--interval", "1", "--sustain", "3"]
 """A window of 10 s for an imbalance that must hold 3 s, polled every second: on two loaded cores
-the switches' first polls come late (a 6 s window once saw it for only 2 s), and a poll stamped
-~50 ms late on a 0.5 s interval reads the hot uplink ~10% low, under the 90% that keeps the hold
-going (an 8 s window at 0.5 s once saw it held for only 1.5 s)."""
+the switches' first polls come late (a 6 s window once saw it for only 2 s). Polls are stamped with
+the switch's clock (``tests/collectors/test_switch_clock.py``): stamped on arrival, a late answer
+read the hot uplink ~10% low and broke the hold (an 8 s window at 0.5 s once saw 1.5 s of it)."""
 APPLY = ["--window", "3", "--interval", "0.5", "--sustain", "2"]
 
 
