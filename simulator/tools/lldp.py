@@ -21,7 +21,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from simulator.state import LldpNeighbor, NodeView, SwitchView
+from simulator.state import LldpNeighbor, NicView, NodeView, SwitchView
 from simulator.tools import LazyNode, ToolContext, ToolOutput, register
 
 SEPARATOR = "-" * 79
@@ -122,12 +122,13 @@ def _entries_for(ctx: ToolContext, links: list[tuple[str, LldpNeighbor]]) -> lis
     return entries
 
 
+def _hears_lldp(nic: NicView) -> bool:
+    """lldpd on a node runs on its Ethernet interfaces, and hears a neighbour only while the link is up."""
+    return nic.link_layer == "Ethernet" and nic.phys_state == "LinkUp"
+
+
 def _node_links(node: NodeView) -> list[tuple[str, LldpNeighbor]]:
-    return [
-        (nic.netdev, nic.lldp)
-        for nic in node.nics
-        if nic.lldp is not None and nic.link_layer == "Ethernet" and nic.phys_state == "LinkUp"
-    ]
+    return [(nic.netdev, nic.lldp) for nic in node.nics if nic.lldp is not None and _hears_lldp(nic)]
 
 
 def _part_links(parts: LazyNode) -> list[tuple[str, LldpNeighbor]]:
@@ -135,7 +136,7 @@ def _part_links(parts: LazyNode) -> list[tuple[str, LldpNeighbor]]:
     links = []
     for rail in parts.rails:
         head = parts.nic_head(rail)
-        if head.link_layer == "Ethernet" and head.phys_state == "LinkUp":
+        if _hears_lldp(head):
             neighbor = parts.lldp(rail)
             if neighbor is not None:
                 links.append((head.netdev, neighbor))

@@ -140,8 +140,7 @@ def date(ctx: ToolContext, argv: list[str]) -> ToolOutput:
         elif arg in ("-u", "--utc", "--universal"):
             continue
         elif arg.startswith("-"):
-            flag = arg[2:] if arg.startswith("--") else arg[1:2]
-            wording = f"unrecognized option '{arg}'" if arg.startswith("--") else f"invalid option -- '{flag}'"
+            wording = f"unrecognized option '{arg}'" if arg.startswith("--") else f"invalid option -- '{arg[1:2]}'"
             return ToolOutput("", f"date: {wording}\nTry 'date --help' for more information.\n", 1)
         elif re.fullmatch(r"\d{8}(\d{2}){0,2}(\.\d{2})?", arg):  # MMDDhhmm[[CC]YY][.ss]: setting the clock
             return ToolOutput("", "date: cannot set date: Operation not permitted\n", 1)
