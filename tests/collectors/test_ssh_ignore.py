@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import asyncssh
 import pytest
 from asyncssh.constants import MSG_CHANNEL_OPEN, MSG_IGNORE
+from helpers.packets import received_packet_types
 
 from collectors.ssh_ignore import only_for_cbc
 
@@ -18,14 +17,7 @@ class _Server(asyncssh.SSHServer):
 
 async def _received_by_server(monkeypatch: pytest.MonkeyPatch, encryption: list[str]) -> list[int]:
     """Packet types a server receives from a client that runs two commands over ``encryption``."""
-    received: list[int] = []
-    log_received = asyncssh.SSHServerConnection.log_received_packet
-
-    def count(self: asyncssh.SSHServerConnection, pkttype: int, *args: Any) -> None:
-        received.append(pkttype)
-        log_received(self, pkttype, *args)
-
-    monkeypatch.setattr(asyncssh.SSHServerConnection, "log_received_packet", count)
+    received = received_packet_types(monkeypatch, asyncssh.SSHServerConnection)
 
     async def answer(process: asyncssh.SSHServerProcess[str]) -> None:
         process.stdout.write("ok\n")

@@ -12,11 +12,11 @@ import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import asyncssh
 import pytest
 from asyncssh.constants import MSG_IGNORE
+from helpers.packets import received_packet_types
 from sim_helpers import small_scenario
 
 from collectors.inventory import load_inventory
@@ -104,24 +104,17 @@ async def test_asyncssh_client_runs_commands(fleet: Path) -> None:
         assert result.exit_status == 0 and "gpu[001-006]" in str(result.stdout)
 
 
-
 async def test_sshd_sends_no_ignore_packets(fleet: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """As OpenSSH's sshd: output comes as data packets alone, not each behind an empty SSH_MSG_IGNORE.
 
     The client counts what it receives; asyncssh's own server would send one IGNORE per packet.
     """
-    received: list[int] = []
-    log_received = asyncssh.SSHClientConnection.log_received_packet
-
-    def count(self: asyncssh.SSHClientConnection, pkttype: int, *args: Any) -> None:
-        received.append(pkttype)
-        log_received(self, pkttype, *args)
-
-    monkeypatch.setattr(asyncssh.SSHClientConnection, "log_received_packet", count)
+    received = received_packet_types(monkeypatch, asyncssh.SSHClientConnection)
     async with await connect(fleet, "gpu001") as conn:
         for _ in range(5):
             assert (await conn.run("hostname", check=False)).stdout == "gpu001\n"
     assert received and MSG_IGNORE not in received
+
 
 async def test_exec_answers_alike_at_once_and_through_a_process(fleet: Path) -> None:
     """A stateless line is answered in the session's start callback; with ``timeout`` it runs in a task of its own
