@@ -20,12 +20,13 @@ import ast
 import functools
 import json
 import math
+from array import array
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fabric.samples import HostSample, SeriesKey
+from fabric.samples import HostSample, PackedValues, SeriesKey, SeriesLayout, layout_of
 
 SCHEMA_PREFIX = "fleet-agent/"
 SCHEMA_MAJOR = 1
@@ -499,8 +500,12 @@ class AgentStream:
     def __init__(self, host: str | None = None, optics: OpticsReader | None = None) -> None:
         self._host = host
         self._optics = optics
-        self._values: dict[SeriesKey, float] | None = None
-        """The last line's values without optics; None until a full line (or after a bad line)."""
+        self._layout: SeriesLayout | None = None
+        """The keys of the last line's values without optics; None until a full line (or after a bad line)."""
+        self._data: array[float] = array("d")
+        """The last line's values in ``_layout``'s order (handed out in its sample: never written to)."""
+        self._more: dict[SeriesKey, float | None] = {}
+        """Keys of this line that ``_layout`` lacks, and keys it removes (None)."""
         self._seq = 0
         self._ports: dict[tuple[str, int], _PortKeys] = {}
         """The (device, port) of the last full line, with the keys of their values."""
@@ -508,51 +513,50 @@ class AgentStream:
         """netdev -> (RDMA device, the keys of its ethtool counters), of the last full line."""
         self._last_optics: dict[str, tuple[str, str, dict[SeriesKey, float]]] = {}
         """netdev -> its last ``ethtool -m`` text and readings: an unchanged text is not parsed again."""
-        self._reshaped = False
-        """Set when a key came or went: the line is compared whole."""
 
     def read(self, text: str | bytes) -> StreamSample:
         """One line; ``AgentLineError`` (reason names the field) for a line that cannot be used."""
         raw = _load(text)
         if raw.get("changed_only") is not True:
-            self._values = None  # until this full line is known to be good
+            self._layout = None  # until this full line is known to be good
             return self._full(_decode(raw))
-        values = self._values
-        self._values = None  # a line that fails half-way leaves no state to build on
+        layout = self._layout
+        self._layout = None  # a line that fails half-way leaves no state to build on
         seq = raw.get("seq")
         if type(seq) is not int:
             seq = _need(raw, "seq", int, "")
-        if values is None:
+        if layout is None:
             raise AgentLineError(f"changed-only line {seq} without the full line before it")
         if seq != self._seq + 1:
             raise AgentLineError(f"changed-only line {seq} does not follow line {self._seq}")
         ts = raw.get("ts")
         ts = ts if type(ts) is float else float(_need(raw, "ts", (int, float), ""))
         changed: list[SeriesKey] = []
-        self._reshaped = False
-        size = len(values)
-        optics = self._apply(raw, values, changed)
-        if len(values) != size:  # a key the last full line lacked (a pop sets _reshaped itself)
-            self._reshaped = True
-        self._values, self._seq = values, seq
-        sample_values = dict(values)
-        if optics:
-            sample_values.update(optics)
+        data = self._data[:]  # the last line's array is in its sample: this line writes a copy
+        more = self._more = {}
+        optics = self._apply(raw, layout.index, data, changed)
+        reshaped = bool(more)
+        if reshaped:  # a key came or went: the line is compared whole
+            layout, data = _reshaped(layout, data, more)
+        self._layout, self._data, self._seq = layout, data, seq
         host = self._host or _need(raw, "host", str, "")
-        return StreamSample(HostSample(host, ts, sample_values), None if self._reshaped else tuple(changed), None)
+        values = PackedValues(layout, data)
+        return StreamSample(HostSample(host, ts, values.plus(optics) if optics else values),
+                            None if reshaped else tuple(changed), None)
 
     def _full(self, line: AgentLine) -> StreamSample:
         owners: dict[str, tuple[str, str]] = {}
-        values = _line_values(line, None, owners)
-        self._values, self._seq = values, line.seq
+        line_values = _line_values(line, None, owners)
+        values = PackedValues(layout_of(tuple(line_values)), array("d", line_values.values()))
+        self._layout, self._data, self._seq = values.layout, values.data, line.seq
         self._ports = {(port.device, port.port): _port_keys(port.device, port.port) for port in line.ports}
         self._netdev_keys = {netdev: (owner[0], _ethtool_keys(owner)) for netdev, owner in owners.items()}
-        sample_values = dict(values)
+        optics: dict[SeriesKey, float] = {}
         for name, netdev in line.netdevs.items():
             owner = owners.get(name)
             if owner is not None and netdev.optics_text is not None:
-                sample_values.update(self._optics_of(name, netdev.optics_text, owner[0]))
-        return StreamSample(HostSample(self._host or line.host, line.ts, sample_values), None, owners)
+                optics.update(self._optics_of(name, netdev.optics_text, owner[0]))
+        return StreamSample(HostSample(self._host or line.host, line.ts, values.plus(optics)), None, owners)
 
     def _optics_of(self, netdev: str, text: str, device: str) -> dict[SeriesKey, float]:
         if self._optics is None:
@@ -564,20 +568,23 @@ class AgentStream:
         self._last_optics[netdev] = (text, device, readings)
         return readings
 
-    def _set(self, values: dict[SeriesKey, float], key: SeriesKey, value: float | None,
+    def _set(self, index: Mapping[SeriesKey, int], data: array[float], key: SeriesKey, value: float | None,
              changed: list[SeriesKey]) -> None:
         """A new value for ``key``; None removes it (a field became unsupported)."""
+        more = self._more
         if value is None:
-            if values.pop(key, None) is not None:
-                self._reshaped = True
+            if key in index or key in more:
+                more[key] = None
             return
-        if key not in values:
-            self._reshaped = True
-        values[key] = value
+        at = index.get(key)
+        if at is None or key in more:
+            more[key] = value
+        else:
+            data[at] = value
         changed.append(key)
 
-    def _counts(self, counts: Any, keys: Mapping[str, tuple[SeriesKey, int]], values: dict[SeriesKey, float],
-                changed: list[SeriesKey], where: str, place: object) -> None:
+    def _counts(self, counts: Any, keys: Mapping[str, tuple[SeriesKey, int]], index: Mapping[SeriesKey, int],
+                data: array[float], changed: list[SeriesKey], where: str, place: object) -> None:
         """Counters of one object (``name: integer``) that map to a key (with its multiplier).
 
         ``where.format(place)`` names the object in an error. When every value is an
@@ -589,36 +596,36 @@ class AgentStream:
             for counter, count in counts.items():
                 if counter in keys and type(count) is not int:
                     raise AgentLineError(f"{where.format(place)}.{counter}: expected an integer, got {count!r}")
-        _put_counts(counts, keys, values, changed.append)
+        _put_counts(counts, keys, index, data, changed.append, self._more)
 
-    def _apply(self, raw: dict[str, Any], values: dict[SeriesKey, float],
+    def _apply(self, raw: dict[str, Any], index: Mapping[SeriesKey, int], data: array[float],
                changed: list[SeriesKey]) -> dict[SeriesKey, float]:
-        """Apply a changed-only line to ``values``; returns the optics it carries.
+        """Apply a changed-only line to ``data`` (``index``: its keys' places); returns the optics it carries.
 
         Each port, netdev and GPU of the line is an object of a few changed values. One whose
         values are all of the right type (checked at C speed) and that holds no port gauge is
         applied in one tight loop per object; any other goes through ``_port`` or ``_counts``,
         which check each value in the line's order and word the error of the first bad one.
-        A key that was not there before shows as ``values`` growing (``read`` compares sizes).
+        A key that was not there before, or one removed, goes to ``_more`` (``read`` reshapes).
         """
         ports = raw.get("ports", _NO_LIST)
         if not isinstance(ports, list):
             raise AgentLineError("ports: expected a list")
-        port_keys, append, int_only = self._ports, changed.append, _INT_ONLY.issuperset
-        for index, port in enumerate(ports):
+        port_keys, append, int_only, more = self._ports, changed.append, _INT_ONLY.issuperset, self._more
+        for at, port in enumerate(ports):
             if not isinstance(port, dict):
-                raise AgentLineError(f"ports[{index}]: expected an object")
+                raise AgentLineError(f"ports[{at}]: expected an object")
             device, number = port.get("device"), port.get("port")
             keys = port_keys.get((device, number)) if isinstance(device, str) and type(number) is int else None
             if keys is None:
-                raise AgentLineError(f"ports[{index}]: port {device!r} {number!r} is not in the last full line")
+                raise AgentLineError(f"ports[{at}]: port {device!r} {number!r} is not in the last full line")
             counts, hw_counts = port.get("counters", _NOTHING), port.get("hw_counters", _NOTHING)
             if not (type(counts) is dict and type(hw_counts) is dict and _PORT_GAUGE_FIELDS.isdisjoint(port)
                     and int_only(map(type, counts.values())) and int_only(map(type, hw_counts.values()))):
-                self._port(port, index, keys, values, changed)
+                self._port(port, at, keys, index, data, changed)
                 continue
-            _put_counts(counts, keys.counters, values, append)
-            _put_counts(hw_counts, keys.hw_counters, values, append)
+            _put_counts(counts, keys.counters, index, data, append, more)
+            _put_counts(hw_counts, keys.hw_counters, index, data, append, more)
         optics: dict[SeriesKey, float] = {}
         netdev_keys = self._netdev_keys
         for netdev, entry in _items(raw.get("netdevs", _NOTHING), "netdevs"):
@@ -629,68 +636,82 @@ class AgentStream:
                 continue
             ethtool = entry.get("ethtool")
             if ethtool is not None:
-                self._counts(ethtool, owned[1], values, changed, "netdevs.{}.ethtool", netdev)
+                self._counts(ethtool, owned[1], index, data, changed, "netdevs.{}.ethtool", netdev)
             text = entry.get("optics_text")
             if isinstance(text, str):
                 optics.update(self._optics_of(netdev, text, owned[0]))
         for device, count in _items(raw.get("qp_count", _NOTHING), "qp_count"):
-            self._set(values, ("qp_count", device, ""), float(_count(count, f"qp_count.{device}")), changed)
+            self._set(index, data, ("qp_count", device, ""), float(_count(count, f"qp_count.{device}")), changed)
         gpus = raw.get("gpus", _NO_LIST)
         if not isinstance(gpus, list):
             raise AgentLineError("gpus: expected a list")
-        for index, gpu in enumerate(gpus):
+        for at, gpu in enumerate(gpus):
             if not isinstance(gpu, dict):
-                raise AgentLineError(f"gpus[{index}]: expected an object")
-            self._gpu(gpu, index, values, changed)
+                raise AgentLineError(f"gpus[{at}]: expected an object")
+            self._gpu(gpu, at, index, data, changed)
         return optics
 
-    def _port(self, port: dict[str, Any], index: int, keys: _PortKeys, values: dict[SeriesKey, float],
-              changed: list[SeriesKey]) -> None:
-        """The changed fields of one port (``ports[index]``), each checked in the line's order."""
+    def _port(self, port: dict[str, Any], at: int, keys: _PortKeys, index: Mapping[SeriesKey, int],
+              data: array[float], changed: list[SeriesKey]) -> None:
+        """The changed fields of one port (``ports[at]``), each checked in the line's order."""
         for field, value in port.items():
             if field == "counters":
-                self._counts(value, keys.counters, values, changed, "ports[{}].counters", index)
+                self._counts(value, keys.counters, index, data, changed, "ports[{}].counters", at)
             elif field == "hw_counters":
-                self._counts(value, keys.hw_counters, values, changed, "ports[{}].hw_counters", index)
+                self._counts(value, keys.hw_counters, index, data, changed, "ports[{}].hw_counters", at)
             elif field in keys.gauges:
-                gauge = _number(value, f"ports[{index}].{field}")
+                gauge = _number(value, f"ports[{at}].{field}")
                 if gauge is not None and field != "rate_gbps":  # state codes: integers, as decoded whole
                     gauge = float(int(gauge))
-                self._set(values, keys.gauges[field], gauge, changed)
+                self._set(index, data, keys.gauges[field], gauge, changed)
 
-    def _gpu(self, gpu: dict[str, Any], index: int, values: dict[SeriesKey, float],
+    def _gpu(self, gpu: dict[str, Any], at: int, index: Mapping[SeriesKey, int], data: array[float],
              changed: list[SeriesKey]) -> None:
-        """The changed fields of one GPU (``gpus[index]``); a null removes the value."""
+        """The changed fields of one GPU (``gpus[at]``); a null removes the value."""
         gpu_index = gpu.get("index")
         if type(gpu_index) is not int:
-            gpu_index = _need(gpu, "index", int, f"gpus[{index}].")
-        get = _gpu_keys(gpu_index).get
+            gpu_index = _need(gpu, "index", int, f"gpus[{at}].")
+        get, place, more = _gpu_keys(gpu_index).get, index.get, self._more
         for field, value in gpu.items():
             key = get(field)
             if key is None:
                 continue
-            kind = type(value)
-            if kind is float and math.isfinite(value):
-                values[key] = value
-                changed.append(key)
-            elif kind is int:
-                values[key] = float(value)
+            kind, where = type(value), place(key)
+            if where is not None and key not in more and (kind is int or (kind is float and math.isfinite(value))):
+                data[where] = value
                 changed.append(key)
             else:
-                self._set(values, key, _number(value, f"gpus[{index}].{field}"), changed)
+                self._set(index, data, key, _number(value, f"gpus[{at}].{field}"), changed)
 
 
-def _put_counts(counts: dict[str, int], keys: Mapping[str, tuple[SeriesKey, int]], values: dict[SeriesKey, float],
-                append: Callable[[SeriesKey], None]) -> None:
+def _put_counts(counts: dict[str, int], keys: Mapping[str, tuple[SeriesKey, int]], index: Mapping[SeriesKey, int],
+                data: array[float], append: Callable[[SeriesKey], None], more: dict[SeriesKey, float | None]) -> None:
     """Counters already checked to be integers: each that maps to a key is set (times its multiplier)
-    and its key appended. The one loop every changed-only object's counters go through."""
-    get = keys.get
+    and its key appended; one ``index`` lacks goes to ``more``. The one loop every changed-only
+    object's counters go through."""
+    get, place = keys.get, index.get
     for counter, count in counts.items():
         entry = get(counter)
         if entry is not None:
             key = entry[0]
-            values[key] = float(count * entry[1])
+            where = place(key)
+            if where is None:
+                more[key] = float(count * entry[1])
+            else:
+                data[where] = count * entry[1]
             append(key)
+
+
+def _reshaped(layout: SeriesLayout, data: array[float],
+              more: Mapping[SeriesKey, float | None]) -> tuple[SeriesLayout, array[float]]:
+    """``layout``'s values with ``more`` applied as a dict would be (new keys last, None removes)."""
+    values = dict(zip(layout.keys, data, strict=True))
+    for key, value in more.items():
+        if value is None:
+            values.pop(key, None)
+        else:
+            values[key] = value
+    return layout_of(tuple(values)), array("d", values.values())
 
 
 _PORT_GAUGE_FIELDS = frozenset(_PORT_GAUGES)

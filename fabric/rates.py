@@ -22,12 +22,13 @@ Rules (DOMAIN.md, "Counters and what they mean"):
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import cast
 
 from fabric.counters import IB_SATURATING_COUNTER_BITS
-from fabric.samples import METRICS, HostSample, MetricKind, SeriesKey
+from fabric.samples import METRICS, HostSample, MetricKind, PackedValues, SeriesKey
 
 
 class RateFlag(StrEnum):
@@ -356,17 +357,16 @@ class _Still:
         deltas: dict[SeriesKey, float | None] = {}  # of the changed error and FEC counters only
         places: set[tuple[str, str]] = set()
         fec: set[tuple[str, str]] = set()
-        before_values, now_values, get_rule = previous.values, current.values, _RULES.get
-        for key in changed:
+        moved = _moved(previous.values, current.values, changed)
+        if moved is None:
+            return None
+        get_rule = _RULES.get
+        for key, before, value in moved:
             rule = get_rule(key, _UNSEEN)
             if rule is _UNSEEN:
                 rule = _rule_of(key)
             if rule is None:  # a gauge
                 continue
-            before = before_values.get(key)
-            if before is None:
-                return None
-            value = now_values[key]
             saturated_at, gauge, factor, role, place, spec = rule
             delta: float | None
             if before <= value < saturated_at:  # went up (or stood), as almost every counter does
@@ -427,6 +427,21 @@ class _Still:
             return deltas[key]
         feeds = self.counters.get(key)
         return None if feeds is None else feeds[7]
+
+
+def _moved(before: Mapping[SeriesKey, float], now: Mapping[SeriesKey, float],
+           changed: Collection[SeriesKey]) -> Iterable[tuple[SeriesKey, float, float]] | None:
+    """(key, value before, value now) of each changed key; None when one is not in ``before``.
+
+    Two ``PackedValues`` of one layout (a stream's lines between full lines) are read
+    by place: no per-key lookup in either sample."""
+    if type(before) is PackedValues and type(now) is PackedValues and before.layout is now.layout:
+        places = list(map(now.layout.index.__getitem__, changed))
+        return zip(changed, map(before.data.__getitem__, places), map(now.data.__getitem__, places), strict=True)
+    befores = list(map(before.get, changed))
+    if None in befores:
+        return None
+    return zip(changed, cast(list[float], befores), map(now.__getitem__, changed), strict=True)
 
 
 _Rule = tuple[float, SeriesKey | None, float, int, tuple[str, str], CounterSpec]

@@ -10,7 +10,7 @@ import numpy as np
 
 from fabric.events import Event
 from fabric.records import ActionRecord, HostRecord, HostStatus, JobRecord, PortRecord, ProbeRecord
-from fabric.samples import HostSample
+from fabric.samples import HostSample, PackedValues
 from store import rows
 from store.catalog import Catalog, HostSeries, Layout, insert_rows
 from store.codec import encode_frame, frame_size, merge_frames
@@ -68,10 +68,12 @@ class Ingestor:
         catalog = self.catalog
         host = sample.host
         hs = catalog.host(host)
-        keys = tuple(sample.values)
+        given = sample.values
+        packed = given.data if isinstance(given, PackedValues) else None  # a stream's: its array as it is
+        keys = given.layout.keys if isinstance(given, PackedValues) else tuple(given)
         layout = hs.layouts.get(len(keys))
         created = False
-        if layout is None or layout.keys != keys:  # equal keys are mostly the same objects: a fast compare
+        if layout is None or (layout.keys is not keys and layout.keys != keys):  # mostly the same objects
             index = hs.index
             cols_list = [index.get(key, -1) for key in keys]
             if -1 in cols_list:
@@ -82,7 +84,7 @@ class Ingestor:
                 created = True
             layout = hs.layouts[len(keys)] = Layout(keys, np.array(cols_list, dtype=np.int64), hs.is_error, hs.sids)
         cols = layout.cols
-        values = np.frombuffer(layout.pack(*sample.values.values()), dtype=np.float64)
+        values = np.frombuffer(packed if packed is not None else layout.pack(*given.values()), dtype=np.float64)
         ts_ms = ts_to_ms(sample.ts)
         errors_changed = False
         if len(layout.error_at):

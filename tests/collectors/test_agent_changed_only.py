@@ -17,7 +17,7 @@ from collectors import agent
 from collectors.agent_reader import AgentLineError, AgentStream, decode_agent_line, host_sample
 from collectors.optics import optics_values
 from fabric.rates import RateTracker
-from fabric.samples import HostSample
+from fabric.samples import HostSample, PackedValues
 from simulator import agent_stream
 from simulator.model import FleetModel
 from simulator.scenario import parse_scenario
@@ -364,6 +364,5 @@ def test_rates_added_to_the_kept_sample_change_no_later_rate() -> None:
         want = whole.update(expected)
         assert got.sample.values == want.sample.values and got.flags == want.flags
         values = read.sample.values
-        assert isinstance(values, dict)
-        values.update(got.sample.values)  # as NodePoller._keep
-        assert values == {**expected.values, **want.sample.values}
+        assert isinstance(values, PackedValues)
+        assert values.plus(got.sample.values) == {**expected.values, **want.sample.values}  # as NodePoller._keep

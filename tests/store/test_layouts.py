@@ -1,5 +1,6 @@
 """The writer's per-host layout cache (keys of the last sample -> columns) never files a value
-under the wrong series: samples that keep, reorder, swap or drop keys read back exactly."""
+under the wrong series: samples that keep, reorder, swap or drop keys read back exactly, whether
+their values are dicts or a stream's ``PackedValues`` (read as an array, by their shared layout)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 from store_samples import T0
 
-from fabric.samples import HostSample, SeriesKey
+from fabric.samples import HostSample, SeriesKey, packed
 from store.reader import StoreReader
 from store.writer import StoreWriter
 
@@ -40,10 +41,13 @@ def _samples(rng: random.Random, count: int) -> list[HostSample]:
     return out
 
 
+@pytest.mark.parametrize("as_packed", [False, True], ids=["dict", "packed"])
 @pytest.mark.parametrize("seed", range(4))
-def test_every_value_reads_back_under_its_own_series(fresh_db: Path, seed: int) -> None:
+def test_every_value_reads_back_under_its_own_series(fresh_db: Path, seed: int, as_packed: bool) -> None:
     rng = random.Random(seed)
     samples = _samples(rng, 120)
+    if as_packed:
+        samples = [HostSample(s.host, s.ts, packed(s.values)) for s in samples]
     with StoreWriter(fresh_db, batch_samples=rng.choice((5, 40, 1000))) as writer:
         for sample in samples:
             assert writer.put_samples(sample)
