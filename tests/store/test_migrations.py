@@ -7,13 +7,17 @@ from pathlib import Path
 
 import pytest
 import sqlite_utils
+from store_samples import T0, nic_sample
 
+from store.ingest import Ingestor
+from store.pending import Item
 from store.reader import StoreReader
 from store.schema import (
     MIGRATIONS,
     SCHEMA_VERSION,
     SchemaTooNewError,
     SchemaTooOldError,
+    connect,
     open_for_writing,
     schema_version,
 )
@@ -64,3 +68,31 @@ def test_newer_file_is_refused_with_a_clear_message(tmp_path: Path) -> None:
         StoreWriter(path)
     with pytest.raises(SchemaTooNewError, match="m999_future"):
         StoreReader(path)
+
+
+def test_frames_move_to_a_rowid_table_and_read_back_the_same(tmp_path: Path) -> None:
+    """m005: frames written under the WITHOUT ROWID table of m001 are copied, and read back as before."""
+    path = tmp_path / "v4.db"
+    db = sqlite_utils.Database(connect(path))
+    MIGRATIONS.apply(db, stop_before="m005_frames_by_rowid")
+    samples = [nic_sample(f"n{h}", T0 + k, k) for k in range(5) for h in range(3)]
+    db.execute("BEGIN IMMEDIATE")
+    Ingestor(db.conn).write([Item("samples", s, len(s.values)) for s in samples])
+    db.execute("COMMIT")
+    with pytest.raises(sqlite3.OperationalError):
+        db.execute("SELECT rowid FROM frames")
+    db.close()
+
+    StoreWriter(path).close()
+
+    upgraded = sqlite_utils.Database(path)
+    assert schema_version(upgraded) == SCHEMA_VERSION
+    assert upgraded.execute("SELECT count(*), min(rowid) FROM frames").fetchone() == (15, 1)
+    indexes = {row[1]: row[2] for row in upgraded.execute("PRAGMA index_list(frames)")}
+    assert indexes == {"frames_host_ts": 1, "frames_ts": 0}
+    reader = StoreReader(path)
+    key = next(iter(samples[0].values))
+    for host in ("n0", "n1", "n2"):
+        series = reader.series(host, *key, start=T0, end=T0 + 10)
+        assert list(zip(series.ts, series.avg, strict=True)) == [
+            (s.ts, s.values[key]) for s in samples if s.host == host]
