@@ -433,11 +433,14 @@ def _moved(before: Mapping[SeriesKey, float], now: Mapping[SeriesKey, float],
            changed: Collection[SeriesKey]) -> Iterable[tuple[SeriesKey, float, float]] | None:
     """(key, value before, value now) of each changed key; None when one is not in ``before``.
 
-    Two ``PackedValues`` of one layout (a stream's lines between full lines) are read
-    by place: no per-key lookup in either sample."""
-    if type(before) is PackedValues and type(now) is PackedValues and before.layout is now.layout:
-        places = list(map(now.layout.index.__getitem__, changed))
-        return zip(changed, map(before.data.__getitem__, places), map(now.data.__getitem__, places), strict=True)
+    Two ``PackedValues`` of one root layout (a stream's lines between full lines, with or
+    without optics) are read by place: no per-key lookup in either sample."""
+    if type(before) is PackedValues and type(now) is PackedValues and before.layout.root is now.layout.root:
+        index = now.layout.root.index
+        if all(map(index.__contains__, changed)):
+            places = list(map(index.__getitem__, changed))
+            return zip(changed, map(before.data.__getitem__, places), map(now.data.__getitem__, places),
+                       strict=True)
     befores = list(map(before.get, changed))
     if None in befores:
         return None

@@ -59,12 +59,15 @@ class SeriesLayout:
     lines a second that is what keeps a collector's working set in the CPU's cache.
     """
 
-    __slots__ = ("_extended", "index", "keys")
+    __slots__ = ("_extended", "index", "keys", "root")
 
     def __init__(self, keys: tuple[SeriesKey, ...]) -> None:
         self.keys = keys
         self.index: dict[SeriesKey, int] = {key: at for at, key in enumerate(keys)}
         """Key -> its place in ``keys``."""
+        self.root = self
+        """A layout whose keys begin this one's (this one's own until ``extended`` makes it one of
+        another's): values of two layouts with the same root have its keys at the same places."""
         self._extended: dict[tuple[SeriesKey, ...], SeriesLayout | None] = {}
 
     def extended(self, more: tuple[SeriesKey, ...]) -> SeriesLayout | None:
@@ -74,8 +77,10 @@ class SeriesLayout:
         if cached is not _UNKNOWN:
             return cached
         index = self.index
-        layout = None if any(key in index for key in more) or len(set(more)) != len(more) \
-            else layout_of(self.keys + more)
+        layout = None
+        if not any(key in index for key in more) and len(set(more)) == len(more):
+            layout = layout_of(self.keys + more)
+            layout.root = self.root
         if len(self._extended) >= _MAX_LAYOUTS:
             self._extended.clear()
         self._extended[more] = layout

@@ -58,3 +58,11 @@ def test_a_full_table_starts_again_and_shares_again() -> None:
         layout_of(((f"m{n}", "", ""),))
     assert len(samples._LAYOUTS) <= samples._MAX_LAYOUTS
     assert layout_of((A, C)) is layout_of((A, C))
+
+
+def test_an_extended_layout_keeps_its_roots_keys_in_place() -> None:
+    base = packed({A: 1.0, B: 2.0})
+    more = base.plus({C: 3.0})
+    assert isinstance(more, PackedValues)
+    assert more.layout.root is base.layout.root is base.layout
+    assert [more.layout.index[key] for key in base.layout.keys] == [0, 1]
