@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from fabric.samples import HostSample, PackedValues, SeriesKey, SeriesLayout, layout_of
 
 SCHEMA_PREFIX = "fleet-agent/"
@@ -277,11 +279,21 @@ _SCHEMA = f"{SCHEMA_PREFIX}{SCHEMA_MAJOR}"
 
 
 def _load(text: str | bytes) -> dict[str, Any]:
-    """The JSON object of one line, of a schema this fleet reads."""
+    """The JSON object of one line, of a schema this fleet reads.
+
+    orjson decodes a line in less than half the time of ``json`` (a thousand lines a
+    second). What it refuses (NaN, lone surrogates, numbers beyond a double) is read
+    again by ``json``, which also words the error of a line that is not JSON at all.
+    It reads integers beyond 64 bits as floats: no counter is that wide, and the
+    checks below then refuse the value as not an integer.
+    """
     try:
-        raw = json.loads(text)
-    except ValueError as exc:
-        raise AgentLineError(f"not JSON: {exc}") from None
+        raw = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        try:
+            raw = json.loads(text)
+        except ValueError as exc:
+            raise AgentLineError(f"not JSON: {exc}") from None
     if not isinstance(raw, dict):
         raise AgentLineError(f"expected a JSON object, got {type(raw).__name__}")
     schema = raw.get("schema")

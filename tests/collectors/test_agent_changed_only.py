@@ -141,6 +141,8 @@ def test_changed_only_without_its_full_line_is_refused() -> None:
 
 @pytest.mark.parametrize(("path", "value", "reason"), [
     (("ports", 0, "counters", "port_xmit_data"), "12", r"ports\[0\].counters.port_xmit_data: expected an integer"),
+    (("ports", 0, "counters", "port_rcv_data"), 2**64, r"ports\[0\].counters.port_rcv_data: expected an integer"),
+    (("ports", 0, "hw_counters", "np_cnp_sent"), -(2**63) - 1, r"ports\[0\].hw_counters.np_cnp_sent: expected an integer"),
     (("ports", 0, "device"), "mlx5_9", r"ports\[0\]: port 'mlx5_9' 1 is not in the last full line"),
     (("gpus", 0, "power_w"), float("nan"), r"gpus\[0\].power_w: expected a number or null"),
     (("qp_count",), [], "qp_count: expected an object"),
