@@ -465,6 +465,43 @@ def _gpu_keys(index: int) -> dict[str, SeriesKey]:
     return keys
 
 
+_Placed = dict[str, tuple[SeriesKey, int, int]]
+"""What the agent sends under a name -> (its key, multiplier, its place in a stream's layout, -1
+when the layout lacks it): a changed-only line's values go straight to their places."""
+_PLACED: dict[tuple[SeriesLayout, object], Any] = {}
+"""(layout, what) -> its placed table: shared by every stream of that layout, as the key tables."""
+
+
+def _placed(layout: SeriesLayout, what: object, table: Mapping[str, tuple[SeriesKey, int]]) -> _Placed:
+    placed = _PLACED.get((layout, what))
+    if placed is None:
+        if len(_PLACED) >= _MAX_TABLES:
+            _PLACED.clear()
+        index = layout.index
+        placed = _PLACED[(layout, what)] = {name: (key, factor, index.get(key, -1))
+                                             for name, (key, factor) in table.items()}
+    return placed
+
+
+class _PlacedPort:
+    """A port's counter tables placed in one layout, and its gauges' keys (set through ``_set``)."""
+
+    __slots__ = ("counters", "gauges", "hw_counters")
+
+    def __init__(self, layout: SeriesLayout, device: str, port: int) -> None:
+        keys = _port_keys(device, port)
+        self.counters = _placed(layout, ("counters", device, port), keys.counters)
+        self.hw_counters = _placed(layout, ("hw_counters", device, port), keys.hw_counters)
+        self.gauges = keys.gauges
+
+
+def _gpu_table(index: int) -> dict[str, tuple[SeriesKey, int]]:
+    return {field: (key, 1) for field, key in _gpu_keys(index).items()}
+
+
+_NO_LAYOUT = SeriesLayout(())
+
+
 # --- changed-only streams -------------------------------------------------------------
 
 
@@ -474,11 +511,20 @@ class StreamSample:
 
     sample: HostSample
     """Every value as of this line (optics only on the lines that carry them)."""
-    changed: tuple[SeriesKey, ...] | None
-    """The keys whose value may differ from the previous line's; every other key of ``sample``
-    but optics has the previous line's value. None: a full line, compare everything."""
+    changed_at: tuple[int, ...] | None
+    """Where the values that may differ from the previous line's sit in ``sample.values``
+    (``PackedValues``); every other value but optics is the previous line's. None: a full
+    line, compare everything."""
     netdev_owner: Mapping[str, tuple[str, str]] | None
     """netdev -> (RDMA device, port) from a full line; None on a changed-only line (unchanged)."""
+
+    @property
+    def changed(self) -> tuple[SeriesKey, ...] | None:
+        """The keys at ``changed_at``."""
+        values = self.sample.values
+        if self.changed_at is None or not isinstance(values, PackedValues):
+            return None
+        return tuple(map(values.layout.keys.__getitem__, self.changed_at))
 
 
 def _count(value: Any, where: str) -> int:
@@ -519,10 +565,16 @@ class AgentStream:
         self._more: dict[SeriesKey, float | None] = {}
         """Keys of this line that ``_layout`` lacks, and keys it removes (None)."""
         self._seq = 0
-        self._ports: dict[tuple[str, int], _PortKeys] = {}
-        """The (device, port) of the last full line, with the keys of their values."""
-        self._netdev_keys: dict[str, tuple[str, dict[str, tuple[SeriesKey, int]]]] = {}
-        """netdev -> (RDMA device, the keys of its ethtool counters), of the last full line."""
+        self._ports: dict[tuple[str, int], _PlacedPort] = {}
+        """The (device, port) of the last full line, with their values' keys and places."""
+        self._owners: dict[str, tuple[str, str]] = {}
+        """netdev -> its RDMA (device, port), of the last full line."""
+        self._netdev_keys: dict[str, tuple[str, _Placed]] = {}
+        """netdev -> (RDMA device, its ethtool counters' keys and places)."""
+        self._gpu_indices: tuple[int, ...] = ()
+        """The GPUs of the last full line."""
+        self._gpus: dict[int, _Placed] = {}
+        """GPU index -> its fields' keys and places, for those GPUs."""
         self._last_optics: dict[str, tuple[str, str, dict[SeriesKey, float]]] = {}
         """netdev -> its last ``ethtool -m`` text and readings: an unchanged text is not parsed again."""
 
@@ -543,13 +595,14 @@ class AgentStream:
             raise AgentLineError(f"changed-only line {seq} does not follow line {self._seq}")
         ts = raw.get("ts")
         ts = ts if type(ts) is float else float(_need(raw, "ts", (int, float), ""))
-        changed: list[SeriesKey] = []
+        changed: list[int] = []
         data = self._data[:]  # the last line's array is in its sample: this line writes a copy
         more = self._more = {}
         optics = self._apply(raw, layout.index, data, changed)
         reshaped = bool(more)
         if reshaped:  # a key came or went: the line is compared whole
             layout, data = _reshaped(layout, data, more)
+            self._place(layout)
         self._layout, self._data, self._seq = layout, data, seq
         host = self._host or _need(raw, "host", str, "")
         values = PackedValues(layout, data)
@@ -561,14 +614,24 @@ class AgentStream:
         line_values = _line_values(line, None, owners)
         values = PackedValues(layout_of(tuple(line_values)), array("d", line_values.values()))
         self._layout, self._data, self._seq = values.layout, values.data, line.seq
-        self._ports = {(port.device, port.port): _port_keys(port.device, port.port) for port in line.ports}
-        self._netdev_keys = {netdev: (owner[0], _ethtool_keys(owner)) for netdev, owner in owners.items()}
+        self._ports = {(port.device, port.port): _PlacedPort(values.layout, port.device, port.port)
+                       for port in line.ports}
+        self._owners = owners
+        self._gpu_indices = tuple(gpu.index for gpu in line.gpus)
+        self._place(values.layout)
         optics: dict[SeriesKey, float] = {}
         for name, netdev in line.netdevs.items():
             owner = owners.get(name)
             if owner is not None and netdev.optics_text is not None:
                 optics.update(self._optics_of(name, netdev.optics_text, owner[0]))
         return StreamSample(HostSample(self._host or line.host, line.ts, values.plus(optics)), None, owners)
+
+    def _place(self, layout: SeriesLayout) -> None:
+        """The tables of the last full line's ports, netdevs and GPUs placed in ``layout``."""
+        self._ports = {place: _PlacedPort(layout, *place) for place in self._ports}
+        self._netdev_keys = {netdev: (owner[0], _placed(layout, ("ethtool", owner), _ethtool_keys(owner)))
+                             for netdev, owner in self._owners.items()}
+        self._gpus = {index: _placed(layout, ("gpu", index), _gpu_table(index)) for index in self._gpu_indices}
 
     def _optics_of(self, netdev: str, text: str, device: str) -> dict[SeriesKey, float]:
         if self._optics is None:
@@ -581,7 +644,7 @@ class AgentStream:
         return readings
 
     def _set(self, index: Mapping[SeriesKey, int], data: array[float], key: SeriesKey, value: float | None,
-             changed: list[SeriesKey]) -> None:
+             changed: list[int]) -> None:
         """A new value for ``key``; None removes it (a field became unsupported)."""
         more = self._more
         if value is None:
@@ -593,10 +656,10 @@ class AgentStream:
             more[key] = value
         else:
             data[at] = value
-        changed.append(key)
+            changed.append(at)
 
-    def _counts(self, counts: Any, keys: Mapping[str, tuple[SeriesKey, int]], index: Mapping[SeriesKey, int],
-                data: array[float], changed: list[SeriesKey], where: str, place: object) -> None:
+    def _counts(self, counts: Any, keys: _Placed, data: array[float], changed: list[int], where: str,
+                place: object) -> None:
         """Counters of one object (``name: integer``) that map to a key (with its multiplier).
 
         ``where.format(place)`` names the object in an error. When every value is an
@@ -608,11 +671,12 @@ class AgentStream:
             for counter, count in counts.items():
                 if counter in keys and type(count) is not int:
                     raise AgentLineError(f"{where.format(place)}.{counter}: expected an integer, got {count!r}")
-        _put_counts(counts, keys, index, data, changed.append, self._more)
+        _put_counts(counts, keys, data, changed.append, self._more)
 
     def _apply(self, raw: dict[str, Any], index: Mapping[SeriesKey, int], data: array[float],
-               changed: list[SeriesKey]) -> dict[SeriesKey, float]:
-        """Apply a changed-only line to ``data`` (``index``: its keys' places); returns the optics it carries.
+               changed: list[int]) -> dict[SeriesKey, float]:
+        """Apply a changed-only line to ``data`` (``index``: its keys' places) and list the places it
+        set in ``changed``; returns the optics it carries.
 
         Each port, netdev and GPU of the line is an object of a few changed values. One whose
         values are all of the right type (checked at C speed) and that holds no port gauge is
@@ -636,8 +700,8 @@ class AgentStream:
                     and int_only(map(type, counts.values())) and int_only(map(type, hw_counts.values()))):
                 self._port(port, at, keys, index, data, changed)
                 continue
-            _put_counts(counts, keys.counters, index, data, append, more)
-            _put_counts(hw_counts, keys.hw_counters, index, data, append, more)
+            _put_counts(counts, keys.counters, data, append, more)
+            _put_counts(hw_counts, keys.hw_counters, data, append, more)
         optics: dict[SeriesKey, float] = {}
         netdev_keys = self._netdev_keys
         for netdev, entry in _items(raw.get("netdevs", _NOTHING), "netdevs"):
@@ -648,7 +712,7 @@ class AgentStream:
                 continue
             ethtool = entry.get("ethtool")
             if ethtool is not None:
-                self._counts(ethtool, owned[1], index, data, changed, "netdevs.{}.ethtool", netdev)
+                self._counts(ethtool, owned[1], data, changed, "netdevs.{}.ethtool", netdev)
             text = entry.get("optics_text")
             if isinstance(text, str):
                 optics.update(self._optics_of(netdev, text, owned[0]))
@@ -663,14 +727,14 @@ class AgentStream:
             self._gpu(gpu, at, index, data, changed)
         return optics
 
-    def _port(self, port: dict[str, Any], at: int, keys: _PortKeys, index: Mapping[SeriesKey, int],
-              data: array[float], changed: list[SeriesKey]) -> None:
+    def _port(self, port: dict[str, Any], at: int, keys: _PlacedPort, index: Mapping[SeriesKey, int],
+              data: array[float], changed: list[int]) -> None:
         """The changed fields of one port (``ports[at]``), each checked in the line's order."""
         for field, value in port.items():
             if field == "counters":
-                self._counts(value, keys.counters, index, data, changed, "ports[{}].counters", at)
+                self._counts(value, keys.counters, data, changed, "ports[{}].counters", at)
             elif field == "hw_counters":
-                self._counts(value, keys.hw_counters, index, data, changed, "ports[{}].hw_counters", at)
+                self._counts(value, keys.hw_counters, data, changed, "ports[{}].hw_counters", at)
             elif field in keys.gauges:
                 gauge = _number(value, f"ports[{at}].{field}")
                 if gauge is not None and field != "rate_gbps":  # state codes: integers, as decoded whole
@@ -678,40 +742,43 @@ class AgentStream:
                 self._set(index, data, keys.gauges[field], gauge, changed)
 
     def _gpu(self, gpu: dict[str, Any], at: int, index: Mapping[SeriesKey, int], data: array[float],
-             changed: list[SeriesKey]) -> None:
+             changed: list[int]) -> None:
         """The changed fields of one GPU (``gpus[at]``); a null removes the value."""
         gpu_index = gpu.get("index")
         if type(gpu_index) is not int:
             gpu_index = _need(gpu, "index", int, f"gpus[{at}].")
-        get, place, more = _gpu_keys(gpu_index).get, index.get, self._more
+        fields = self._gpus.get(gpu_index)
+        if fields is None:  # a GPU the last full line lacked: its fields go through _set
+            fields = _placed(_NO_LAYOUT, ("gpu", gpu_index), _gpu_table(gpu_index))
+        get, more = fields.get, self._more
         for field, value in gpu.items():
-            key = get(field)
-            if key is None:
+            entry = get(field)
+            if entry is None:
                 continue
-            kind, where = type(value), place(key)
-            if where is not None and key not in more and (kind is int or (kind is float and math.isfinite(value))):
+            kind, where = type(value), entry[2]
+            if where >= 0 and not (more and entry[0] in more) \
+                    and (kind is int or (kind is float and math.isfinite(value))):
                 data[where] = value
-                changed.append(key)
+                changed.append(where)
             else:
-                self._set(index, data, key, _number(value, f"gpus[{at}].{field}"), changed)
+                self._set(index, data, entry[0], _number(value, f"gpus[{at}].{field}"), changed)
 
 
-def _put_counts(counts: dict[str, int], keys: Mapping[str, tuple[SeriesKey, int]], index: Mapping[SeriesKey, int],
-                data: array[float], append: Callable[[SeriesKey], None], more: dict[SeriesKey, float | None]) -> None:
-    """Counters already checked to be integers: each that maps to a key is set (times its multiplier)
-    and its key appended; one ``index`` lacks goes to ``more``. The one loop every changed-only
-    object's counters go through."""
-    get, place = keys.get, index.get
+def _put_counts(counts: dict[str, int], placed: _Placed, data: array[float], append: Callable[[int], None],
+                more: dict[SeriesKey, float | None]) -> None:
+    """Counters already checked to be integers: each that maps to a key is set at its place (times
+    its multiplier) and the place appended; one the layout lacks goes to ``more``. The one loop every
+    changed-only object's counters go through."""
+    get = placed.get
     for counter, count in counts.items():
         entry = get(counter)
         if entry is not None:
-            key = entry[0]
-            where = place(key)
-            if where is None:
-                more[key] = float(count * entry[1])
+            where = entry[2]
+            if where < 0:
+                more[entry[0]] = float(count * entry[1])
             else:
                 data[where] = count * entry[1]
-            append(key)
+                append(where)
 
 
 def _reshaped(layout: SeriesLayout, data: array[float],

@@ -35,7 +35,7 @@ from collectors.status import StatusBook
 from fabric.events import Event, Severity
 from fabric.rates import RateTracker
 from fabric.records import HostRecord, PortRecord
-from fabric.samples import HostSample, PackedValues, SeriesKey
+from fabric.samples import HostSample, PackedValues
 from fabric.states import HostState
 from store.writer import StoreWriter
 
@@ -99,8 +99,9 @@ class NodePoller:
                 self._netdev_owner[port.netdev] = port.device
         self._keep(host_sample(line, self.host.name, optics=optics_values), None)
 
-    def _keep(self, sample: HostSample, changed: tuple[SeriesKey, ...] | None) -> None:
-        """Rates and the store; ``changed``: only these counters moved since the host's last sample.
+    def _keep(self, sample: HostSample, changed_at: tuple[int, ...] | None) -> None:
+        """Rates and the store; ``changed_at``: only the values at these places of ``sample.values``
+        (``StreamSample.changed_at``) moved since the host's last sample; None: compare all.
 
         The counters and the rates derived from them go to the store as one sample: one
         frame per line (and one put, one layout) rather than two at the same instant.
@@ -108,7 +109,8 @@ class NodePoller:
         layout shared by every node with the same ports), not as a dict of ~700 entries.
         The rate tracker keeps ``sample`` itself as the host's previous one.
         """
-        derived = self._rates.update(sample) if changed is None else self._rates.update_changed(sample, changed)
+        derived = self._rates.update(sample) if changed_at is None else \
+            self._rates.update_changed(sample, places=changed_at)
         values = sample.values
         values = values.plus(derived.sample.values) if isinstance(values, PackedValues) \
             else {**values, **derived.sample.values}
@@ -130,7 +132,7 @@ class NodePoller:
             sample = replace(sample, ts=now)
         if read.netdev_owner is not None:
             self._netdev_owner.update((netdev, owner[0]) for netdev, owner in read.netdev_owner.items())
-        self._keep(sample, read.changed)
+        self._keep(sample, read.changed_at)
         arrived = time.monotonic()
         gap_s, self._last_line_at = arrived - self._last_line_at, arrived
         current = self._status.get(self.host.name)

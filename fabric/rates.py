@@ -22,13 +22,13 @@ Rules (DOMAIN.md, "Counters and what they mean"):
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import cast
 
 from fabric.counters import IB_SATURATING_COUNTER_BITS
-from fabric.samples import METRICS, HostSample, MetricKind, PackedValues, SeriesKey
+from fabric.samples import METRICS, HostSample, MetricKind, PackedValues, SeriesKey, SeriesLayout
 
 
 class RateFlag(StrEnum):
@@ -160,12 +160,15 @@ class RateTracker:
         self._still.pop(host, None)
         self._whole_next.discard(host)
 
-    def update_changed(self, sample: HostSample, changed: Collection[SeriesKey]) -> DerivedRates:
+    def update_changed(self, sample: HostSample, changed: Collection[SeriesKey] = (), *,
+                       places: Sequence[int] | None = None) -> DerivedRates:
         """``update(sample)``, same result, with work in proportion to ``changed``.
 
         The caller promises that every counter of ``sample`` not in ``changed``
         is in the host's previous sample with the same value (an agent's
-        changed-only line); keys that came or went need ``update``.
+        changed-only line); keys that came or went need ``update``. ``places``,
+        instead of ``changed``: where the changed values sit in ``sample.values``
+        (a ``PackedValues``; an agent stream knows), which spares a lookup per key.
         """
         previous = self._previous.get(sample.host)
         dt_s = sample.ts - previous.ts if previous is not None else 0.0
@@ -181,7 +184,8 @@ class RateTracker:
         still = self._still.get(sample.host)
         if still is None or still.keys is not previous.values:
             still = _Still.of(sample)
-        derived = still.derive(previous, sample, changed, dt_s, self.max_gap_s)
+        derived = still.derive(previous, sample, _moved(previous.values, sample.values, changed, places),
+                               dt_s, self.max_gap_s)
         if derived is None:  # a saturating counter reached or left its maximum: the slow way
             self._still.pop(sample.host, None)
             return self.update(sample)
@@ -349,22 +353,17 @@ class _Still:
         keys = [key for key in values if key[0] in _RATED]
         return len(keys) == len(counters) and keys == list(counters) and _stuck(values, counters) == self.stuck
 
-    def derive(self, previous: HostSample, current: HostSample, changed: Collection[SeriesKey],
+    def derive(self, previous: HostSample, current: HostSample, moved: _Moved | None,
                dt_s: float, max_gap_s: float) -> DerivedRates | None:
-        """``derive_rates(previous, current)`` from the changed counters; None when it cannot be exact."""
+        """``derive_rates(previous, current)`` from the changed values (``_moved``); None when it cannot be exact."""
         values = dict(self.values)
         flags: list[FlaggedSeries] = []
         deltas: dict[SeriesKey, float | None] = {}  # of the changed error and FEC counters only
         places: set[tuple[str, str]] = set()
         fec: set[tuple[str, str]] = set()
-        moved = _moved(previous.values, current.values, changed)
         if moved is None:
             return None
-        get_rule = _RULES.get
-        for key, before, value in moved:
-            rule = get_rule(key, _UNSEEN)
-            if rule is _UNSEEN:
-                rule = _rule_of(key)
+        for key, rule, before, value in moved:
             if rule is None:  # a gauge
                 continue
             saturated_at, gauge, factor, role, place, spec = rule
@@ -429,22 +428,55 @@ class _Still:
         return None if feeds is None else feeds[7]
 
 
-def _moved(before: Mapping[SeriesKey, float], now: Mapping[SeriesKey, float],
-           changed: Collection[SeriesKey]) -> Iterable[tuple[SeriesKey, float, float]] | None:
-    """(key, value before, value now) of each changed key; None when one is not in ``before``.
+_Moved = Iterable[tuple[SeriesKey, "_Rule | None", float, float]]
+"""(key, its rule, value before, value now) of each changed value."""
+
+
+def _moved(before: Mapping[SeriesKey, float], now: Mapping[SeriesKey, float], changed: Collection[SeriesKey],
+           places: Sequence[int] | None) -> _Moved | None:
+    """What ``_Still.derive`` reads of each changed value (given by key, or by place in ``now``);
+    None when one is not in ``before``.
 
     Two ``PackedValues`` of one root layout (a stream's lines between full lines, with or
-    without optics) are read by place: no per-key lookup in either sample."""
+    without optics) are read by place, and the rules come from a table of the layout's places:
+    no per-key lookup at all."""
     if type(before) is PackedValues and type(now) is PackedValues and before.layout.root is now.layout.root:
-        index = now.layout.root.index
-        if all(map(index.__contains__, changed)):
-            places = list(map(index.__getitem__, changed))
-            return zip(changed, map(before.data.__getitem__, places), map(now.data.__getitem__, places),
-                       strict=True)
+        root = now.layout.root
+        if places is None and all(map(root.index.__contains__, changed)):
+            places = list(map(root.index.__getitem__, changed))
+        if places is not None and (not places or max(places) < len(root.keys)):
+            return zip(map(root.keys.__getitem__, places), map(_rules_of(root).__getitem__, places),
+                       map(before.data.__getitem__, places), map(now.data.__getitem__, places), strict=True)
+    if places is not None:
+        if not isinstance(now, PackedValues):
+            raise TypeError("changed values given by place need PackedValues")
+        changed = list(map(now.layout.keys.__getitem__, places))
     befores = list(map(before.get, changed))
     if None in befores:
         return None
-    return zip(changed, cast(list[float], befores), map(now.__getitem__, changed), strict=True)
+    return zip(changed, map(_rule_for, changed), cast(list[float], befores), map(now.__getitem__, changed),
+               strict=True)
+
+
+_LAYOUT_RULES: dict[SeriesLayout, list[_Rule | None]] = {}
+"""A layout's rules by place, for ``_moved``: one table for every host of that layout."""
+
+
+def _rules_of(layout: SeriesLayout) -> list[_Rule | None]:
+    rules = _LAYOUT_RULES.get(layout)
+    if rules is None:
+        if len(_LAYOUT_RULES) >= _MAX_LAYOUT_RULES:
+            _LAYOUT_RULES.clear()
+        rules = _LAYOUT_RULES[layout] = list(map(_rule_for, layout.keys))
+    return rules
+
+
+_MAX_LAYOUT_RULES = 256
+
+
+def _rule_for(key: SeriesKey) -> _Rule | None:
+    rule = _RULES.get(key, _UNSEEN)
+    return _rule_of(key) if rule is _UNSEEN else rule
 
 
 _Rule = tuple[float, SeriesKey | None, float, int, tuple[str, str], CounterSpec]

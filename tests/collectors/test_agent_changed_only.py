@@ -267,15 +267,18 @@ def test_stream_and_rates_of_a_faulty_node_are_those_of_its_full_lines() -> None
                                      optics=seq % 3 == 0, readings_only=True)
              for seq in range(1, 41)]
     stream, changed_only, whole = AgentStream("n1", optics_values), RateTracker(), RateTracker()
+    by_place = RateTracker()
     errors_seen = 0
     for text, expected in zip(sent(lines, full_every=15), full_samples(lines), strict=True):
         read = stream.read(text)
         assert read.sample == expected
         got = changed_only.update(read.sample) if read.changed is None else \
             changed_only.update_changed(read.sample, read.changed)
+        placed = by_place.update(read.sample) if read.changed_at is None else \
+            by_place.update_changed(read.sample, places=read.changed_at)  # as NodePoller._keep
         want = whole.update(expected)
-        assert got.sample.values == want.sample.values
-        assert got.flags == want.flags
+        assert got.sample.values == want.sample.values == placed.sample.values
+        assert got.flags == want.flags == placed.flags
         errors_seen += any(key[0] == "errors_per_s" and value > 0 for key, value in want.sample.values.items())
     assert errors_seen > 5, "the faults move error counters"
 

@@ -7,7 +7,7 @@ import random
 import pytest
 
 from fabric.rates import RateTracker
-from fabric.samples import HostSample, SeriesKey
+from fabric.samples import HostSample, SeriesKey, packed
 
 _COUNTERS = ("tx_bytes", "rx_bytes", "tx_packets", "rx_prio3_pause", "np_cnp_sent", "symbol_error",
              "link_downed", "port_rcv_errors", "rx_discards_phy", "rx_bits_phy", "rx_corrected_bits_phy",
@@ -36,22 +36,30 @@ def _move(rng: random.Random, metric: str, value: float) -> float:
     return value + rng.choice((1.0, 7.0, 2.0**40, 123456.0))
 
 
+@pytest.mark.parametrize("given", ["keys", "packed keys", "packed places"])
 @pytest.mark.parametrize("seed", range(30))
-def test_same_rates_and_flags_as_update(seed: int) -> None:
+def test_same_rates_and_flags_as_update(seed: int, given: str) -> None:
+    """Changed values named by key in a dict, by key in ``PackedValues``, or by place (as a stream does)."""
     rng = random.Random(seed)
     keys = _keys()
     values: dict[SeriesKey, float] = {key: float(rng.randrange(0, 1000)) for key in keys}
     whole, changed_only = RateTracker(max_gap_s=3.0), RateTracker(max_gap_s=3.0)
     ts = 1764430000.0
     first = HostSample("n1", ts, dict(values))
-    assert whole.update(first) == changed_only.update(first)
+    assert whole.update(first) == changed_only.update(HostSample("n1", ts, packed(dict(values))))
     for _ in range(80):
         ts += rng.choice((1.0, 1.0, 0.5, 5.0))
         changed = rng.sample(keys, rng.randrange(0, 6))
         for key in changed:
             values[key] = _move(rng, key[0], values[key]) if key[0] in _COUNTERS else float(rng.randrange(5))
         sample = HostSample("n1", ts, dict(values))
-        expected, got = whole.update(sample), changed_only.update_changed(sample, changed)
+        expected = whole.update(sample)
+        if given == "keys":
+            got = changed_only.update_changed(sample, changed)
+        else:
+            sample = HostSample("n1", ts, packed(dict(values)))
+            got = changed_only.update_changed(sample, changed) if given == "packed keys" else \
+                changed_only.update_changed(sample, places=[keys.index(key) for key in changed])
         assert got.sample.values == expected.sample.values
         assert got.flags == expected.flags
 
