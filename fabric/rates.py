@@ -28,7 +28,15 @@ from enum import StrEnum
 from typing import cast
 
 from fabric.counters import IB_SATURATING_COUNTER_BITS
-from fabric.samples import METRICS, HostSample, MetricKind, PackedValues, SeriesKey, SeriesLayout
+from fabric.samples import (
+    METRICS,
+    HostSample,
+    MetricKind,
+    PackedValues,
+    SeriesKey,
+    SeriesLayout,
+    value_items,
+)
 
 
 class RateFlag(StrEnum):
@@ -234,14 +242,14 @@ def derive_rates(previous: HostSample, current: HostSample, max_gap_s: float) ->
     flags: list[FlaggedSeries] = []
     if dt_s > max_gap_s:
         flags.append(FlaggedSeries("", "", "", RateFlag.GAP, f"{dt_s:.1f} s since the previous sample"))
-    before_values = previous.values
+    before_values = dict(value_items(previous.values))  # a dict's lookups, not a Mapping's
     values: dict[SeriesKey, float] = {}
     error_sums: dict[tuple[str, str], float] = {}
     corrected_bits: dict[tuple[str, str], float] = {}
     received_bits: dict[tuple[str, str], float] = {}
     get_rule = _RULES.get
     inline = dt_s > 0
-    for key, value in current.values.items():
+    for key, value in value_items(current.values):
         rule = get_rule(key, _UNSEEN)
         if rule is _UNSEEN:
             rule = _rule_of(key)
@@ -326,7 +334,7 @@ class _Still:
         counters: dict[SeriesKey, _Feeds] = {}
         place_errors: dict[tuple[str, str], list[tuple[SeriesKey, float | None]]] = {}
         fec_keys: dict[tuple[str, str], tuple[SeriesKey, SeriesKey, SeriesKey]] = {}
-        for index, (key, value) in enumerate(sample.values.items()):
+        for index, (key, value) in enumerate(value_items(sample.values)):
             rule = _RULES.get(key, _UNSEEN)
             if rule is _UNSEEN:
                 rule = _rule_of(key)
@@ -525,6 +533,8 @@ def _stuck(values: Mapping[SeriesKey, float],
            counters: Mapping[SeriesKey, _Feeds]) -> tuple[tuple[SeriesKey, float, float | None], ...] | None:
     """The saturating counters of ``values`` with their maximum and their value if they sit there;
     None when a value is not finite (its rates standing still are not those of finite ones)."""
+    if isinstance(values, PackedValues):
+        values = dict(value_items(values))
     if not math.isfinite(sum(values.values())):
         return None
     stuck = []

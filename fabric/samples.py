@@ -17,7 +17,7 @@ error counters (stored only when they change) and gauges.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -142,6 +142,13 @@ class PackedValues(Mapping[SeriesKey, float]):
         if layout is None:
             return {**self, **more}
         return PackedValues(layout, self.data + array("d", more.values()))
+
+
+def value_items(values: Mapping[SeriesKey, float]) -> Iterable[tuple[SeriesKey, float]]:
+    """``values.items()``; for ``PackedValues`` at C speed rather than a lookup per key."""
+    if isinstance(values, PackedValues):
+        return zip(values.layout.keys, values.data, strict=True)
+    return values.items()
 
 
 def packed(values: Mapping[SeriesKey, float]) -> PackedValues:
