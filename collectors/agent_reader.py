@@ -580,6 +580,13 @@ class AgentStream:
 
     def read(self, text: str | bytes) -> StreamSample:
         """One line; ``AgentLineError`` (reason names the field) for a line that cannot be used."""
+        try:
+            return self._read(text)
+        except OverflowError:  # an integer of hundreds of digits: no field is checked for that
+            self._layout = None
+            raise AgentLineError("a number too large for a float (no counter is that wide)") from None
+
+    def _read(self, text: str | bytes) -> StreamSample:
         raw = _load(text)
         if raw.get("changed_only") is not True:
             self._layout = None  # until this full line is known to be good

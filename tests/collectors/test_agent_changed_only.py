@@ -371,3 +371,20 @@ def test_rates_added_to_the_kept_sample_change_no_later_rate() -> None:
         values = read.sample.values
         assert isinstance(values, PackedValues)
         assert values.plus(got.sample.values) == {**expected.values, **want.sample.values}  # as NodePoller._keep
+
+
+@pytest.mark.parametrize("changed_only", [False, True])
+def test_a_number_too_large_for_a_float_is_a_bad_line_not_a_crash(changed_only: bool) -> None:
+    """json reads an integer of 400 digits (orjson refuses it); the stream refuses the line and
+    starts again at the next full line."""
+    lines = simulated_lines(3)
+    huge = copy.deepcopy(lines[1])
+    huge["ports"][0]["counters"]["port_xmit_data"] = 10**400
+    stream = AgentStream("n1")
+    stream.read(json.dumps(lines[0]))
+    text = json.dumps(agent.changed_line(lines[0], huge) if changed_only else huge)
+    with pytest.raises(AgentLineError, match="too large for a float"):
+        stream.read(text)
+    with pytest.raises(AgentLineError, match="without the full line before it"):
+        stream.read(json.dumps(agent.changed_line(lines[1], lines[2])))
+    assert stream.read(json.dumps(lines[2])).sample.values
