@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from console.cli import main
 from fabric.samples import HostSample
+from store.schema import SCHEMA_VERSION
 from store.writer import StoreWriter
 
 
@@ -26,7 +27,7 @@ def test_info_json_reports_counts_span_and_bytes_per_sample(tmp_path: Path) -> N
     result = CliRunner().invoke(main, ["db", "info", "--db", str(path), "--json"])
     assert result.exit_code == 0, result.output
     info = json.loads(result.output)
-    assert info["schema_version"] == 4
+    assert info["schema_version"] == SCHEMA_VERSION == 5
     assert info["stored_samples"] == 60
     assert info["rows"]["series"] == 2 and info["rows"]["latest"] == 1
     assert info["time_span"] == [1_700_000_000.0, 1_700_000_290.0]
@@ -38,7 +39,7 @@ def test_info_text_and_missing_file(tmp_path: Path) -> None:
     _history(path)
     result = CliRunner().invoke(main, ["db", "info", "--db", str(path)])
     assert result.exit_code == 0
-    assert "schema version  4" in result.output and "stored samples  60" in result.output
+    assert f"schema version  {SCHEMA_VERSION}" in result.output and "stored samples  60" in result.output
     missing = CliRunner().invoke(main, ["db", "info", "--db", str(tmp_path / "none.db")])
     assert missing.exit_code == 1 and "no fleet history" in missing.output
 
