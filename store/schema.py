@@ -156,7 +156,7 @@ def _m005_frames_by_rowid(db: sqlite_utils.Database) -> None:
     A thousand nodes each add a ~8 KB frame a second. Keyed by (host, ts_ms) in a
     WITHOUT ROWID table, each lands in its host's place in the B-tree, a different
     leaf for every host; in rowid order they are appended, and only the small index
-    entries scatter: the writer's commits cost ~25% less (docs/benchmarks.md). The
+    entries scatter: the store's share of a line fell 23% (docs/benchmarks.md, Collect). The
     frames already kept are copied over in time order.
     """
     db.executescript(
