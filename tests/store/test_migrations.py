@@ -71,13 +71,15 @@ def test_newer_file_is_refused_with_a_clear_message(tmp_path: Path) -> None:
 
 
 def test_frames_move_to_a_rowid_table_and_read_back_the_same(tmp_path: Path) -> None:
-    """m005: frames written under the WITHOUT ROWID table of m001 are copied, and read back as before."""
+    """m005: the unsealed frames written under the WITHOUT ROWID table of m001 are copied and read
+    back as before; a sealed one (its points are in chunks) is left behind."""
     path = tmp_path / "v4.db"
     db = sqlite_utils.Database(connect(path))
     MIGRATIONS.apply(db, stop_before="m005_frames_by_rowid")
     samples = [nic_sample(f"n{h}", T0 + k, k) for k in range(5) for h in range(3)]
     db.execute("BEGIN IMMEDIATE")
     Ingestor(db.conn).write([Item("samples", s, len(s.values)) for s in samples])
+    db.execute("INSERT INTO frames (host, ts_ms, n, data, sealed) VALUES ('n9', 1, 0, x'', 1)")  # in chunks
     db.execute("COMMIT")
     with pytest.raises(sqlite3.OperationalError):
         db.execute("SELECT rowid FROM frames")
@@ -87,7 +89,7 @@ def test_frames_move_to_a_rowid_table_and_read_back_the_same(tmp_path: Path) -> 
 
     upgraded = sqlite_utils.Database(path)
     assert schema_version(upgraded) == SCHEMA_VERSION
-    assert upgraded.execute("SELECT count(*), min(rowid) FROM frames").fetchone() == (15, 1)
+    assert upgraded.execute("SELECT count(*), min(rowid), max(sealed) FROM frames").fetchone() == (15, 1, 0)
     indexes = {row[1]: row[2] for row in upgraded.execute("PRAGMA index_list(frames)")}
     assert indexes == {"frames_host_ts": 1, "frames_ts": 0}
     reader = StoreReader(path)
