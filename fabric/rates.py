@@ -21,6 +21,7 @@ Rules (DOMAIN.md, "Counters and what they mean"):
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -466,20 +467,10 @@ def _moved(before: Mapping[SeriesKey, float], now: Mapping[SeriesKey, float], ch
                strict=True)
 
 
-_LAYOUT_RULES: dict[SeriesLayout, list[_Rule | None]] = {}
-"""A layout's rules by place, for ``_moved``: one table for every host of that layout."""
-
-
+@functools.lru_cache(maxsize=256)
 def _rules_of(layout: SeriesLayout) -> list[_Rule | None]:
-    rules = _LAYOUT_RULES.get(layout)
-    if rules is None:
-        if len(_LAYOUT_RULES) >= _MAX_LAYOUT_RULES:
-            _LAYOUT_RULES.clear()
-        rules = _LAYOUT_RULES[layout] = list(map(_rule_for, layout.keys))
-    return rules
-
-
-_MAX_LAYOUT_RULES = 256
+    """A layout's rules by place, for ``_moved``: one table for every host of that layout."""
+    return list(map(_rule_for, layout.keys))
 
 
 def _rule_for(key: SeriesKey) -> _Rule | None:

@@ -16,6 +16,7 @@ error counters (stored only when they change) and gauges.
 
 from __future__ import annotations
 
+import functools
 from array import array
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -88,21 +89,16 @@ class SeriesLayout:
 
 
 _UNKNOWN = SeriesLayout(())
-_LAYOUTS: dict[tuple[SeriesKey, ...], SeriesLayout] = {}
 _MAX_LAYOUTS = 4096
-"""Layouts kept for sharing. When a long run has seen more shapes than this (GPUs that come
-and go, counters a driver update added), the table starts again: the layouts of the shapes
-still streaming are shared again from their next full line, old ones are let go."""
+"""Layouts kept for sharing. A long run that has seen more shapes than this (GPUs that come
+and go, counters a driver update added) lets the least recently used go: the shapes still
+streaming stay shared."""
 
 
+@functools.lru_cache(maxsize=_MAX_LAYOUTS)
 def layout_of(keys: tuple[SeriesKey, ...]) -> SeriesLayout:
     """The shared layout of ``keys`` (equal tuples give the same layout while it is kept)."""
-    layout = _LAYOUTS.get(keys)
-    if layout is None:
-        if len(_LAYOUTS) >= _MAX_LAYOUTS:
-            _LAYOUTS.clear()
-        layout = _LAYOUTS[keys] = SeriesLayout(keys)
-    return layout
+    return SeriesLayout(keys)
 
 
 class PackedValues(Mapping[SeriesKey, float]):
