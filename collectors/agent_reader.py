@@ -613,8 +613,10 @@ class AgentStream:
         self._layout, self._data, self._seq = layout, data, seq
         host = self._host or _need(raw, "host", str, "")
         values = PackedValues(layout, data)
-        return StreamSample(HostSample(host, ts, values.plus(optics) if optics else values),
-                            None if reshaped else tuple(changed), None)
+        with_optics = values.plus(optics) if optics else values
+        # Places are places in a PackedValues; readings that clash with a value make a dict.
+        placed = not reshaped and isinstance(with_optics, PackedValues)
+        return StreamSample(HostSample(host, ts, with_optics), tuple(changed) if placed else None, None)
 
     def _full(self, line: AgentLine) -> StreamSample:
         owners: dict[str, tuple[str, str]] = {}

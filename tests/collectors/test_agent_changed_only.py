@@ -388,3 +388,20 @@ def test_a_number_too_large_for_a_float_is_a_bad_line_not_a_crash(changed_only: 
     with pytest.raises(AgentLineError, match="without the full line before it"):
         stream.read(json.dumps(agent.changed_line(lines[1], lines[2])))
     assert stream.read(json.dumps(lines[2])).sample.values
+
+
+def test_optics_readings_that_clash_with_a_value_make_the_line_compared_whole() -> None:
+    """Places name values in a PackedValues; a reading filed under a key the line already has
+    (a broken optics parser, say) makes the sample a dict, and the line is compared whole."""
+    lines = simulated_lines(2)
+    port = lines[0]["ports"][0]
+    stream = AgentStream("n1", lambda text: {("tx_bytes", str(port["port"])): 5.0})
+    stream.read(json.dumps(lines[0]))
+    delta = agent.changed_line(lines[0], lines[1])
+    assert delta is not None
+    delta["netdevs"] = {port["netdev"]: {"optics_text": "any"}}
+    read = stream.read(json.dumps(delta))
+    assert read.changed_at is None and read.changed is None
+    assert read.sample.values[("tx_bytes", port["device"], str(port["port"]))] == 5.0
+    tracker = RateTracker()
+    tracker.update(read.sample)  # what NodePoller._keep does with a line compared whole
