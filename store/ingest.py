@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from array import array
 from typing import Any
 
 import numpy as np
@@ -69,8 +70,11 @@ class Ingestor:
         host = sample.host
         hs = catalog.host(host)
         given = sample.values
-        packed = given.data if isinstance(given, PackedValues) else None  # a stream's: its array as it is
-        keys = given.layout.keys if isinstance(given, PackedValues) else tuple(given)
+        packed: array[float] | None = None
+        if isinstance(given, PackedValues):  # a stream's: its shared keys and its array as they are
+            keys, packed = given.layout.keys, given.data
+        else:
+            keys = tuple(given)
         layout = hs.layouts.get(len(keys))
         created = False
         if layout is None or (layout.keys is not keys and layout.keys != keys):  # mostly the same objects
