@@ -36,6 +36,7 @@ from fabric.samples import (
     PackedValues,
     SeriesKey,
     SeriesLayout,
+    for_lookups,
     value_items,
 )
 
@@ -243,7 +244,7 @@ def derive_rates(previous: HostSample, current: HostSample, max_gap_s: float) ->
     flags: list[FlaggedSeries] = []
     if dt_s > max_gap_s:
         flags.append(FlaggedSeries("", "", "", RateFlag.GAP, f"{dt_s:.1f} s since the previous sample"))
-    before_values = dict(value_items(previous.values))  # a dict's lookups, not a Mapping's
+    before_values = for_lookups(previous.values)
     values: dict[SeriesKey, float] = {}
     error_sums: dict[tuple[str, str], float] = {}
     corrected_bits: dict[tuple[str, str], float] = {}
@@ -524,8 +525,7 @@ def _stuck(values: Mapping[SeriesKey, float],
            counters: Mapping[SeriesKey, _Feeds]) -> tuple[tuple[SeriesKey, float, float | None], ...] | None:
     """The saturating counters of ``values`` with their maximum and their value if they sit there;
     None when a value is not finite (its rates standing still are not those of finite ones)."""
-    if isinstance(values, PackedValues):
-        values = dict(value_items(values))
+    values = for_lookups(values)
     if not math.isfinite(sum(values.values())):
         return None
     stuck = []

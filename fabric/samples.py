@@ -60,7 +60,7 @@ class SeriesLayout:
     lines a second that is what keeps a collector's working set in the CPU's cache.
     """
 
-    __slots__ = ("_extended", "index", "keys", "root")
+    __slots__ = ("index", "keys", "root")
 
     def __init__(self, keys: tuple[SeriesKey, ...]) -> None:
         self.keys = keys
@@ -69,26 +69,13 @@ class SeriesLayout:
         self.root = self
         """A layout whose keys begin this one's (this one's own until ``extended`` makes it one of
         another's): values of two layouts with the same root have its keys at the same places."""
-        self._extended: dict[tuple[SeriesKey, ...], SeriesLayout | None] = {}
 
     def extended(self, more: tuple[SeriesKey, ...]) -> SeriesLayout | None:
         """This layout's keys, then ``more``; None when one of ``more`` is already here (the caller
         then merges as a dict would)."""
-        cached = self._extended.get(more, _UNKNOWN)
-        if cached is not _UNKNOWN:
-            return cached
-        index = self.index
-        layout = None
-        if not any(key in index for key in more) and len(set(more)) == len(more):
-            layout = layout_of(self.keys + more)
-            layout.root = self.root
-        if len(self._extended) >= _MAX_LAYOUTS:
-            self._extended.clear()
-        self._extended[more] = layout
-        return layout
+        return _extended(self, more)
 
 
-_UNKNOWN = SeriesLayout(())
 _MAX_LAYOUTS = 4096
 """Layouts kept for sharing. A long run that has seen more shapes than this (GPUs that come
 and go, counters a driver update added) lets the least recently used go: the shapes still
@@ -99,6 +86,15 @@ streaming stay shared."""
 def layout_of(keys: tuple[SeriesKey, ...]) -> SeriesLayout:
     """The shared layout of ``keys`` (equal tuples give the same layout while it is kept)."""
     return SeriesLayout(keys)
+
+
+@functools.lru_cache(maxsize=_MAX_LAYOUTS)
+def _extended(layout: SeriesLayout, more: tuple[SeriesKey, ...]) -> SeriesLayout | None:
+    if any(key in layout.index for key in more) or len(set(more)) != len(more):
+        return None
+    extended = layout_of(layout.keys + more)
+    extended.root = layout.root
+    return extended
 
 
 class PackedValues(Mapping[SeriesKey, float]):
@@ -145,6 +141,12 @@ def value_items(values: Mapping[SeriesKey, float]) -> Iterable[tuple[SeriesKey, 
     if isinstance(values, PackedValues):
         return zip(values.layout.keys, values.data, strict=True)
     return values.items()
+
+
+def for_lookups(values: Mapping[SeriesKey, float]) -> Mapping[SeriesKey, float]:
+    """``values`` to look many keys up in: a ``PackedValues`` as a dict (one pass at C speed,
+    where each of its own lookups is a Python call), any other mapping as it is."""
+    return dict(value_items(values)) if isinstance(values, PackedValues) else values
 
 
 def packed(values: Mapping[SeriesKey, float]) -> PackedValues:
