@@ -168,8 +168,8 @@ def _m005_frames_by_rowid(db: sqlite_utils.Database) -> None:
         CREATE TABLE frames_by_rowid (
             host TEXT NOT NULL, ts_ms INTEGER NOT NULL, n INTEGER NOT NULL, data BLOB NOT NULL,
             sealed INTEGER NOT NULL DEFAULT 0);
-        INSERT INTO frames_by_rowid (host, ts_ms, n, data, sealed)
-            SELECT host, ts_ms, n, data, sealed FROM frames WHERE NOT sealed ORDER BY ts_ms, host;
+        INSERT INTO frames_by_rowid (host, ts_ms, n, data)
+            SELECT host, ts_ms, n, data FROM frames WHERE NOT sealed ORDER BY ts_ms, host;
         DROP TABLE frames;
         ALTER TABLE frames_by_rowid RENAME TO frames;
         CREATE UNIQUE INDEX frames_host_ts ON frames(host, ts_ms);
