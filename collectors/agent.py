@@ -467,70 +467,116 @@ _SAME = object()
 _SHAPE = object()
 
 
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def slot_paths(line: dict[str, Any]) -> dict[tuple[Any, ...], int]:
+    """The slots of a full line (docs/agent-schema.md): every number under ``ports[i].counters``,
+    ``ports[i].hw_counters``, ``netdevs.N.ethtool``, ``qp_count`` and ``gpus[i]`` (but ``index``),
+    numbered in the line's order. A changed-only line sends a new number of a slot as the pair
+    (slot, value) rather than under its keys: about a third of the bytes, and the reader puts
+    the values in place without walking the line's objects."""
+    paths: list[tuple[Any, ...]] = []  # keys and list indices from the top
+    for at, port in enumerate(line.get("ports", [])):
+        for section in ("counters", "hw_counters"):
+            paths.extend(("ports", at, section, name) for name, value in port.get(section, {}).items()
+                         if _is_number(value))
+    for netdev, entry in line.get("netdevs", {}).items():
+        paths.extend(("netdevs", netdev, "ethtool", name) for name, value in entry.get("ethtool", {}).items()
+                     if _is_number(value))
+    paths.extend(("qp_count", device) for device, count in (line.get("qp_count") or {}).items() if _is_number(count))
+    for at, gpu in enumerate(line.get("gpus", [])):
+        paths.extend(("gpus", at, field) for field, value in gpu.items() if field != "index" and _is_number(value))
+    return {path: slot for slot, path in enumerate(paths)}
+
+
 def _state_keys(obj: dict[str, Any]) -> set[str]:
     return {key for key in obj if key != "optics_text"}
 
 
-def _diff_items(before: list[Any], after: list[Any]) -> Any:
-    if len(before) != len(after):
-        return _SHAPE
-    items = []
-    for index, new in enumerate(after):  # zip(strict=) is Python 3.10+
-        old = before[index]
-        if not isinstance(new, dict):
-            if old != new or type(old) is not type(new):
-                return _SHAPE
-            continue
-        if not isinstance(old, dict) or any(old.get(key) != new.get(key) for key in IDENTITY_KEYS):
-            return _SHAPE
-        change = _diff(old, new)
-        if change is _SHAPE:
-            return _SHAPE
-        if change is not _SAME:
-            item = {key: new[key] for key in IDENTITY_KEYS if key in new}
-            item.update(change)
-            items.append(item)
-    return items or _SAME
+class _Differ:
+    """Diffs two lines of one shape; with ``slots``, a number of a slot goes to ``moved`` as (slot, value)."""
 
+    def __init__(self, slots: dict[tuple[Any, ...], int] | None) -> None:
+        self.slots = slots
+        self.moved: list[tuple[int, Any]] = []
 
-def _diff(before: Any, after: Any) -> Any:
-    """What changed from ``before`` to ``after``: _SAME, _SHAPE (keys or lengths differ), or the changes."""
-    if isinstance(after, dict):
-        if not isinstance(before, dict) or _state_keys(before) != _state_keys(after):
+    def items(self, before: list[Any], after: list[Any], path: tuple[Any, ...]) -> Any:
+        if len(before) != len(after):
             return _SHAPE
-        out = {}
-        for key, value in after.items():
-            if key == "optics_text":  # a reading, not state: sent whole on the lines that have it
-                out[key] = value
+        items = []
+        for index, new in enumerate(after):  # zip(strict=) is Python 3.10+
+            old = before[index]
+            if not isinstance(new, dict):
+                if old != new or type(old) is not type(new):
+                    return _SHAPE
                 continue
-            change = _diff(before[key], value)
+            if not isinstance(old, dict) or any(old.get(key) != new.get(key) for key in IDENTITY_KEYS):
+                return _SHAPE
+            change = self.diff(old, new, (*path, index))
             if change is _SHAPE:
                 return _SHAPE
             if change is not _SAME:
-                out[key] = change
-        return out or _SAME
-    if isinstance(after, list):
-        return _diff_items(before, after) if isinstance(before, list) else _SHAPE
-    if before == after and type(before) is type(after):
-        return _SAME
-    return after
+                item = {key: new[key] for key in IDENTITY_KEYS if key in new}
+                item.update(change)
+                items.append(item)
+        return items or _SAME
+
+    def diff(self, before: Any, after: Any, path: tuple[Any, ...]) -> Any:
+        """What changed from ``before`` to ``after``: _SAME, _SHAPE (keys or lengths differ), or the changes."""
+        if isinstance(after, dict):
+            if not isinstance(before, dict) or _state_keys(before) != _state_keys(after):
+                return _SHAPE
+            out = {}
+            slots = self.slots
+            for key, value in after.items():
+                if key == "optics_text":  # a reading, not state: sent whole on the lines that have it
+                    out[key] = value
+                    continue
+                old = before[key]
+                if slots is not None and _is_number(value):
+                    slot = slots.get((*path, key))
+                    if slot is not None:
+                        if old != value or type(old) is not type(value):
+                            self.moved.append((slot, value))
+                        continue
+                change = self.diff(old, value, (*path, key))
+                if change is _SHAPE:
+                    return _SHAPE
+                if change is not _SAME:
+                    out[key] = change
+            return out or _SAME
+        if isinstance(after, list):
+            return self.items(before, after, path) if isinstance(before, list) else _SHAPE
+        if before == after and type(before) is type(after):
+            return _SAME
+        return after
 
 
-def changed_line(previous: dict[str, Any], current: dict[str, Any]) -> dict[str, Any] | None:
+def changed_line(previous: dict[str, Any], current: dict[str, Any],
+                 slots: dict[tuple[Any, ...], int] | None = None) -> dict[str, Any] | None:
     """``current`` as a changed-only line against ``previous`` (docs/agent-schema.md), or None
-    when the two differ in shape (a port, netdev, GPU or counter came or went), which needs a full line."""
+    when the two differ in shape (a port, netdev, GPU or counter came or went), which needs a full line.
+
+    ``slots``: those of the last full line (``slot_paths``); without them every change is sent under its keys.
+    """
     if _state_keys(previous) != _state_keys(current):
         return None
     line = {key: current[key] for key in PER_LINE_KEYS if key in current}
     line["changed_only"] = True
+    differ = _Differ(slots)
     for key, value in current.items():
         if key in PER_LINE_KEYS:
             continue
-        change = _diff(previous[key], value)
+        change = differ.diff(previous[key], value, (key,))
         if change is _SHAPE:
             return None
         if change is not _SAME:
             line[key] = change
+    if differ.moved:
+        line["slots"] = [slot for slot, _ in differ.moved]
+        line["values"] = [value for _, value in differ.moved]
     return line
 
 
@@ -594,11 +640,14 @@ def main(argv: list[str] | None = None) -> int:
     hostname = socket.gethostname()
     seq = 0
     previous: dict[str, Any] | None = None
+    slots: dict[tuple[Any, ...], int] = {}
     next_at = time.monotonic()
     while True:  # at least one line: with stdin already closed the agent is a one-shot sample
         line = sample_line(args, seq, gpus, hostname)
         if args.changed_only:  # full on the first line, every F-th, and when the shape changed
-            delta = changed_line(previous, line) if previous is not None and seq % args.full_every else None
+            delta = changed_line(previous, line, slots) if previous is not None and seq % args.full_every else None
+            if delta is None:
+                slots = slot_paths(line)
             previous, line = line, (delta if delta is not None else line)
         try:
             sys.stdout.write(json.dumps(line, separators=(",", ":")) + "\n")

@@ -11,7 +11,8 @@ schema is refused.
 
 ``AgentStream`` reads one stream of the agent run with ``--changed-only``:
 a full line is decoded as above, a changed-only line is applied to the values
-of the line before it, so its cost follows what changed, not the node's size.
+of the line before it, so its cost follows what changed, not the node's size;
+its numbers come by slot (numbered in the last full line), put in place with numpy.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import orjson
 
 from fabric.samples import HostSample, PackedValues, SeriesKey, SeriesLayout, layout_of
@@ -502,6 +504,69 @@ def _gpu_table(index: int) -> dict[str, tuple[SeriesKey, int]]:
 _NO_LAYOUT = SeriesLayout(())
 
 
+_MISSING, _SKIPPED = -1, -2
+"""A slot's place when the layout lacks its key, and when fleet does not keep what the slot holds."""
+_SLOT_VALUE_KINDS = frozenset({int, float})
+_SLOT_VALUE_MAX = 1e300
+"""Above any counter (2^64 is 1.8e19) and below what a multiplier could take past a double's range."""
+
+
+class _Slots:
+    """The slots of a full line (docs/agent-schema.md, ``collectors.agent.slot_paths``): each one's key
+    and multiplier (None: not kept), and their places in the layouts of the streams that use them."""
+
+    __slots__ = ("_places", "factors", "keys")
+
+    def __init__(self, keys: tuple[tuple[SeriesKey, int] | None, ...]) -> None:
+        self.keys = keys
+        self.factors = np.array([entry[1] if entry is not None else 0 for entry in keys], dtype=np.float64)
+        self._places: dict[SeriesLayout, np.ndarray[Any, np.dtype[np.intp]]] = {}
+
+    def places(self, layout: SeriesLayout) -> np.ndarray[Any, np.dtype[np.intp]]:
+        places = self._places.get(layout)
+        if places is None:
+            if len(self._places) >= 16:  # layouts of reshaped lines: rare, and each is built again
+                self._places.clear()
+            index = layout.index
+            places = self._places[layout] = np.array(
+                [index.get(entry[0], _MISSING) if entry is not None else _SKIPPED for entry in self.keys],
+                dtype=np.intp)
+        return places
+
+
+_SLOTS: dict[tuple[tuple[SeriesKey, int] | None, ...], _Slots] = {}
+"""Slot tables by their keys: every node of a shape shares one (and its places per layout)."""
+_NO_SLOTS = _Slots(())
+
+
+def _slots_of(raw: dict[str, Any], owners: Mapping[str, tuple[str, str]]) -> _Slots:
+    """The slot table of a full line (``raw``, already decoded without error), by the agent's rule:
+    every number under ports' ``counters`` and ``hw_counters``, netdevs' ``ethtool``, ``qp_count``
+    and GPUs (but ``index``), in the line's order."""
+    keys: list[tuple[SeriesKey, int] | None] = []
+    for port in raw["ports"]:
+        table = _port_keys(port["device"], port["port"])
+        keys.extend(map(table.counters.get, port.get("counters", _NOTHING)))
+        keys.extend(map(table.hw_counters.get, port.get("hw_counters", _NOTHING)))
+    for netdev, entry in raw.get("netdevs", _NOTHING).items():
+        owner = owners.get(netdev)
+        kept = _ethtool_keys(owner) if owner is not None else _NOTHING
+        keys.extend(map(kept.get, entry.get("ethtool", _NOTHING)))
+    keys.extend((("qp_count", device, ""), 1) for device in raw.get("qp_count") or _NOTHING)
+    for gpu in raw.get("gpus", _NO_LIST):
+        fields = _gpu_keys(gpu["index"])
+        keys.extend((fields[field], 1) if field in fields else None for field, value in gpu.items()
+                    if field != "index" and type(value) in _SLOT_VALUE_KINDS)
+    frozen = tuple(keys)
+    slots = _SLOTS.get(frozen)
+    if slots is None:
+        slots = _Slots(frozen)
+        if len(_SLOTS) >= _MAX_TABLES:
+            _SLOTS.clear()
+        _SLOTS[frozen] = slots
+    return slots
+
+
 # --- changed-only streams -------------------------------------------------------------
 
 
@@ -577,6 +642,8 @@ class AgentStream:
         """GPU index -> its fields' keys and places, for those GPUs."""
         self._last_optics: dict[str, tuple[str, str, dict[SeriesKey, float]]] = {}
         """netdev -> its last ``ethtool -m`` text and readings: an unchanged text is not parsed again."""
+        self._slots = _NO_SLOTS
+        """The slots of the last full line, which a changed-only line's ``slots`` number."""
 
     def read(self, text: str | bytes) -> StreamSample:
         """One line; ``AgentLineError`` (reason names the field) for a line that cannot be used."""
@@ -590,7 +657,7 @@ class AgentStream:
         raw = _load(text)
         if raw.get("changed_only") is not True:
             self._layout = None  # until this full line is known to be good
-            return self._full(_decode(raw))
+            return self._full(_decode(raw), raw)
         layout = self._layout
         self._layout = None  # a line that fails half-way leaves no state to build on
         seq = raw.get("seq")
@@ -606,6 +673,8 @@ class AgentStream:
         data = self._data[:]  # the last line's array is in its sample: this line writes a copy
         more = self._more = {}
         optics = self._apply(raw, layout.index, data, changed)
+        if "slots" in raw or "values" in raw:
+            self._apply_slots(raw.get("slots"), raw.get("values"), layout, data, changed)
         reshaped = bool(more)
         if reshaped:  # a key came or went: the line is compared whole
             layout, data = _reshaped(layout, data, more)
@@ -618,9 +687,10 @@ class AgentStream:
         placed = not reshaped and isinstance(with_optics, PackedValues)
         return StreamSample(HostSample(host, ts, with_optics), tuple(changed) if placed else None, None)
 
-    def _full(self, line: AgentLine) -> StreamSample:
+    def _full(self, line: AgentLine, raw: dict[str, Any]) -> StreamSample:
         owners: dict[str, tuple[str, str]] = {}
         line_values = _line_values(line, None, owners)
+        self._slots = _slots_of(raw, owners)
         values = PackedValues(layout_of(tuple(line_values)), array("d", line_values.values()))
         self._layout, self._data, self._seq = values.layout, values.data, line.seq
         self._ports = {(port.device, port.port): _PlacedPort(values.layout, port.device, port.port)
@@ -735,6 +805,50 @@ class AgentStream:
                 raise AgentLineError(f"gpus[{at}]: expected an object")
             self._gpu(gpu, at, index, data, changed)
         return optics
+
+    def _apply_slots(self, slots: Any, values: Any, layout: SeriesLayout, data: array[float],
+                     changed: list[int]) -> None:
+        """Apply a changed-only line's ``slots`` and ``values`` (each value to the key of its slot in the
+        last full line) to ``data`` and list the places set in ``changed``.
+
+        Both lists are checked at C speed and the values put in place with numpy, in a handful of calls
+        whatever their number: a node sends about a hundred a second this way. A slot whose key the
+        layout lacks (a field that went null and came back), or a line whose keyed part already changed
+        the keys, goes through ``_set`` one value at a time; a slot fleet does not keep is skipped.
+        """
+        if type(slots) is not list or type(values) is not list or len(slots) != len(values):
+            raise AgentLineError("slots, values: expected two lists of the same length")
+        if not slots:
+            return
+        table = self._slots
+        if not _INT_ONLY.issuperset(map(type, slots)) or not _SLOT_VALUE_KINDS.issuperset(map(type, values)):
+            for slot, value in zip(slots, values, strict=True):
+                if type(slot) is not int:
+                    raise AgentLineError(f"slots: expected integers, got {slot!r}")
+                if type(value) not in _SLOT_VALUE_KINDS:
+                    raise AgentLineError(f"values: slot {slot}: expected a number, got {value!r}")
+        if min(slots) < 0 or max(slots) >= len(table.keys):
+            bad = next(slot for slot in slots if not 0 <= slot < len(table.keys))
+            raise AgentLineError(f"slots: slot {bad} is not in the last full line ({len(table.keys)} slots)")
+        at = np.array(slots, dtype=np.intp)
+        numbers = np.array(values, dtype=np.float64)  # OverflowError beyond a double: read() names it
+        if not (np.abs(numbers) < _SLOT_VALUE_MAX).all():  # NaN and inf too; no multiplier overflows
+            bad = next(value for value in values if not abs(value) < _SLOT_VALUE_MAX)
+            raise AgentLineError(f"values: expected finite numbers under 1e300, got {bad!r}")
+        numbers *= table.factors[at]
+        places = table.places(layout)[at]
+        if self._more or (places == _MISSING).any():
+            index = layout.index
+            for slot, number in zip(at.tolist(), numbers.tolist(), strict=True):
+                entry = table.keys[slot]
+                if entry is not None:
+                    self._set(index, data, entry[0], number, changed)
+            return
+        if places.min() == _SKIPPED:
+            kept = places >= 0
+            places, numbers = places[kept], numbers[kept]
+        np.frombuffer(data, dtype=np.float64)[places] = numbers
+        changed.extend(places.tolist())
 
     def _port(self, port: dict[str, Any], at: int, keys: _PlacedPort, index: Mapping[SeriesKey, int],
               data: array[float], changed: list[int]) -> None:

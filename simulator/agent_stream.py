@@ -363,44 +363,61 @@ class _Sections:
         }
 
     def changed_line(self, last: _Sections, per_line: dict[str, Any], optics: list[str] | None) -> dict[str, Any]:
-        """``changed_line(last's document, this one's)``. The shapes match by construction (same node, same
-        tables), and values compare with ``!=`` alone where ``changed_line`` also sends a value whose type
-        changed: each field's type is fixed (counters are ints from the tables, GPU fields have one type)."""
+        """``changed_line(last's document, this one's, slot_paths(the full line's))``. The shapes match by
+        construction (same node, same tables, so the full line's slots are this line's), every counter
+        and GPU field is a number of a slot (``_GPU_KEYS[3:]``: each field's type is fixed), and values
+        compare with ``!=`` alone where ``changed_line`` also sends a value whose type changed."""
         line = per_line | {"errors": [], "changed_only": True}
         ports = []
         netdevs: dict[str, dict[str, Any]] = {}
-        qp_count = {}
+        slots: list[int] = []
+        values: list[Any] = []
+        ethtool_slots: list[int] = []
+        ethtool_values: list[int] = []
+        at = 0
+        ethtool_at = sum(map(len, self.counters)) + sum(map(len, self.hw))
+        qp_at = ethtool_at + sum(map(len, self.ethtool))
+        qp_slots = []
         for rail, port in enumerate(self.heads):
             before = last.heads[rail]
-            change: dict[str, Any] = {}
             if port is not before:
                 change = dict(compress(zip(_PORT_STATE_KEYS, port[2:8], strict=True), map(ne, before[2:8], port[2:8])))
-            moved = _moved(last.counters[rail], self.counters[rail])
-            if moved:
-                change["counters"] = moved
-            moved = _moved(last.hw[rail], self.hw[rail])
-            if moved:
-                change["hw_counters"] = moved
-            if change:
-                ports.append({"device": port[0], "port": port[1], "netdev": port[9], "link_layer": port[8]} | change)
-            moved = _moved(last.ethtool[rail], self.ethtool[rail])
+                if change:
+                    ports.append({"device": port[0], "port": port[1], "netdev": port[9], "link_layer": port[8]} | change)
+            at = _moved(last.counters[rail], self.counters[rail], at, slots, values)
+            at = _moved(last.hw[rail], self.hw[rail], at, slots, values)
+            ethtool_at = _moved(last.ethtool[rail], self.ethtool[rail], ethtool_at, ethtool_slots, ethtool_values)
             if optics is not None:
-                netdevs[port[9]] = ({"ethtool": moved, "optics_text": optics[rail]} if moved
-                                    else {"optics_text": optics[rail]})
-            elif moved:
-                netdevs[port[9]] = {"ethtool": moved}
+                netdevs[port[9]] = {"optics_text": optics[rail]}
             if self.qp_counts[rail] != last.qp_counts[rail]:
-                qp_count[port[0]] = self.qp_counts[rail]
-        gpus = []
+                qp_slots.append(rail)
+        slots += ethtool_slots
+        values += ethtool_values
+        slots.extend(qp_at + rail for rail in qp_slots)
+        values.extend(self.qp_counts[rail] for rail in qp_slots)
+        gpu_at = qp_at + len(self.heads)
         for gpu, before_gpu in zip(self.gpus, last.gpus, strict=True):
             if gpu != before_gpu:
-                gpus.append({"index": gpu[0]} | dict(compress(zip(_GPU_KEYS, gpu, strict=True), map(ne, before_gpu, gpu))))
-        for key, value in (("ports", ports), ("netdevs", netdevs), ("qp_count", qp_count), ("gpus", gpus)):
-            if value:
-                line[key] = value
+                moved = list(compress(range(3, len(gpu)), map(ne, before_gpu[3:], gpu[3:])))
+                slots.extend(gpu_at + field - 3 for field in moved)
+                values.extend(map(gpu.__getitem__, moved))
+            gpu_at += len(gpu) - 3
+        if ports:
+            line["ports"] = ports
+        if netdevs:
+            line["netdevs"] = netdevs
+        if slots:
+            line["slots"] = slots
+            line["values"] = values
         return line
 
 
-def _moved(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
-    """The counters of ``after`` whose value differs from ``before`` (same names, same order)."""
-    return dict(compress(after.items(), map(ne, before.values(), after.values())))
+def _moved(before: dict[str, int], after: dict[str, int], at: int, slots: list[int], values: list[Any]) -> int:
+    """The slots (from ``at``, one per counter) and values of the counters of ``after`` whose value differs
+    from ``before`` (same names, same order), appended; returns the slot after the table's last."""
+    moved = list(compress(range(len(after)), map(ne, before.values(), after.values())))
+    if moved:
+        counts = list(after.values())
+        slots.extend(at + index for index in moved)
+        values.extend(map(counts.__getitem__, moved))
+    return at + len(after)

@@ -73,20 +73,27 @@ def full_samples(lines: list[dict[str, Any]]) -> list[HostSample]:
     return [host_sample(decode_agent_line(json.dumps(line)), "n1", optics_values) for line in lines]
 
 
-def sent(lines: list[dict[str, Any]], full_every: int) -> list[str]:
-    """What the agent prints with ``--changed-only --full-every F``."""
+def sent(lines: list[dict[str, Any]], full_every: int, *, by_slot: bool = True) -> list[str]:
+    """What the agent prints with ``--changed-only --full-every F``; ``by_slot=False``: every change
+    under its keys, as an agent that does not number slots may send them."""
     out = []
+    slots: dict[tuple[Any, ...], int] = {}
     for index, line in enumerate(lines):
-        delta = agent.changed_line(lines[index - 1], line) if index and index % full_every else None
+        delta = agent.changed_line(lines[index - 1], line, slots if by_slot else None) \
+            if index and index % full_every else None
+        if delta is None:
+            slots = agent.slot_paths(line)
         out.append(json.dumps(delta if delta is not None else line, separators=(",", ":")))
     return out
 
 
+@pytest.mark.parametrize("by_slot", [True, False], ids=["by-slot", "by-key"])
 @pytest.mark.parametrize("seed", range(6))
-def test_stream_gives_the_samples_of_the_full_lines(seed: int) -> None:
+def test_stream_gives_the_samples_of_the_full_lines(seed: int, by_slot: bool) -> None:
     lines = reshaped(simulated_lines(24), random.Random(seed))
     stream = AgentStream("n1", optics_values)
-    texts = sent(lines, full_every=10)
+    texts = sent(lines, full_every=10, by_slot=by_slot)
+    assert by_slot == any('"slots":' in text for text in texts)
     assert sum('"changed_only":true' in text for text in texts) >= 10
     previous: HostSample | None = None
     for text, expected in zip(texts, full_samples(lines), strict=True):

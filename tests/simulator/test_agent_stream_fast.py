@@ -17,7 +17,7 @@ import pytest
 from helpers.agent_reference import agent_line
 from sim_helpers import small_model
 
-from collectors.agent import changed_line
+from collectors.agent import changed_line, slot_paths
 from collectors.agent_reader import ETHTOOL_COUNTERS
 from simulator.agent_stream import (
     AgentLines,
@@ -65,6 +65,7 @@ def reference_lines(model: FleetModel, host: str, options: AgentOptions) -> list
     """The stream as ``run_python`` printed it before the fast path."""
     out = []
     previous: dict[str, Any] | None = None
+    slots: dict[tuple[Any, ...], int] = {}
     for seq, t in enumerate(TIMES, 1):
         line = agent_line(model.node_view(host, t), model.unix(t), seq, options.interval_s,
                           optics=(seq - 1) % options.optics_every == 0, ethtool_keep=options.ethtool_keep,
@@ -72,7 +73,9 @@ def reference_lines(model: FleetModel, host: str, options: AgentOptions) -> list
         sent: dict[str, Any] | None = None
         if options.changed_only:
             if previous is not None and (seq - 1) % options.full_every:
-                sent = changed_line(previous, line)
+                sent = changed_line(previous, line, slots)
+            if sent is None:
+                slots = slot_paths(line)
             previous = line
         out.append(json.dumps(sent if sent is not None else line, separators=(",", ":")) + "\n")
     return out
@@ -103,7 +106,13 @@ def test_the_streams_see_what_the_faults_change() -> None:
     assert changed and len(changed) < len(docs)
     states = {port.get("state") for doc in changed for port in doc.get("ports", [])}
     assert {"DOWN", "ACTIVE"} <= states
-    assert any("qp_count" in doc for doc in changed)
+    qp_slots: set[int] = set()
+    moved_qps = False
+    for doc in docs:
+        if not doc.get("changed_only"):
+            qp_slots = {slot for path, slot in slot_paths(doc).items() if path[0] == "qp_count"}
+        moved_qps = moved_qps or bool(qp_slots.intersection(doc.get("slots", ())))
+    assert qp_slots and moved_qps
     assert any("optics_text" in entry for doc in changed for entry in doc.get("netdevs", {}).values())
 
 
