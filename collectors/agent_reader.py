@@ -504,8 +504,9 @@ def _gpu_table(index: int) -> dict[str, tuple[SeriesKey, int]]:
 _NO_LAYOUT = SeriesLayout(())
 
 
-_MISSING, _SKIPPED = -1, -2
-"""A slot's place when the layout lacks its key, and when fleet does not keep what the slot holds."""
+_MISSING, _SKIPPED = -2, -1
+"""A slot's place when the layout lacks its key, and when fleet does not keep what the slot holds
+(the lowest of a line's places says whether it has either)."""
 _SLOT_VALUE_KINDS = frozenset({int, float})
 _SLOT_VALUE_MAX = 1e300
 """Above any counter (2^64 is 1.8e19) and below what a multiplier could take past a double's range."""
@@ -812,7 +813,8 @@ class AgentStream:
         last full line) to ``data`` and list the places set in ``changed``.
 
         Both lists are checked at C speed and the values put in place with numpy, in a handful of calls
-        whatever their number: a node sends about a hundred a second this way. A slot whose key the
+        whatever their number: a node sends about a hundred a second this way. (``array`` and
+        ``fromiter`` turn the lists into arrays in about half the time ``np.array`` takes.) A slot whose key the
         layout lacks (a field that went null and came back), or a line whose keyed part already changed
         the keys, goes through ``_set`` one value at a time; a slot fleet does not keep is skipped.
         """
@@ -827,24 +829,26 @@ class AgentStream:
                     raise AgentLineError(f"slots: expected integers, got {slot!r}")
                 if type(value) not in _SLOT_VALUE_KINDS:
                     raise AgentLineError(f"values: slot {slot}: expected a number, got {value!r}")
-        if min(slots) < 0 or max(slots) >= len(table.keys):
+        try:
+            at = np.frombuffer(array("Q", slots), dtype=np.uint64)  # a negative slot is an OverflowError
+            places = table.places(layout)[at]  # one past the table an IndexError
+        except (OverflowError, IndexError):
             bad = next(slot for slot in slots if not 0 <= slot < len(table.keys))
-            raise AgentLineError(f"slots: slot {bad} is not in the last full line ({len(table.keys)} slots)")
-        at = np.array(slots, dtype=np.intp)
-        numbers = np.array(values, dtype=np.float64)  # OverflowError beyond a double: read() names it
-        if not (np.abs(numbers) < _SLOT_VALUE_MAX).all():  # NaN and inf too; no multiplier overflows
+            raise AgentLineError(f"slots: slot {bad} is not in the last full line ({len(table.keys)} slots)") from None
+        numbers = np.fromiter(values, np.float64, len(values))  # OverflowError beyond a double: read() names it
+        if not np.abs(numbers).max() < _SLOT_VALUE_MAX:  # NaN and inf too; no multiplier overflows
             bad = next(value for value in values if not abs(value) < _SLOT_VALUE_MAX)
             raise AgentLineError(f"values: expected finite numbers under 1e300, got {bad!r}")
         numbers *= table.factors[at]
-        places = table.places(layout)[at]
-        if self._more or (places == _MISSING).any():
+        lowest = places.min()
+        if self._more or lowest == _MISSING:
             index = layout.index
             for slot, number in zip(at.tolist(), numbers.tolist(), strict=True):
                 entry = table.keys[slot]
                 if entry is not None:
                     self._set(index, data, entry[0], number, changed)
             return
-        if places.min() == _SKIPPED:
+        if lowest == _SKIPPED:
             kept = places >= 0
             places, numbers = places[kept], numbers[kept]
         np.frombuffer(data, dtype=np.float64)[places] = numbers
