@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from agent_harness import agent_env, build_sysfs
+from test_agent import _old_pythons
 from test_agent_changed_only import full_samples, sent, simulated_lines
 
 from collectors import agent
@@ -166,13 +167,21 @@ def test_streams_of_one_shape_share_a_slot_table() -> None:
     assert len(agent_reader._SLOTS) <= agent_reader._MAX_TABLES
 
 
-def test_the_agent_sends_a_moved_counter_by_slot(tmp_path: Path) -> None:
+@pytest.mark.parametrize("python", ["this", "3.6"])
+def test_the_agent_sends_a_moved_counter_by_slot(tmp_path: Path, python: str) -> None:
     """The agent itself, on a sysfs tree whose counter moves while it runs: the moved counter comes
-    by slot, and the stream reads it as the counter x 4 (port_xmit_data counts 4-byte words)."""
+    by slot, and the stream reads it as the counter x 4 (port_xmit_data counts 4-byte words). Also
+    under Python 3.6 (RHEL 8's), where one is installed: the diff by slot runs on the node."""
+    interpreter = sys.executable
+    if python == "3.6":
+        old = _old_pythons()
+        if not old:
+            pytest.skip("no Python 3.6 interpreter on this machine")
+        interpreter = old[0]
     sysfs = build_sysfs(tmp_path / "sys")
     counter = sysfs / "class" / "infiniband" / "mlx5_1" / "ports" / "1" / "counters" / "port_xmit_data"
     with subprocess.Popen(
-        [sys.executable, "-u", "-c", agent_source(), "--sysfs", str(sysfs), "--interval", "0.2",
+        [interpreter, "-u", "-c", agent_source(), "--sysfs", str(sysfs), "--interval", "0.2",
          "--optics-every", "0", "--changed-only"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env=agent_env(tmp_path, "h100"),
