@@ -415,9 +415,7 @@ class _Sections:
 def _moved(before: dict[str, int], after: dict[str, int], at: int, slots: list[int], values: list[Any]) -> int:
     """The slots (from ``at``, one per counter) and values of the counters of ``after`` whose value differs
     from ``before`` (same names, same order), appended; returns the slot after the table's last."""
-    moved = list(compress(range(len(after)), map(ne, before.values(), after.values())))
-    if moved:
-        counts = list(after.values())
-        slots.extend(at + index for index in moved)
-        values.extend(map(counts.__getitem__, moved))
+    flags = list(map(ne, before.values(), after.values()))
+    slots.extend(compress(range(at, at + len(after)), flags))
+    values.extend(compress(after.values(), flags))
     return at + len(after)
