@@ -17,19 +17,18 @@ its numbers come by slot (numbered in the last full line), put in place with num
 
 from __future__ import annotations
 
-import ast
 import functools
 import json
 import math
 from array import array
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import orjson
 
+from collectors.node_script import NODE_MIN_PYTHON, node_script_source
 from fabric.samples import HostSample, PackedValues, SeriesKey, SeriesLayout, layout_of
 
 SCHEMA_PREFIX = "fleet-agent/"
@@ -133,47 +132,8 @@ class AgentLine:
     errors: tuple[str, ...]
 
 
-AGENT_MIN_PYTHON = (3, 6)
+AGENT_MIN_PYTHON = NODE_MIN_PYTHON
 """The oldest node python3 the agent source from ``agent_source()`` runs on (RHEL 8's)."""
-
-
-class _Strip(ast.NodeTransformer):
-    """Remove what Python 3.6 cannot run (postponed annotations) and what need not travel (docstrings)."""
-
-    def visit_ImportFrom(self, node: ast.ImportFrom) -> ast.ImportFrom | None:
-        return None if node.module == "__future__" else node
-
-    def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.Assign | None:
-        if node.value is None:
-            return None
-        return ast.copy_location(ast.Assign(targets=[node.target], value=node.value), node)
-
-    def _body(self, node: ast.FunctionDef | ast.ClassDef | ast.Module) -> None:
-        body = node.body
-        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-                and isinstance(body[0].value.value, str):
-            body = body[1:]
-        node.body = body or [ast.Pass()]
-
-    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.FunctionDef:
-        self.generic_visit(node)
-        node.returns = None
-        for arg in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs,
-                    node.args.vararg, node.args.kwarg):
-            if arg is not None:
-                arg.annotation = None
-        self._body(node)
-        return node
-
-    def visit_ClassDef(self, node: ast.ClassDef) -> ast.ClassDef:
-        self.generic_visit(node)
-        self._body(node)
-        return node
-
-    def visit_Module(self, node: ast.Module) -> ast.Module:
-        self.generic_visit(node)
-        self._body(node)
-        return node
 
 
 @functools.cache
@@ -183,8 +143,7 @@ def agent_source() -> str:
     Stripped so that python3 >= 3.6 runs it (``AGENT_MIN_PYTHON``) and so that
     the command line each stream starts with is about half as long.
     """
-    tree = ast.parse((Path(__file__).parent / "agent.py").read_text(encoding="utf-8"))
-    return ast.unparse(ast.fix_missing_locations(_Strip().visit(tree))) + "\n"
+    return node_script_source("agent.py")
 
 
 # --- decoding -----------------------------------------------------------------------
