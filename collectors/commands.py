@@ -33,7 +33,8 @@ ALLOWED_TOOLS: frozenset[str] = frozenset({
     "nv", "show", "config",
 })
 """Tools fleet may run. Adding one is a reviewed change to this file, never a runtime option.
-``python3`` is not among them: the only Python fleet runs is its node agent (``agent_command``)."""
+``python3`` is not among them: the only Python fleet runs is its node agent (``agent_command``)
+and its probe runner (``runner_command``)."""
 
 _GLOB = re.compile(r"^[A-Za-z0-9_./:*-]+$")
 _TOKEN = object()
@@ -61,7 +62,7 @@ Arg = str | int | float | Glob
 class Command:
     """One or more allow-listed commands, run in sequence (``a; b; c``).
 
-    Build with ``command()``, ``sequence()`` or ``agent_command()``; the
+    Build with ``command()``, ``sequence()``, ``agent_command()`` or ``runner_command()``; the
     constructor refuses anything else.
     """
 
@@ -70,6 +71,9 @@ class Command:
     _token: object = field(default=None, repr=False, compare=False)
     gated: bool = False
     """Run only once a line arrives on stdin (``read -r _ && ...``): see ``gated()``."""
+    argv: tuple[str, ...] = ()
+    """A single command's words unquoted, for a runner that starts it without a shell
+    (``collectors.probe_sessions``); () for a sequence or a command with a ``Glob``."""
 
     def __post_init__(self) -> None:
         if self._token is not _TOKEN:
@@ -104,7 +108,9 @@ def command(tool: str, *args: Arg) -> Command:
     """``tool args...`` with every argument quoted; ``tool`` must be in ``ALLOWED_TOOLS``."""
     if tool not in ALLOWED_TOOLS:
         raise CommandError(f"tool {tool!r} is not on the allow-list")
-    return Command(((tool, *(_word(arg) for arg in args)),), _TOKEN)
+    words = (tool, *(_word(arg) for arg in args))
+    argv = () if any(isinstance(arg, Glob) for arg in args) else (tool, *(str(arg) for arg in args))
+    return Command((words,), _TOKEN, argv=argv)
 
 
 def gated(cmd: Command) -> Command:
@@ -117,7 +123,7 @@ def gated(cmd: Command) -> Command:
     """
     if len(cmd.parts) != 1 or cmd.gated:
         raise CommandError("only a single, ungated command can be gated")
-    return Command(cmd.parts, _TOKEN, gated=True)
+    return Command(cmd.parts, _TOKEN, gated=True, argv=cmd.argv)
 
 
 def sequence(*commands: Command) -> Command:
@@ -152,3 +158,9 @@ def agent_command(
     if full_every is not None:
         args += ["--changed-only", "--full-every", full_every]
     return Command((("python3", *(_word(arg) for arg in args)),), _TOKEN)
+
+
+def runner_command(source: str) -> Command:
+    """``python3 -u -c <source> --probe-runner``: the probe runner (``collectors/probe_runner.py``,
+    ``collectors.probe_sessions.runner_source()``), which starts the probes' commands on its node."""
+    return Command((("python3", *(_word(arg) for arg in ("-u", "-c", source, "--probe-runner"))),), _TOKEN)

@@ -256,6 +256,10 @@ class SshPool:
     def hosts(self) -> tuple[str, ...]:
         return tuple(self._slots)
 
+    def inventory_host(self, host: str) -> InventoryHost:
+        """How the inventory describes ``host``."""
+        return self._slot(host).host
+
     def state(self, host: str) -> HostStatus:
         """The host's collection state since the last change, with the reason in words."""
         return self._slots[host].status
@@ -512,6 +516,7 @@ class SshPool:
         first_line_timeout_s: float,
         line_timeout_s: float,
         stop: asyncio.Event | None = None,
+        on_open: Callable[[Callable[[bytes], None]], None] | None = None,
     ) -> RunResult:
         """Run a long-lived ``command`` (the node agent) and hand each stdout line to ``on_line``.
 
@@ -522,7 +527,9 @@ class SshPool:
         UNREACHABLE when the connection broke. Lines are passed without the newline.
         ``on_line`` runs inside the SSH channel's data callback, so no line waits
         for a task; an exception it raises ends the stream and is raised here.
-        Cancelling the call closes the channel.
+        Cancelling the call closes the channel. ``on_open`` is given the channel's
+        ``write`` once the session is open, for a command that reads requests
+        from its stdin (the probe runner).
         """
         slot = self._slot(host)
         started = time.monotonic()
@@ -538,6 +545,8 @@ class SshPool:
             async with asyncio.timeout(first_line_timeout_s):
                 chan, _ = await conn.create_session(lambda: session, command.text, encoding=None)
             session.watch(chan)
+            if on_open is not None:
+                on_open(chan.write)
             self._set_state(slot, HostState.OK, "")
             ending: set[asyncio.Future[Any]] = {session.closed, stop_wait}
             done, _ = await asyncio.wait(ending, return_when=asyncio.FIRST_COMPLETED)

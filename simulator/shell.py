@@ -19,7 +19,7 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 
-from simulator import agent_stream, perftest, switch_cli
+from simulator import agent_stream, perftest, probe_runner, switch_cli
 from simulator.pipes import FILTERS
 from simulator.session import Handler, Machine, StreamIO
 from simulator.tools import REGISTRY, ToolContext, ToolOutput, load_all
@@ -36,6 +36,8 @@ SWITCH_COMMANDS = {"cumulus": frozenset({"nv", "lldpctl", "lldpcli"}), "sonic": 
 HEAD_COMMANDS = frozenset({"squeue", "scontrol"})
 COMMON_COMMANDS = frozenset({"hostname", "uname", "date", "echo", "true", "false"})
 BUILTINS = frozenset({"exit", "cd", "command", "timeout", "sudo", "read"})
+_SHELL_ONLY = frozenset({"exit", "cd", "command", "read"})
+"""Builtins no program stands behind: what a runner without a shell cannot start."""
 
 _REDIRECT = re.compile(r"^(\d?)(>>?)(&\d|.*)$")
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
@@ -381,12 +383,27 @@ class Shell:
         if name in perftest.NCCL_COMMANDS:
             return perftest.run_nccl
         if name == "python3":
-            return agent_stream.run_python
+            return self._probe_runner if "--probe-runner" in argv else agent_stream.run_python
         if name == "nv" and switch_cli.is_nv_change(argv):
             return switch_cli.run_nv
         if name == "config":
             return switch_cli.run_sonic_config
         return None
+
+    async def run_words(self, argv: list[str], io: StreamIO) -> int:
+        """One command given as words, as a line of its own: a program the probe runner starts without a shell."""
+        token = _LINE.set(_Snapshot())
+        try:
+            return max(await self.run_argv(argv, io), 0)
+        finally:
+            _LINE.reset(token)
+
+    def is_program(self, name: str) -> bool:
+        """Whether ``name`` is a program on this machine, not only a word of its shell."""
+        return self.allowed(name) and name not in _SHELL_ONLY
+
+    async def _probe_runner(self, machine: Machine, argv: list[str], io: StreamIO) -> int:
+        return await probe_runner.serve(machine, self.run_words, self.is_program, io)
 
     async def _timeout(self, argv: list[str], io: StreamIO) -> int:
         rest = _timeout_operands(argv)

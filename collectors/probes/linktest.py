@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from collectors.inventory import CablingRow
+from collectors.probe_sessions import Launcher, ProbeSessions
 from collectors.probes.nic_checks import (
     NicCheck,
     NodeChecks,
@@ -176,10 +177,33 @@ async def run_linktest(
     ports: PortAllocator | None = None,
     run_id: str = "",
 ) -> LinktestReport:
-    """Run the whole link test; failures of single probes are results, not exceptions."""
-    run_id = run_id or f"linktest-{uuid.uuid4().hex[:12]}"
-    started = time.monotonic()
+    """Run the whole link test; failures of single probes are results, not exceptions.
+
+    The probes' commands go through the nodes' probe runners (``ProbeSessions``),
+    started alongside the local checks and ended with the probes.
+    """
     nodes = tuple(dict.fromkeys(spec.nodes))
+    sessions = ProbeSessions(pool)
+    sessions.prepare(nodes)
+    try:
+        return await _linktest(pool, sessions, spec, nodes, cabling, on_progress, on_record, ports,
+                               run_id or f"linktest-{uuid.uuid4().hex[:12]}")
+    finally:
+        await sessions.close()
+
+
+async def _linktest(
+    pool: SshPool,
+    sessions: ProbeSessions,
+    spec: LinktestSpec,
+    nodes: tuple[str, ...],
+    cabling: Sequence[CablingRow],
+    on_progress: ProgressCallback | None,
+    on_record: Callable[[ProbeRecord], None] | None,
+    ports: PortAllocator | None,
+    run_id: str,
+) -> LinktestReport:
+    started = time.monotonic()
     checks: dict[str, NodeChecks] = {}
     if spec.local_checks:
         gathered = await asyncio.gather(*(check_before(pool, n, spec.check_timeout_s) for n in nodes))
@@ -188,7 +212,10 @@ async def run_linktest(
     reachable = [n for n in nodes if n not in unreachable]
     rounds = schedule(reachable, spec.rails, spec.mode, sample_rounds=spec.sample_rounds, seed=spec.seed)
     tests = [(t, label) for r in rounds for t in r for label in _labels(spec.flows)]
-    runner = _Runner(pool, spec, run_id, ports or PortAllocator(), len(tests), on_progress, on_record)
+    runner = _Runner(sessions, spec, run_id, ports or PortAllocator(), len(tests), on_progress, on_record)
+    for node_checks in checks.values():
+        for (device, ib_port), index in node_checks.gid_indices.items():
+            runner.gids.known[(node_checks.node, device, ib_port)] = index
     optics = asyncio.ensure_future(_read_optics(pool, [checks[n] for n in reachable if n in checks], spec.check_timeout_s))
     try:
         outcomes = await runner.run(tests)
@@ -196,6 +223,7 @@ async def run_linktest(
         await optics
     finally:
         optics.cancel()
+    await sessions.close()  # before the checks after: no runner is left behind on a node
     if spec.local_checks:
         await asyncio.gather(*(check_after(pool, checks[n], spec.check_timeout_s) for n in reachable))
     plan = {(row.node, row.nic): row for row in cabling}
@@ -289,7 +317,7 @@ class _Runner:
 
     def __init__(
         self,
-        pool: SshPool,
+        launcher: Launcher,
         spec: LinktestSpec,
         run_id: str,
         ports: PortAllocator,
@@ -297,7 +325,7 @@ class _Runner:
         on_progress: ProgressCallback | None,
         on_record: Callable[[ProbeRecord], None] | None,
     ) -> None:
-        self.pool = pool
+        self.launcher = launcher
         self.spec = spec
         self.run_id = run_id
         self.ports = ports
@@ -357,7 +385,7 @@ class _Runner:
                     iterations=self.spec.iterations, flow_label=label, timeout_s=self.spec.probe_timeout_s,
                     run_id=self.run_id,
                 )  # fmt: skip
-                record = await run_perftest(self.pool, spec, ports=self.ports, gids=self.gids, on_stage=stage,
+                record = await run_perftest(self.launcher, spec, ports=self.ports, gids=self.gids, on_stage=stage,
                                             after=free, on_client_ended=lambda: _settle(probe.client_ended))
         finally:
             if not probe.measuring.done():

@@ -20,6 +20,7 @@ from collectors.commands import Command, Glob, command, sequence
 from collectors.inventory import CablingRow
 from collectors.parsers.ethtool_module import parse_ethtool_module
 from collectors.parsers.lldp import parse_lldp
+from collectors.parsers.show_gids import parse_show_gids
 from collectors.parsers.sysfs import parse_sysfs
 from collectors.sshpool import SshPool
 
@@ -66,12 +67,17 @@ class NicCheck:
 
 
 def before_command() -> Command:
-    """States, rates, error counters, LLDP neighbours and RDMA device -> netdev, in one channel."""
+    """States, rates, error counters, LLDP neighbours, GIDs and RDMA device -> netdev, in one channel.
+
+    The GIDs give each RoCE NIC the GID index its probes need (``gid_indices``), so the
+    link test's first round does not look them up on every node, one SSH session each.
+    """
     files = [Glob(f"{_PORTS}/{name}") for name in ("state", "phys_state", "rate", "link_layer")]
     counters = [Glob(f"{_PORTS}/counters/{name}") for name in ERROR_COUNTERS]
     return sequence(
         command("echo", f"{_SECTION}sysfs"), command("grep", "-H", ".", *files, *counters),
         command("echo", f"{_SECTION}lldp"), command("lldpctl", "-f", "json"),
+        command("echo", f"{_SECTION}gids"), command("show_gids"),
         command("echo", f"{_SECTION}net"), command("ls", Glob("/sys/class/infiniband/*/device/net")),
     )  # fmt: skip
 
@@ -124,6 +130,9 @@ class NodeChecks:
     lldp: dict[str, tuple[str, str]] = field(default_factory=dict)
     optics: dict[str, tuple[float | None, float | None]] = field(default_factory=dict)
     after: dict[str, dict[str, int]] = field(default_factory=dict)
+    gid_indices: dict[tuple[str, int], int | None] = field(default_factory=dict)
+    """(device, port) -> the GID index a probe passes with ``-x``: None on InfiniBand (none
+    needed), the RoCE v2 entry with an IPv4 address on RoCE; absent when there is none."""
 
 
 async def check_before(pool: SshPool, node: str, timeout_s: float) -> NodeChecks:
@@ -138,11 +147,16 @@ async def check_before(pool: SshPool, node: str, timeout_s: float) -> NodeChecks
         checks.reason = f"{result.state.value}: {result.reason}"
         return checks
     parts = sections(result.stdout)
+    gids = parse_show_gids(parts.get("gids", ""))
     for port in parse_sysfs(parts.get("sysfs", "")).ports:
         checks.ports[port.device] = {
             "state": port.state, "rate_gbps": port.rate_gbps,
             "counters": {k: v for k, v in port.counters.items() if k in ERROR_COUNTERS},
         }  # fmt: skip
+        number = port.port or 1
+        index = None if port.link_layer == "InfiniBand" else gids.roce_v2_index(port.device, number)
+        if port.link_layer == "InfiniBand" or index is not None:
+            checks.gid_indices[(port.device, number)] = index
     checks.netdevs = netdevs_of(parts.get("net", ""))
     for neighbor in parse_lldp(parts.get("lldp", "")).neighbors:
         checks.lldp[neighbor.local_interface] = (neighbor.chassis_name, neighbor.port_id)

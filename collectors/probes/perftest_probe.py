@@ -9,8 +9,10 @@ client (``src``) starts once the server listens. The server ALWAYS goes away:
 
 - it runs under ``timeout -k 2 N`` so it cannot outlive the probe on the node
   even when our SSH channel is gone;
-- its SSH channel is closed in a ``finally`` on success, failure, timeout and
-  asyncio cancellation (Ctrl-C).
+- it is stopped in a ``finally`` on success, failure, timeout and asyncio
+  cancellation (Ctrl-C): its SSH channel closed, or, started by the node's
+  probe runner (``collectors.probe_sessions``, which ``launcher`` may be),
+  its process group ended.
 
 A link test starts a probe's server while its two NICs are still in their
 previous probes (``after``) and its client once those have ended: a waiting
@@ -38,8 +40,9 @@ from typing import Any
 from collectors.commands import Arg, Command, command, gated, sequence
 from collectors.parsers.perftest import parse_perftest
 from collectors.parsers.show_gids import parse_show_gids
+from collectors.probe_sessions import Launcher
 from collectors.probes.ports import PortAllocator
-from collectors.sshpool import RunResult, SshPool
+from collectors.sshpool import RunResult
 from fabric.records import ProbeRecord
 
 LAT_TESTS = ("ib_send_lat", "ib_write_lat", "ib_read_lat")
@@ -145,26 +148,26 @@ class GidCache:
 
     known: dict[tuple[str, str, int], int | None] = field(default_factory=dict)
 
-    async def index(self, pool: SshPool, host: str, device: str, ib_port: int, timeout_s: float) -> int | None:
+    async def index(self, launcher: Launcher, host: str, device: str, ib_port: int, timeout_s: float) -> int | None:
         key = (host, device, ib_port)
         if key not in self.known:
-            self.known[key] = await lookup_gid_index(pool, host, device, ib_port, timeout_s)
+            self.known[key] = await lookup_gid_index(launcher, host, device, ib_port, timeout_s)
         return self.known[key]
 
-    async def pair(self, pool: SshPool, spec: PerftestSpec) -> tuple[int | None, int | None]:
+    async def pair(self, launcher: Launcher, spec: PerftestSpec) -> tuple[int | None, int | None]:
         """The client's and the server's GID index, both looked up at once when either is unknown."""
         client = (spec.src, spec.src_nic, spec.ib_port)
         server = (spec.dst, spec.server_nic, spec.ib_port)
         if client in self.known and server in self.known:  # a link test's usual case: no task to start
             return self.known[client], self.known[server]
-        found = await asyncio.gather(self.index(pool, *client, spec.timeout_s), self.index(pool, *server, spec.timeout_s))
+        found = await asyncio.gather(self.index(launcher, *client, spec.timeout_s), self.index(launcher, *server, spec.timeout_s))
         return found[0], found[1]
 
 
-async def lookup_gid_index(pool: SshPool, host: str, device: str, ib_port: int, timeout_s: float) -> int | None:
+async def lookup_gid_index(launcher: Launcher, host: str, device: str, ib_port: int, timeout_s: float) -> int | None:
     """The GID index perftest needs on ``host``'s ``device``: None on InfiniBand; raises ProbeFailed."""
     sysfs = f"/sys/class/infiniband/{device}/ports/{ib_port}/link_layer"
-    result = await pool.run(host, sequence(command("cat", sysfs), command("show_gids", device, ib_port)), timeout_s)
+    result = await launcher.run(host, sequence(command("cat", sysfs), command("show_gids", device, ib_port)), timeout_s)
     if not result.ok and not result.stdout:
         raise ProbeFailed("gid", host, _reach_reason(result))
     link_layer = result.stdout.splitlines()[0].strip() if result.stdout.strip() else ""
@@ -203,7 +206,7 @@ def _timed(seconds: float, tool: str, args: list[Arg]) -> Command:
 
 
 async def run_perftest(
-    pool: SshPool,
+    launcher: Launcher,
     spec: PerftestSpec,
     *,
     ports: PortAllocator | None = None,
@@ -247,13 +250,13 @@ async def run_perftest(
         async with asyncio.timeout(spec.timeout_s) as deadline:
             stage("gid")
             if spec.gid_index is None:
-                client_gid, server_gid = await gids.pair(pool, spec)
+                client_gid, server_gid = await gids.pair(launcher, spec)
             else:
                 client_gid = server_gid = spec.gid_index
             params["gid_index"] = {"client": client_gid, "server": server_gid}
             remaining = spec.timeout_s - (time.monotonic() - started)
             turn = _Turn(after, spec.timeout_s + AFTER_GRACE_S if after else 0.0, deadline)
-            client_text = await _with_server(pool, spec, ports, client_gid, server_gid, remaining, raw, stage, params,
+            client_text = await _with_server(launcher, spec, ports, client_gid, server_gid, remaining, raw, stage, params,
                                              turn, on_client_ended or (lambda: None))
     except ProbeFailed as failure:
         return record(False, {"error": f"{failure.host}: {failure.reason}", "stage": failure.stage,
@@ -285,7 +288,7 @@ def _parsed(spec: PerftestSpec, client_text: str, record: Callable[[bool, dict[s
 
 
 async def _with_server(
-    pool: SshPool,
+    launcher: Launcher,
     spec: PerftestSpec,
     ports: PortAllocator,
     client_gid: int | None,
@@ -303,7 +306,7 @@ async def _with_server(
         port = ports.acquire(spec.dst)
         params["port"] = port
         try:
-            server = _Server(pool, spec, server_gid, port, budget_s + turn.wait_s)
+            server = _Server(launcher, spec, server_gid, port, budget_s + turn.wait_s)
             stage("server")
             raw.append(f"# server {spec.dst}: {server.command.text}\n")
             try:
@@ -315,7 +318,7 @@ async def _with_server(
                     raise ProbeFailed("server", spec.dst, f"perftest server exited: {server.reason()}")
                 stage("listening")
                 gate: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-                client = asyncio.ensure_future(_client(pool, spec, client_gid, port, budget_s, server, raw, gate))
+                client = asyncio.ensure_future(_client(launcher, spec, client_gid, port, budget_s, server, raw, gate))
                 try:
                     await turn.wait(spec)
                     stage("client")
@@ -335,7 +338,7 @@ async def _with_server(
 
 
 async def _client(
-    pool: SshPool, spec: PerftestSpec, gid: int | None, port: int, budget_s: float, server: _Server,
+    launcher: Launcher, spec: PerftestSpec, gid: int | None, port: int, budget_s: float, server: _Server,
     raw: list[str], gate: asyncio.Future[None],
 ) -> str:
     """The client, staged at once and started when ``gate`` is done (``collectors.commands.gated``:
@@ -346,13 +349,13 @@ async def _client(
     result: RunResult | None = None
     for attempt in range(CONNECT_RETRIES):
         ran = gated(cmd) if attempt == 0 else cmd
-        result = await pool.run(spec.src, ran, budget_s, gate if attempt == 0 else None)
+        result = await launcher.run(spec.src, ran, budget_s, gate if attempt == 0 else None)
         refused = any(text in result.stderr for text in _CANNOT_CONNECT)
         if result.ok or not refused or server.listening or server.ended() or attempt == CONNECT_RETRIES - 1:
             break
         await asyncio.sleep(CONNECT_RETRY_DELAY_S)  # a back-off between tries, not a wait for a result
     assert result is not None
-    text = f"$ {ran.text}\n{result.stdout}{result.stderr}"
+    text = f"$ {cmd.text}\n{result.stdout}{result.stderr}"
     raw.append(f"# client {spec.src}:\n{text}")
     if not result.ok:
         if result.exit_status is None:
@@ -388,8 +391,8 @@ class _Turn:
 class _Server:
     """The perftest server as an SSH stream: started, watched for its banner, always stopped."""
 
-    def __init__(self, pool: SshPool, spec: PerftestSpec, gid: int | None, port: int, budget_s: float) -> None:
-        self.pool = pool
+    def __init__(self, launcher: Launcher, spec: PerftestSpec, gid: int | None, port: int, budget_s: float) -> None:
+        self.launcher = launcher
         self.spec = spec
         self.command = _timed(budget_s + SERVER_GRACE_S, spec.test, perftest_argv(spec, spec.server_nic, gid, port))
         self.budget_s = budget_s
@@ -407,7 +410,7 @@ class _Server:
 
     async def start(self) -> bool:
         """Start the server; True once its banner came, False when it ended or stayed silent."""
-        self._task = asyncio.ensure_future(self.pool.stream(
+        self._task = asyncio.ensure_future(self.launcher.stream(
             self.spec.dst, self.command, self._on_line, first_line_timeout_s=self.budget_s + SERVER_GRACE_S,
             line_timeout_s=self.budget_s + SERVER_GRACE_S, stop=self._stop,
         ))  # fmt: skip

@@ -4,8 +4,8 @@ The simulator runs as its own process (``fleet sim``), as it would face a real
 console. The link test runs exactly as ``fleet linktest --rails R`` does
 (local checks, then n-1 rounds of n/2 disjoint pairs). The one-at-a-time
 baseline runs a sample of the same pairs sequentially with the same probe
-settings (GID indices already known, connections already open: the baseline
-gets every advantage) and extrapolates its mean to all pairs; the JSON says
+settings (GID indices already known, connections already open, the nodes'
+probe runners started: the baseline gets every advantage) and extrapolates its mean to all pairs; the JSON says
 that it is extrapolated and from how many pairs. The JSON also says how much
 CPU each side spent per pair during the link test (the console's own process
 and the simulator's), because on a small machine that, not waiting, bounds it.
@@ -59,7 +59,9 @@ seed = 1
 
 async def _measure(inventory_path: Path, rail: int, iterations: int | None, sample: int,
                    max_parallel: int, sim_pid: int) -> dict[str, Any]:
+    from collectors.commands import command
     from collectors.inventory import load_inventory
+    from collectors.probe_sessions import ProbeSessions
     from collectors.probes.linktest import LinktestSpec, run_linktest
     from collectors.probes.perftest_probe import GidCache, PerftestSpec, run_perftest
     from collectors.sshpool import PoolSettings, SshPool
@@ -79,22 +81,26 @@ async def _measure(inventory_path: Path, rail: int, iterations: int | None, samp
         step = max(1, len(pairs) // sample)
         chosen = pairs[::step][:sample]
         gids = GidCache()
+        sessions = ProbeSessions(pool)
         for test in chosen[:2]:  # warm the GID cache the way the link test had it warm
             for node in (test.src, test.dst):
                 await gids.index(pool, node, nic_name(rail), 1, 30.0)
+        for node in {node for test in chosen for node in (test.src, test.dst)}:  # and the runners started
+            await sessions.run(node, command("true"), 30.0)
         started = time.monotonic()
         ok = 0
         stages: dict[str, float] = {}  # when the probe under way reached each stage
         client_s = 0.0  # the pairs from their client's start to their end
         for test in chosen:
             stages["server"] = time.monotonic()
-            record = await run_perftest(pool, PerftestSpec(test.src, test.dst, test=spec.test, src_nic=nic_name(rail),
+            record = await run_perftest(sessions, PerftestSpec(test.src, test.dst, test=spec.test, src_nic=nic_name(rail),
                                                            iterations=iterations), gids=gids,
                                         on_stage=lambda stage: stages.update({stage: time.monotonic()}))
             ok += record.ok
             client_s += time.monotonic() - stages.pop("client", stages["server"])
         per_pair_s = (time.monotonic() - started) / len(chosen)
         client_s /= len(chosen)
+        await sessions.close()
     finally:
         await pool.close()
     sequential_s = per_pair_s * len(pairs)

@@ -18,6 +18,7 @@ from typing import Any
 
 import asyncssh
 import pytest
+from byte_ssh import ByteServer
 
 sys.path.insert(0, str(Path(__file__).parent))  # agent_harness, however pytest imports tests
 
@@ -217,3 +218,26 @@ def make_host(fake_hosts: list[FakeHost], client_key: tuple[asyncssh.SSHKey, Pat
         return host
 
     return make
+
+
+@pytest.fixture
+async def byte_server(client_key: tuple[asyncssh.SSHKey, Path]) -> AsyncIterator[ByteServer]:
+    server = ByteServer({})
+    allowed = client_key[0].convert_to_public()
+
+    class Auth(asyncssh.SSHServer):
+        def begin_auth(self, username: str) -> bool:
+            return True
+
+        def public_key_auth_supported(self) -> bool:
+            return True
+
+        def validate_public_key(self, username: str, key: asyncssh.SSHKey) -> bool:
+            return key == allowed
+
+    acceptor = await asyncssh.listen("127.0.0.1", 0, server_host_keys=[server.host_key], server_factory=Auth,
+                                     process_factory=server.handle, encoding=None)
+    server.port = acceptor.get_port()
+    yield server
+    acceptor.close()
+    await acceptor.wait_closed()

@@ -1,81 +1,25 @@
 """What SshPool.run and SshPool.stream make of raw bytes, packet boundaries and endings.
 
-The server here writes bytes exactly as given, one SSH data packet per write,
-so a character can be split across packets the way a real sshd splits a pipe.
-The expected values are what asyncssh's process API (the pool's first
-implementation) returned for the same bytes.
+The server here (``byte_ssh.ByteServer``) writes bytes exactly as given, one SSH
+data packet per write, so a character can be split across packets the way a
+real sshd splits a pipe. The expected values are what asyncssh's process API
+(the pool's first implementation) returned for the same bytes.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections import defaultdict
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import asyncssh
 import pytest
+from byte_ssh import FAST, WINDOW_BYTES, ByteServer, Handler, named, writes
 
-from collectors.commands import Command, CommandError, command, gated, sequence
+from collectors.commands import CommandError, command, gated, sequence
 from collectors.inventory import InventoryHost
-from collectors.sshpool import STDERR_KEEP_BYTES, PoolSettings, RunResult, SshPool
+from collectors.sshpool import STDERR_KEEP_BYTES, RunResult, SshPool
 from fabric.states import HostState
-
-Handler = Callable[[asyncssh.SSHServerProcess[bytes]], Awaitable[None]]
-FAST = PoolSettings(connect_timeout_s=2.0, slow_threshold_s=5.0, ssh_config=())
-WINDOW_BYTES = 2 * 1024 * 1024
-"""asyncssh's default channel window: the longest line the pool buffers before handing it on in pieces."""
-
-
-@dataclass
-class ByteServer:
-    """One loopback SSH server whose commands are names in ``handlers``."""
-
-    handlers: dict[str, Handler]
-    host_key: asyncssh.SSHKey = field(default_factory=lambda: asyncssh.generate_private_key("ssh-ed25519"))
-    port: int = 0
-    finished: defaultdict[str, asyncio.Event] = field(default_factory=lambda: defaultdict(asyncio.Event))
-    """Set when a command's handler has returned or was cancelled (its channel closed)."""
-    stdin_closed: defaultdict[str, asyncio.Event] = field(default_factory=lambda: defaultdict(asyncio.Event))
-
-    async def handle(self, process: asyncssh.SSHServerProcess[bytes]) -> None:
-        name = (process.command or "").split()[-1]
-        try:
-            await self.handlers[name](process)
-        finally:
-            self.finished[name].set()
-
-    async def read_stdin_to_eof(self, name: str, process: asyncssh.SSHServerProcess[bytes]) -> None:
-        await process.stdin.read()
-        self.stdin_closed[name].set()
-
-    def known_hosts(self, path: Path) -> Path:
-        path.write_text(f"[127.0.0.1]:{self.port} {self.host_key.export_public_key().decode().strip()}\n")
-        return path
-
-
-@pytest.fixture
-async def byte_server(client_key: tuple[asyncssh.SSHKey, Path]) -> AsyncIterator[ByteServer]:
-    server = ByteServer({})
-    allowed = client_key[0].convert_to_public()
-
-    class Auth(asyncssh.SSHServer):
-        def begin_auth(self, username: str) -> bool:
-            return True
-
-        def public_key_auth_supported(self) -> bool:
-            return True
-
-        def validate_public_key(self, username: str, key: asyncssh.SSHKey) -> bool:
-            return key == allowed
-
-    acceptor = await asyncssh.listen("127.0.0.1", 0, server_host_keys=[server.host_key], server_factory=Auth,
-                                     process_factory=server.handle, encoding=None)
-    server.port = acceptor.get_port()
-    yield server
-    acceptor.close()
-    await acceptor.wait_closed()
 
 
 @pytest.fixture
@@ -84,24 +28,6 @@ async def pool(byte_server: ByteServer, client_key: tuple[asyncssh.SSHKey, Path]
     pool = SshPool([host], known_hosts=byte_server.known_hosts(tmp_path / "known_hosts"), settings=FAST)
     yield pool
     await pool.close()
-
-
-def named(name: str) -> Command:
-    """The command the server answers as ``name`` (``echo`` only to pass the allow-list)."""
-    return command("echo", name)
-
-
-def writes(*pieces: bytes, stderr: tuple[bytes, ...] = (), status: int = 0) -> Handler:
-    """A command that writes each piece as its own packet, then exits with ``status``."""
-
-    async def handler(process: asyncssh.SSHServerProcess[bytes]) -> None:
-        for piece in pieces:
-            process.stdout.write(piece)
-        for piece in stderr:
-            process.stderr.write(piece)
-        process.exit(status)
-
-    return handler
 
 
 SPLIT = (b"caf\xc3", b"\xa9 \xe2\x82", b"\xac\n", b"x\n\n", b"bad \xff byte\r\n", b"no newline \xf0\x9f", b"\x98\x80")

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from simfleet import Fleet, fabric_text, start_fleet
 
+from collectors.commands import Command
 from collectors.probes.linktest import LinktestSpec, run_linktest
+from collectors.probes.nic_checks import check_before
+from collectors.sshpool import RunResult
 from fabric.records import ProbeRecord
 
 pytestmark = pytest.mark.timeout(30)
@@ -103,3 +107,44 @@ async def test_an_unreachable_node_is_left_out_with_its_reason(tmp_path: Path) -
     finally:
         await fleet.pool.close()
         await fleet.server.close()
+
+
+async def test_probes_go_through_the_runners_with_the_gids_the_checks_read(
+    fleet: Fleet, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One probe runner per node starts the perftest sides (no SSH session each), the GID indices come
+    from the checks before (no look-up per NIC), and no runner is left on a node afterwards."""
+    by_ssh: list[str] = []
+    run, stream = fleet.pool.run, fleet.pool.stream
+
+    async def counted_run(host: str, command: Command, *args: Any, **kwargs: Any) -> RunResult:
+        by_ssh.append(command.text)
+        return await run(host, command, *args, **kwargs)
+
+    async def counted_stream(host: str, command: Command, *args: Any, **kwargs: Any) -> RunResult:
+        by_ssh.append(command.text)
+        return await stream(host, command, *args, **kwargs)
+
+    monkeypatch.setattr(fleet.pool, "run", counted_run)
+    monkeypatch.setattr(fleet.pool, "stream", counted_stream)
+    report = await run_linktest(fleet.pool, LinktestSpec(NODES4, rails=(0, 5)), cabling=fleet.inventory.cabling)
+    assert len(report.outcomes) == 12 and all(o.ok for o in report.outcomes)
+    assert {r.params["gid_index"]["client"] for r in report.records} == {3}
+    assert not any("ib_write_lat" in text or "show_gids mlx5" in text for text in by_ssh)
+    assert sum("--probe-runner" in text for text in by_ssh) == 4
+    assert sum("show_gids" in text for text in by_ssh) == 4  # in each node's checks before
+    assert not any("--probe-runner" in (chan.get_command() or "") for host in NODES4
+                   for conn in fleet.server.listeners[host].connections for chan in list(conn._channels.values()))
+
+
+@pytest.mark.parametrize(("link_layer", "index"), [("roce", 3), ("ib", None)])
+async def test_the_checks_before_give_every_nic_its_gid_index(
+    tmp_path: Path, link_layer: str, index: int | None
+) -> None:
+    fleet = await start_fleet(tmp_path, fabric_text(link_layer=link_layer))
+    try:
+        checks = await check_before(fleet.pool, "gpu002", 10)
+    finally:
+        await fleet.pool.close()
+        await fleet.server.close()
+    assert checks.gid_indices == {(f"mlx5_{rail}", 1): index for rail in range(8)}

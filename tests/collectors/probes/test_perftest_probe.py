@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
 from simfleet import Fleet, fabric_text, start_fleet
 
 from collectors.commands import Command, command
+from collectors.probe_sessions import Launcher, ProbeSessions
 from collectors.probes import perftest_probe
 from collectors.probes.perftest_probe import GidCache, PerftestSpec, run_perftest
 from collectors.probes.ports import PortAllocator
@@ -22,9 +23,26 @@ from store.writer import StoreWriter
 pytestmark = pytest.mark.timeout(30)
 
 
-async def test_latency_is_parsed_and_stored(fleet: Fleet, tmp_path: Path) -> None:
+def _launcher(fleet: Fleet, kind: str) -> Launcher:
+    """The pool's SSH sessions, or a probe runner per node: a probe must come out the same either way."""
+    return fleet.pool if kind == "ssh" else ProbeSessions(fleet.pool)
+
+
+async def _close(launcher: Launcher) -> None:
+    if isinstance(launcher, ProbeSessions):
+        await launcher.close()
+
+
+@pytest.fixture(params=["ssh", "runner"])
+async def launcher(fleet: Fleet, request: pytest.FixtureRequest) -> AsyncIterator[Launcher]:
+    chosen = _launcher(fleet, request.param)
+    yield chosen
+    await _close(chosen)
+
+
+async def test_latency_is_parsed_and_stored(fleet: Fleet, launcher: Launcher, tmp_path: Path) -> None:
     spec = PerftestSpec("gpu001", "gpu003", test="ib_send_lat", src_nic="mlx5_2")
-    record = await run_perftest(fleet.pool, spec)
+    record = await run_perftest(launcher, spec)
     assert record.ok, record.result
     assert record.kind == "lat" and record.src_nic == "mlx5_2" and record.dst_nic == "mlx5_2"
     result = record.result
@@ -47,9 +65,9 @@ async def test_latency_is_parsed_and_stored(fleet: Fleet, tmp_path: Path) -> Non
     assert stored[0].raw == record.raw
 
 
-async def test_bandwidth_is_parsed_in_gbps(fleet: Fleet) -> None:
+async def test_bandwidth_is_parsed_in_gbps(fleet: Fleet, launcher: Launcher) -> None:
     spec = PerftestSpec("gpu002", "gpu004", test="ib_write_bw", src_nic="mlx5_0", size_bytes=1 << 20, iterations=200)
-    record = await run_perftest(fleet.pool, spec)
+    record = await run_perftest(launcher, spec)
     assert record.ok, record.result
     assert record.kind == "bw"
     assert 300 < record.result["bw_avg_gbps"] <= 400  # a 400 Gb/s link, nothing else on it
@@ -58,10 +76,10 @@ async def test_bandwidth_is_parsed_in_gbps(fleet: Fleet) -> None:
     assert fleet.perftest_servers() == []
 
 
-async def test_server_is_killed_when_the_client_fails(fleet: Fleet) -> None:
+async def test_server_is_killed_when_the_client_fails(fleet: Fleet, launcher: Launcher) -> None:
     spec = PerftestSpec("gpu001", "gpu002", src_nic="mlx5_9", dst_nic="mlx5_0", gid_index=3)
     seen: list[list[tuple[str, int]]] = []
-    record = await run_perftest(fleet.pool, spec, on_stage=lambda s: seen.append(fleet.perftest_servers()))
+    record = await run_perftest(launcher, spec, on_stage=lambda s: seen.append(fleet.perftest_servers()))
     assert [("gpu002", record.params["port"])] in seen  # the server really was waiting
     assert not record.ok
     assert record.result["stage"] == "client" and record.result["failed_host"] == "gpu001"
@@ -69,32 +87,35 @@ async def test_server_is_killed_when_the_client_fails(fleet: Fleet) -> None:
     assert await fleet.wait_until(lambda: fleet.perftest_servers() == [])
 
 
-async def test_server_is_killed_on_timeout(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["ssh", "runner"])
+async def test_server_is_killed_on_timeout(tmp_path: Path, kind: str) -> None:
     faults = '[[faults]]\nkind = "node_hang"\ntarget = "gpu001"\nat = 0\n'
     fleet = await start_fleet(tmp_path, fabric_text(faults=faults))
+    launcher = _launcher(fleet, kind)
     try:
         seen: list[list[tuple[str, int]]] = []
         spec = PerftestSpec("gpu001", "gpu002", gid_index=3, timeout_s=1.5)  # the client's node never answers
         started = time.monotonic()
-        record = await run_perftest(fleet.pool, spec, on_stage=lambda s: seen.append(fleet.perftest_servers()))
+        record = await run_perftest(launcher, spec, on_stage=lambda s: seen.append(fleet.perftest_servers()))
         assert time.monotonic() - started < 4
         assert [("gpu002", record.params["port"])] in seen
         assert not record.ok and record.result["stage"] == "timeout"
         assert await fleet.wait_until(lambda: fleet.perftest_servers() == [])
     finally:
+        await _close(launcher)
         await fleet.pool.close()
         await fleet.server.close()
 
 
-async def test_a_long_run_is_cut_at_the_timeout(fleet: Fleet) -> None:
+async def test_a_long_run_is_cut_at_the_timeout(fleet: Fleet, launcher: Launcher) -> None:
     spec = PerftestSpec("gpu001", "gpu002", iterations=50_000_000, timeout_s=1.5)  # runs ~10 s in the model
     started = time.monotonic()
-    record = await run_perftest(fleet.pool, spec)
+    record = await run_perftest(launcher, spec)
     assert time.monotonic() - started < 4
     assert not record.ok and "within 1.5 s" in record.result["error"]
 
 
-async def test_server_is_killed_on_cancel(fleet: Fleet) -> None:
+async def test_server_is_killed_on_cancel(fleet: Fleet, launcher: Launcher) -> None:
     listening = asyncio.Event()
     seen: list[list[tuple[str, int]]] = []
 
@@ -103,7 +124,7 @@ async def test_server_is_killed_on_cancel(fleet: Fleet) -> None:
             seen.append(fleet.perftest_servers())
             listening.set()
 
-    task = asyncio.ensure_future(run_perftest(fleet.pool, PerftestSpec("gpu003", "gpu004"), on_stage=stage))
+    task = asyncio.ensure_future(run_perftest(launcher, PerftestSpec("gpu003", "gpu004"), on_stage=stage))
     await asyncio.wait_for(listening.wait(), 5)
     task.cancel()  # what Ctrl-C does to the probe's task
     with pytest.raises(asyncio.CancelledError):
@@ -112,11 +133,11 @@ async def test_server_is_killed_on_cancel(fleet: Fleet) -> None:
     assert await fleet.wait_until(lambda: fleet.perftest_servers() == [])
 
 
-async def test_the_client_waits_for_the_probes_after_and_that_wait_is_not_timed(fleet: Fleet) -> None:
+async def test_the_client_waits_for_the_probes_after_and_that_wait_is_not_timed(fleet: Fleet, launcher: Launcher) -> None:
     previous = asyncio.get_running_loop().create_future()  # the probe its NICs are still in
     stages: list[str] = []
     spec = PerftestSpec("gpu001", "gpu002", timeout_s=1.5)
-    task = asyncio.ensure_future(run_perftest(fleet.pool, spec, on_stage=stages.append, after=[previous]))
+    task = asyncio.ensure_future(run_perftest(launcher, spec, on_stage=stages.append, after=[previous]))
     assert await fleet.wait_until(lambda: "listening" in stages)
     port = [p for node, p in fleet.perftest_servers() if node == "gpu002"]
     await asyncio.sleep(2.0)  # longer than the probe's timeout_s: the wait is not the probe's own time
@@ -130,10 +151,10 @@ async def test_the_client_waits_for_the_probes_after_and_that_wait_is_not_timed(
     assert fleet.perftest_servers() == []
 
 
-async def test_server_is_killed_on_cancel_while_waiting_for_the_probes_after(fleet: Fleet) -> None:
+async def test_server_is_killed_on_cancel_while_waiting_for_the_probes_after(fleet: Fleet, launcher: Launcher) -> None:
     stages: list[str] = []
     never = asyncio.get_running_loop().create_future()
-    task = asyncio.ensure_future(run_perftest(fleet.pool, PerftestSpec("gpu003", "gpu004"), on_stage=stages.append,
+    task = asyncio.ensure_future(run_perftest(launcher, PerftestSpec("gpu003", "gpu004"), on_stage=stages.append,
                                               after=[never]))
     assert await fleet.wait_until(lambda: "listening" in stages)
     assert [node for node, _ in fleet.perftest_servers()] == ["gpu004"]
@@ -145,36 +166,36 @@ async def test_server_is_killed_on_cancel_while_waiting_for_the_probes_after(fle
 
 
 async def test_probes_after_that_never_end_fail_the_probe_and_stop_its_server(
-    fleet: Fleet, monkeypatch: pytest.MonkeyPatch
+    fleet: Fleet, launcher: Launcher, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(perftest_probe, "AFTER_GRACE_S", 0.0)  # wait at most timeout_s
     never = asyncio.get_running_loop().create_future()
     started = time.monotonic()
-    record = await run_perftest(fleet.pool, PerftestSpec("gpu001", "gpu003", timeout_s=1.0), after=[never])
+    record = await run_perftest(launcher, PerftestSpec("gpu001", "gpu003", timeout_s=1.0), after=[never])
     assert 1.0 <= time.monotonic() - started < 3
     assert not record.ok and record.result["stage"] == "wait" and record.result["failed_host"] == "gpu003"
     assert "did not end within 1 s" in record.result["error"]
     assert await fleet.wait_until(lambda: fleet.perftest_servers() == [])
 
 
-async def test_parallel_probes_use_distinct_ports(fleet: Fleet) -> None:
+async def test_parallel_probes_use_distinct_ports(fleet: Fleet, launcher: Launcher) -> None:
     ports = PortAllocator(offset=0)
     gids = GidCache()
     specs = [PerftestSpec("gpu001", "gpu002", src_nic=f"mlx5_{rail}") for rail in range(4)]
-    records = await asyncio.gather(*(run_perftest(fleet.pool, s, ports=ports, gids=gids) for s in specs))
+    records = await asyncio.gather(*(run_perftest(launcher, s, ports=ports, gids=gids) for s in specs))
     assert all(r.ok for r in records), [r.result for r in records]
     assert len({r.params["port"] for r in records}) == 4
     assert ports.held("gpu002") == frozenset()
 
 
-async def test_a_busy_port_is_skipped(fleet: Fleet) -> None:
+async def test_a_busy_port_is_skipped(fleet: Fleet, launcher: Launcher) -> None:
     stop = asyncio.Event()
     squatter = asyncio.ensure_future(fleet.pool.stream(
         "gpu002", command("ib_send_lat", "-d", "mlx5_0", "-p", 18600), lambda _line: None,
         first_line_timeout_s=10, line_timeout_s=10, stop=stop,
     ))  # someone else's server, waiting on port 18600 for a client that never comes
     assert await fleet.wait_until(lambda: ("gpu002", 18600) in fleet.perftest_servers())
-    record = await run_perftest(fleet.pool, PerftestSpec("gpu001", "gpu002"), ports=PortAllocator(offset=0))
+    record = await run_perftest(launcher, PerftestSpec("gpu001", "gpu002"), ports=PortAllocator(offset=0))
     assert record.ok, record.result
     assert record.params["port"] == 18601
     assert "Couldn't listen to port 18600" in record.raw
@@ -183,29 +204,35 @@ async def test_a_busy_port_is_skipped(fleet: Fleet) -> None:
     await asyncio.wait_for(squatter, 5)
 
 
-async def test_unreachable_node_fails_fast(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["ssh", "runner"])
+async def test_unreachable_node_fails_fast(tmp_path: Path, kind: str) -> None:
     faults = '[[faults]]\nkind = "node_unreachable"\ntarget = "gpu002"\nat = 0\n'
     fleet = await start_fleet(tmp_path, fabric_text(faults=faults))
+    launcher = _launcher(fleet, kind)
     try:
         started = time.monotonic()
-        record = await run_perftest(fleet.pool, PerftestSpec("gpu001", "gpu002"))
+        record = await run_perftest(launcher, PerftestSpec("gpu001", "gpu002"))
         assert time.monotonic() - started < 2
         assert not record.ok
         assert record.result["failed_host"] == "gpu002"
         assert "unreachable" in record.result["error"] and "refused" in record.result["error"]
     finally:
+        await _close(launcher)
         await fleet.pool.close()
         await fleet.server.close()
 
 
-async def test_infiniband_needs_no_gid_index(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["ssh", "runner"])
+async def test_infiniband_needs_no_gid_index(tmp_path: Path, kind: str) -> None:
     fleet = await start_fleet(tmp_path, fabric_text(link_layer="ib"))
+    launcher = _launcher(fleet, kind)
     try:
-        record = await run_perftest(fleet.pool, PerftestSpec("gpu001", "gpu004", test="ib_write_lat"))
+        record = await run_perftest(launcher, PerftestSpec("gpu001", "gpu004", test="ib_write_lat"))
         assert record.ok, record.result
         assert record.params["gid_index"] == {"client": None, "server": None}
         assert " -x " not in record.raw
     finally:
+        await _close(launcher)
         await fleet.pool.close()
         await fleet.server.close()
 
@@ -250,7 +277,7 @@ async def test_a_silent_server_is_tried_until_it_listens(monkeypatch: pytest.Mon
     monkeypatch.setattr(perftest_probe, "CONNECT_RETRY_DELAY_S", 0.01)
     monkeypatch.setattr(perftest_probe, "SERVER_GRACE_S", 0.05)  # this fake server ends only when stopped
     node = _BufferedNode(ready_after=2)
-    record = await run_perftest(node, PerftestSpec("gpu001", "gpu002"))  # type: ignore[arg-type]
+    record = await run_perftest(node, PerftestSpec("gpu001", "gpu002"))
     assert record.ok, record.result
     assert node.client_tries == 3 and node.server_stopped
     assert record.result["t_typical_usec"] > 0
@@ -260,6 +287,6 @@ async def test_a_server_that_never_listens_fails_after_the_retries(monkeypatch: 
     monkeypatch.setattr(perftest_probe, "LISTEN_WAIT_S", 0.05)
     monkeypatch.setattr(perftest_probe, "CONNECT_RETRY_DELAY_S", 0.01)
     node = _BufferedNode(ready_after=100)
-    record = await run_perftest(node, PerftestSpec("gpu001", "gpu002"))  # type: ignore[arg-type]
+    record = await run_perftest(node, PerftestSpec("gpu001", "gpu002"))
     assert not record.ok and "Couldn't connect" in record.result["error"]
     assert node.client_tries == perftest_probe.CONNECT_RETRIES and node.server_stopped
