@@ -60,7 +60,8 @@ class Job:
                       threading.Thread(target=self.pump, args=(self.process.stderr, "err"), daemon=True)]
         for pump in self.pumps:
             pump.start()
-        threading.Thread(target=self.report, daemon=True).start()
+        self.reporter = threading.Thread(target=self.report, daemon=True)
+        self.reporter.start()
 
     def pump(self, pipe: IO[bytes], key: str) -> None:
         decoder = codecs.getincrementaldecoder("utf-8")("replace")
@@ -144,8 +145,7 @@ def main() -> int:
     for job in running:
         job.stop()
     for job in running:
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            job.process.wait(KILL_AFTER_S + 1)
+        job.reporter.join(KILL_AFTER_S + 1)  # its end is said before the runner goes
     return 0
 
 

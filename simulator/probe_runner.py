@@ -19,6 +19,7 @@ import asyncio
 import json
 import zlib
 from collections.abc import Awaitable, Callable
+from json.encoder import encode_basestring_ascii
 from typing import Any
 
 from simulator.session import Machine, StreamIO
@@ -29,6 +30,12 @@ RunWords = Callable[[list[str], StreamIO], Awaitable[int]]
 
 _ENCODE = json.JSONEncoder(separators=(",", ":")).encode
 """What the real runner's ``json.dumps(message, separators=(",", ":"))`` writes, with one encoder for all."""
+
+
+def _output(ident: int, stream: str, text: str) -> str:
+    """``_ENCODE({"id": ident, stream: text})`` without the encoder's walk: a run's output is most of what
+    a runner says. The text is escaped by the function ``json.dumps`` uses for it (ASCII only)."""
+    return f'{{"id":{ident},"{stream}":{encode_basestring_ascii(text)}}}'
 
 
 class _Say:
@@ -46,9 +53,15 @@ class _Say:
         self._lines: list[str] = []
 
     def __call__(self, message: dict[str, Any]) -> None:
+        self.line(_ENCODE(message))
+
+    def output(self, ident: int, stream: str, text: str) -> None:
+        self.line(_output(ident, stream, text))
+
+    def line(self, line: str) -> None:
         if not self._lines:
             asyncio.get_running_loop().call_soon(self._flush)
-        self._lines.append(_ENCODE(message) + "\n")
+        self._lines.append(line + "\n")
 
     def _flush(self) -> None:
         text = "".join(self._lines)
@@ -66,10 +79,14 @@ async def serve(machine: Machine, run_words: RunWords, is_program: Callable[[str
     say = _Say(io.stdout)
     say({"runner": 1, "pid": runner_pid(machine.host)})
     jobs: dict[int, asyncio.Task[None]] = {}
+
+    def request(line: str) -> None:
+        if line.strip():
+            _request(machine, line, jobs, run_words, is_program, say)
+
     try:
-        while (line := await io.stdin.readline(io.stdin_eof)) is not None:
-            if line.strip():
-                _request(machine, line, jobs, run_words, is_program, say)
+        io.stdin.take_lines(request)
+        await io.stdin_eof.wait()
     finally:
         for task in jobs.values():
             task.cancel()
@@ -110,7 +127,7 @@ def _request(machine: Machine, line: str, jobs: dict[int, asyncio.Task[None]], r
 async def _job(machine: Machine, ident: int, argv: list[str], run_words: RunWords, say: _Say) -> None:
     model = machine.model
     behaviour = model.behaviour(machine.host, model.now())
-    out = StreamIO(lambda text: say({"id": ident, "out": text}), lambda text: say({"id": ident, "err": text}))
+    out = StreamIO(lambda text: say.output(ident, "out", text), lambda text: say.output(ident, "err", text))
     try:
         if behaviour.hung:
             await asyncio.Event().wait()  # taken, never answered: until the console stops it

@@ -41,12 +41,29 @@ class Stdin:
 
     pending: str = ""
     arrived: asyncio.Event = field(default_factory=asyncio.Event)
+    on_line: Callable[[str], None] | None = None
+    """Set by ``take_lines``: whole lines go there as they arrive instead of waiting for ``readline``."""
 
     def feed(self, data: str) -> None:
         """Keep what came, up to a pipe's 64 KiB: a command that never reads stdin holds no more."""
         if len(self.pending) < STDIN_KEPT:
             self.pending += data[: STDIN_KEPT - len(self.pending)]
+        if self.on_line is not None:
+            *lines, self.pending = self.pending.split("\n")
+            for line in lines:
+                self.on_line(line)
+            return
         self.arrived.set()
+
+    def take_lines(self, on_line: Callable[[str], None]) -> None:
+        """Hand every whole line to ``on_line`` as it arrives, those already here first.
+
+        For a command that serves requests line by line (the probe runner):
+        each is handled in the callback that received it, with no task woken
+        per line as ``readline`` would.
+        """
+        self.on_line = on_line
+        self.feed("")
 
     async def readline(self, eof: asyncio.Event) -> str | None:
         """The next line without its newline; None once ``eof`` is set with no whole line left."""

@@ -267,17 +267,20 @@ class Shell:
         True for stateless commands, perftest and all_reduce_perf (also under
         ``sudo`` and ``timeout``): they neither read stdin nor pace their output,
         so the server can run them without asyncssh's process streams and the
-        two helper tasks that feed them (``simulator.server``). The node agent
-        reads stdin and paces its output, and a switch change stays on the
-        process path, where ``tests/collectors/test_ecmp_apply.py`` drops its
-        session in the middle of an apply.
+        two helper tasks that feed them (``simulator.server``). So is the probe
+        runner: it reads stdin, but line by line from the session's own data
+        callback (``Stdin.take_lines``), and does not pace its output. The node
+        agent paces its output, and a switch change stays on the process path,
+        where ``tests/collectors/test_ecmp_apply.py`` drops its session in the
+        middle of an apply.
         """
         for _, commands in parsed(line).steps:
             for command in commands:
                 argv = _program(command.argv)
                 if argv and self.allowed(argv[0]):
                     handler = self._handler(argv)
-                    if handler is not None and handler not in _OUTPUT_ONLY_HANDLERS:
+                    if handler is not None and handler not in _OUTPUT_ONLY_HANDLERS \
+                            and handler != self._probe_runner:
                         return False
         return True
 

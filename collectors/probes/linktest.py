@@ -180,11 +180,13 @@ async def run_linktest(
     """Run the whole link test; failures of single probes are results, not exceptions.
 
     The probes' commands go through the nodes' probe runners (``ProbeSessions``),
-    started alongside the local checks and ended with the probes.
+    each started once its node's checks before are done (while the other nodes'
+    go on) and ended with the probes.
     """
     nodes = tuple(dict.fromkeys(spec.nodes))
     sessions = ProbeSessions(pool)
-    sessions.prepare(nodes)
+    if not spec.local_checks:
+        sessions.prepare(nodes)
     try:
         return await _linktest(pool, sessions, spec, nodes, cabling, on_progress, on_record, ports,
                                run_id or f"linktest-{uuid.uuid4().hex[:12]}")
@@ -206,7 +208,7 @@ async def _linktest(
     started = time.monotonic()
     checks: dict[str, NodeChecks] = {}
     if spec.local_checks:
-        gathered = await asyncio.gather(*(check_before(pool, n, spec.check_timeout_s) for n in nodes))
+        gathered = await asyncio.gather(*(_check_before(pool, sessions, n, spec.check_timeout_s) for n in nodes))
         checks = {c.node: c for c in gathered}
     unreachable = {n: c.reason for n, c in checks.items() if c.reason}
     reachable = [n for n in nodes if n not in unreachable]
@@ -246,6 +248,15 @@ async def _linktest(
         nic_checks=nic_checks, outcomes=tuple(outcomes), references_usec=references, bad=bad, suspects=tuple(suspects),
         records=tuple(runner.records), probes_seconds=probes_seconds,
     )  # fmt: skip
+
+
+async def _check_before(pool: SshPool, sessions: ProbeSessions, node: str, timeout_s: float) -> NodeChecks:
+    """The node's checks before, then its runner started: after its own checks rather than with
+    them, so that no node's checks wait for a runner, and none is started on a node found unreachable."""
+    checks = await check_before(pool, node, timeout_s)
+    if not checks.reason:
+        sessions.prepare((node,))
+    return checks
 
 
 async def _read_optics(pool: SshPool, checks: Sequence[NodeChecks], timeout_s: float) -> None:

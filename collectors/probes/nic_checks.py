@@ -206,19 +206,26 @@ def _rx_margin(text: str) -> tuple[float | None, float | None]:
 
 
 def _margin_lines(text: str) -> str:
-    """The lines of an ``ethtool -m`` dump that ``_rx_margin`` needs: power and bias readings, power thresholds.
+    """The lines of an ``ethtool -m`` dump that ``_rx_margin`` needs: bias and rx power readings, rx power thresholds.
 
-    The parser reads each line on its own, so the lanes' bias and power and the power
-    thresholds come out of these alone as out of the whole dump. A CMIS module prints
-    180 lines, a sixth of them these (the rest: identification, temperatures, voltages,
-    per-lane alarm and warning flags), and a link test reads 8 modules a node before its
-    first probe.
+    The parser reads each line on its own, so the lanes' bias and rx power and the rx
+    power thresholds come out of these alone as out of the whole dump. A CMIS module
+    prints 180 lines, a ninth of them these (the rest: identification, temperatures,
+    voltages, tx power, per-lane alarm and warning flags), and a link test reads 8
+    modules a node while its probes run. A line without "ower" or "ias cur" is passed
+    over with one substring test each (ethtool capitalizes at most their first letter).
     """
     kept = []
     for line in text.splitlines():
+        if "ower" not in line and "ias cur" not in line:
+            continue
         key = line.partition(" :")[0].lower()
-        if ("power" in key or "bias" in key) and ("threshold" in key or ("alarm" not in key and "warning" not in key)):
-            kept.append(line)
+        if "bias current" in key or ("power" in key and ("rx" in key or "rcvr" in key or "receiver" in key)):
+            if "threshold" in key:
+                if "bias" not in key:
+                    kept.append(line)
+            elif "alarm" not in key and "warning" not in key:
+                kept.append(line)
     return "\n".join(kept)
 
 

@@ -1,4 +1,5 @@
-"""The simulated shell's ``read``: what gates a pre-staged perftest client (``read -r _ && ...``)."""
+"""The simulated shell's stdin: ``read`` (what gates a pre-staged perftest client, ``read -r _ && ...``)
+and the lines the probe runner takes."""
 
 from __future__ import annotations
 
@@ -6,8 +7,11 @@ import asyncio
 
 from sim_helpers import small_model
 
+from collectors.agent_reader import agent_source
+from collectors.commands import agent_command, runner_command
+from collectors.probe_sessions import runner_source
 from simulator.server import FleetServer
-from simulator.session import StreamIO
+from simulator.session import Stdin, StreamIO
 
 
 async def _run(line: str, feed: list[str | None]) -> tuple[str, int]:
@@ -39,3 +43,23 @@ async def test_read_is_not_answered_at_once() -> None:
     shell = FleetServer(small_model()).shell("gpu001")
     assert shell.run_now("read -r _ && echo go") is None
     assert shell.output_only("read -r _ && timeout 5 ib_write_lat -d mlx5_0 gpu002")
+
+
+def test_lines_taken_as_they_come_whole_and_in_order() -> None:
+    """The probe runner's stdin: each whole line handed on from the data callback, what came first first."""
+    stdin = Stdin()
+    taken: list[str] = []
+    stdin.feed("early\npart")
+    stdin.take_lines(taken.append)
+    assert taken == ["early"]
+    stdin.feed("ial\n\nlast")
+    assert taken == ["early", "partial", ""]
+    stdin.feed("\n")
+    assert taken == ["early", "partial", "", "last"] and stdin.pending == ""
+
+
+def test_the_probe_runner_runs_on_the_sessions_fast_path() -> None:
+    """No asyncssh process streams for it: it reads stdin from the session's own callback."""
+    shell = FleetServer(small_model()).shell("gpu001")
+    assert shell.output_only(runner_command(runner_source()).text)
+    assert not shell.output_only(agent_command(agent_source(), 1.0).text)  # the agent paces its output
