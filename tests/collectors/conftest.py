@@ -18,7 +18,10 @@ from typing import Any
 
 import asyncssh
 import pytest
-from byte_ssh import ByteServer
+from byte_ssh import FAST, ByteServer
+
+from collectors.inventory import InventoryHost
+from collectors.sshpool import SshPool
 
 sys.path.insert(0, str(Path(__file__).parent))  # agent_harness, however pytest imports tests
 
@@ -241,3 +244,12 @@ async def byte_server(client_key: tuple[asyncssh.SSHKey, Path]) -> AsyncIterator
     yield server
     acceptor.close()
     await acceptor.wait_closed()
+
+
+@pytest.fixture
+async def pool(byte_server: ByteServer, client_key: tuple[asyncssh.SSHKey, Path], tmp_path: Path) -> AsyncIterator[SshPool]:
+    """A pool of one host, gpu100, that reaches ``byte_server``."""
+    host = InventoryHost("gpu100", "node", "127.0.0.1", byte_server.port, "fleet", identity_file=client_key[1])
+    pool = SshPool([host], known_hosts=byte_server.known_hosts(tmp_path / "known_hosts"), settings=FAST)
+    yield pool
+    await pool.close()

@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Sequence
-from pathlib import Path
+from collections.abc import Sequence
 
 import asyncssh
 import pytest
-from byte_ssh import FAST, ByteServer, Handler, named, writes
+from byte_ssh import ByteServer, Handler, named, writes
 
 from collectors import probe_sessions
-from collectors.inventory import InventoryHost
 from collectors.probe_sessions import ProbeSessions
 from collectors.sshpool import SshPool
 from fabric.states import HostState
@@ -42,14 +40,6 @@ def runner(answer: Sequence[bytes], *, before: Sequence[bytes] = (), hello: byte
         process.exit(0)
 
     return handler
-
-
-@pytest.fixture
-async def pool(byte_server: ByteServer, client_key: tuple[asyncssh.SSHKey, Path], tmp_path: Path) -> AsyncIterator[SshPool]:
-    host = InventoryHost("gpu100", "node", "127.0.0.1", byte_server.port, "fleet", identity_file=client_key[1])
-    pool = SshPool([host], known_hosts=byte_server.known_hosts(tmp_path / "known_hosts"), settings=FAST)
-    yield pool
-    await pool.close()
 
 
 def _sessions(pool: SshPool) -> ProbeSessions:

@@ -9,26 +9,14 @@ real sshd splits a pipe. The expected values are what asyncssh's process API
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import asyncssh
 import pytest
-from byte_ssh import FAST, WINDOW_BYTES, ByteServer, Handler, named, writes
+from byte_ssh import WINDOW_BYTES, ByteServer, Handler, named, writes
 
 from collectors.commands import CommandError, command, gated, sequence
-from collectors.inventory import InventoryHost
 from collectors.sshpool import STDERR_KEEP_BYTES, RunResult, SshPool
 from fabric.states import HostState
-
-
-@pytest.fixture
-async def pool(byte_server: ByteServer, client_key: tuple[asyncssh.SSHKey, Path], tmp_path: Path) -> AsyncIterator[SshPool]:
-    host = InventoryHost("gpu100", "node", "127.0.0.1", byte_server.port, "fleet", identity_file=client_key[1])
-    pool = SshPool([host], known_hosts=byte_server.known_hosts(tmp_path / "known_hosts"), settings=FAST)
-    yield pool
-    await pool.close()
-
 
 SPLIT = (b"caf\xc3", b"\xa9 \xe2\x82", b"\xac\n", b"x\n\n", b"bad \xff byte\r\n", b"no newline \xf0\x9f", b"\x98\x80")
 """UTF-8 characters cut between packets, an empty line, an invalid byte, a CR, a last line without newline."""

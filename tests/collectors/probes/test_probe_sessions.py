@@ -228,32 +228,21 @@ async def test_where_the_runner_cannot_run_ssh_sessions_take_over(fleet: Fleet) 
         await sessions.close()
 
 
-async def test_an_unreachable_node_fails_fast_as_unreachable(tmp_path: Path) -> None:
-    faults = '[[faults]]\nkind = "node_unreachable"\ntarget = "gpu002"\nat = 0\n'
-    fleet = await start_fleet(tmp_path, fabric_text(faults=faults))
-    sessions = ProbeSessions(fleet.pool)
-    try:
-        started = time.monotonic()
-        result = await sessions.run("gpu002", command("hostname"), 10)
-        assert time.monotonic() - started < 2
-        assert result.state == HostState.UNREACHABLE and "refused" in result.reason
-    finally:
-        await sessions.close()
-        await fleet.pool.close()
-        await fleet.server.close()
-
-
-async def test_a_hung_node_is_hung_within_the_timeout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(("fault", "state", "reason"), [
+    ("node_unreachable", HostState.UNREACHABLE, "refused"),
+    ("node_hang", HostState.HUNG, "probe runner did not start within 0.5 s"),
+])  # fmt: skip
+async def test_a_node_that_cannot_be_reached_or_hangs_fails_within_the_timeout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fault: str, state: HostState, reason: str
+) -> None:
     monkeypatch.setattr(probe_sessions, "RUNNER_START_TIMEOUT_S", 0.5)
-    faults = '[[faults]]\nkind = "node_hang"\ntarget = "gpu002"\nat = 0\n'
-    fleet = await start_fleet(tmp_path, fabric_text(faults=faults))
+    fleet = await start_fleet(tmp_path, fabric_text(faults=f'[[faults]]\nkind = "{fault}"\ntarget = "gpu002"\nat = 0\n'))
     sessions = ProbeSessions(fleet.pool)
     try:
         started = time.monotonic()
         result = await sessions.run("gpu002", command("hostname"), 1.0)
         assert time.monotonic() - started < 2
-        assert result.state == HostState.HUNG
-        assert result.reason == "probe runner did not start within 0.5 s"
+        assert result.state == state and reason in result.reason
     finally:
         await sessions.close()
         await fleet.pool.close()
