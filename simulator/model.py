@@ -1104,6 +1104,10 @@ class NodeParts:
         model = self.model
         return model._gpu_view(self.name, index, self.t, self.effects, model.solution(self.t)[1])
 
+    def rail_of(self, netdev: str) -> int | None:
+        """The rail of the NIC whose netdev is ``netdev`` (its fixed identity), None when there is none."""
+        return next((r for r in self.rails if self.model.nic_identity(self.name, r).netdev == netdev), None)
+
     def nic_head(self, rail: int) -> NicView:
         """The NIC's identity and link state only: counters, hw_counters and ethtool empty,
         no optics, QPs or LLDP neighbour (read those through the methods above or ``nic``)."""

@@ -16,7 +16,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from simulator.state import JobView, LldpNeighbor, NicView, NodeView, SwitchView
+from simulator.state import JobView, LldpNeighbor, NicView, NodeView, OpticsView, SwitchView
 
 
 class LazyNode(Protocol):
@@ -42,6 +42,14 @@ class LazyNode(Protocol):
 
     def nic_head(self, rail: int) -> NicView:
         """Identity and link state of one NIC; its counters, hw_counters and ethtool are empty."""
+        ...
+
+    def rail_of(self, netdev: str) -> int | None:
+        """The rail of the NIC named ``netdev`` by the OS, None when the node has none."""
+        ...
+
+    def optics(self, rail: int) -> OpticsView:
+        """The module readings of one NIC (``ethtool -m``)."""
         ...
 
     def lldp(self, rail: int) -> LldpNeighbor | None:

@@ -282,12 +282,32 @@ def _find_nic(ctx: ToolContext, netdev: str) -> NicView | None:
     return next((n for n in ctx.node.nics if n.netdev == netdev), None)
 
 
+def _module_info(ctx: ToolContext, netdev: str) -> ToolOutput:
+    """``ethtool -m DEV``: from the node's parts when the context has them, only that NIC's module
+    read (a link test reads all 8 modules of 128 nodes while its probes run), else from the view."""
+    parts = ctx.parts
+    optics: OpticsView | None
+    if parts is not None:
+        rail = parts.rail_of(netdev)
+        found, optics = rail is not None, (parts.optics(rail) if rail is not None else None)
+    else:
+        nic = _find_nic(ctx, netdev)
+        found, optics = nic is not None, (nic.optics if nic is not None else None)
+    if not found:
+        return ToolOutput("", "netlink error: no device matches name (offset 24)\nnetlink error: No such device\n", 1)
+    if optics is None:
+        return ToolOutput("", "netlink error: Input/output error\n", 1)
+    return ToolOutput(render_module(optics))
+
+
 @register("ethtool")
 def ethtool(ctx: ToolContext, argv: list[str]) -> ToolOutput:
     """``ethtool -S DEV``, ``ethtool -m DEV`` (also ``--statistics``, ``--module-info``), ``ethtool DEV``."""
-    if ctx.node is None:
+    if ctx.parts is None and ctx.node is None:  # parts: no whole view built to ask
         return ToolOutput("", f"sh: 1: {argv[0]}: not found\n", 127)
     args = argv[1:]
+    if len(args) == 2 and args[0] in ("-m", "--dump-module-eeprom", "--module-info"):
+        return _module_info(ctx, args[1])
     if len(args) == 2 and args[0] in ("-S", "--statistics"):
         nic = _find_nic(ctx, args[1])
         if nic is None:
@@ -296,17 +316,6 @@ def ethtool(ctx: ToolContext, argv: list[str]) -> ToolOutput:
             return ToolOutput("", "no stats available\n", 94)
         body = "".join(f"     {name}: {value}\n" for name, value in nic.ethtool.items())
         return ToolOutput("NIC statistics:\n" + body)
-    if len(args) == 2 and args[0] in ("-m", "--dump-module-eeprom", "--module-info"):
-        nic = _find_nic(ctx, args[1])
-        if nic is None:
-            return ToolOutput(
-                "",
-                "netlink error: no device matches name (offset 24)\nnetlink error: No such device\n",
-                1,
-            )
-        if nic.optics is None:
-            return ToolOutput("", "netlink error: Input/output error\n", 1)
-        return ToolOutput(render_module(nic.optics))
     if len(args) == 1 and not args[0].startswith("-"):
         nic = _find_nic(ctx, args[0])
         if nic is None:

@@ -354,30 +354,30 @@ def _dev(node: NodeView, as_json: bool, pretty: bool) -> ToolOutput:
 @register("show_gids")
 def show_gids(ctx: ToolContext, argv: list[str]) -> ToolOutput:
     """``show_gids [DEV [PORT]]`` (mlnx-tools): tab-separated table and the ``n_gids_found`` footer."""
-    node = ctx.node
-    if node is None:
+    parts = ctx.parts
+    if parts is not None:  # the NICs' heads: no counters, optics or QPs computed for GIDs
+        nics = [(nic.name, nic.port, nic.gids) for nic in (parts.nic_head(r) for r in parts.rails)]
+    elif ctx.node is not None:
+        nics = [(nic.name, nic.port, nic.gids) for nic in ctx.node.nics]
+    else:
         return ToolOutput("", f"sh: 1: {argv[0]}: not found\n", 127)
     lines = [
         "DEV\tPORT\tINDEX\tGID\t\t\t\t\tIPv4  \t\tVER\tDEV",
         "---\t----\t-----\t---\t\t\t\t\t------------  \t---\t---",
     ]
     found = 0
-    for nic in node.nics:
-        if len(argv) > 1 and nic.name != argv[1]:
+    for name, port, gids in nics:
+        if len(argv) > 1 and name != argv[1]:
             continue
-        if len(argv) > 2 and str(nic.port) != argv[2]:
+        if len(argv) > 2 and str(port) != argv[2]:
             continue
-        for gid in sorted(nic.gids, key=lambda g: g.index):
+        for gid in sorted(gids, key=lambda g: g.index):
             # the script turns gid_attrs/types ("IB/RoCE v1", "RoCE v2") into v1/v2
             version = gid.roce_version or "v1"
             if gid.ipv4:
-                lines.append(
-                    f"{nic.name}\t{nic.port}\t{gid.index}\t{gid.gid}\t{gid.ipv4}  \t{version}\t{gid.netdev}"
-                )
+                lines.append(f"{name}\t{port}\t{gid.index}\t{gid.gid}\t{gid.ipv4}  \t{version}\t{gid.netdev}")
             else:
-                lines.append(
-                    f"{nic.name}\t{nic.port}\t{gid.index}\t{gid.gid}\t\t\t{version}\t{gid.netdev}"
-                )
+                lines.append(f"{name}\t{port}\t{gid.index}\t{gid.gid}\t\t\t{version}\t{gid.netdev}")
             found += 1
     lines.append(f"n_gids_found={found}")
     return ToolOutput("".join(line + "\n" for line in lines))

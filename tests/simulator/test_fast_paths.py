@@ -50,6 +50,7 @@ NODE_LINES = (
     "rdma -j res show",
     "nvidia-smi --query-gpu=index,name,utilization.gpu,temperature.gpu --format=csv,noheader",
     "ibstat; ibv_devinfo; show_gids",
+    "show_gids mlx5_1 1; show_gids mlx5_9; show_gids mlx5_2 2; ethtool --module-info enp12s0np0",
     "lldpctl -f json",
     "perfquery",
     "hostname; uname -r; nope; exit 3",
