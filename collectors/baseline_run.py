@@ -40,6 +40,7 @@ from collectors.engine import Collector
 from collectors.inventory import Inventory
 from collectors.node_poller import CollectSettings
 from collectors.parsers.sysfs import parse_sysfs
+from collectors.probe_sessions import ProbeSessions
 from collectors.probes.allreduce import AllreduceSpec, run_allreduce
 from collectors.probes.linktest import LinktestReport, LinktestSpec, run_linktest
 from collectors.probes.perftest_probe import GidCache, PerftestSpec, run_perftest
@@ -274,20 +275,25 @@ async def _bandwidth(
     done: list[ProbeRecord] = []
     progress(SuiteProgress("bandwidth", 0, len(tests), f"{settings.bw_test} per NIC"))
 
+    sessions = ProbeSessions(pool)  # the perftest sides through each node's probe runner, as in the link test
+
     async def one(src: str, dst: str, rail: int) -> None:
         first, second = sorted([(src, rail), (dst, rail)])
         async with locks[first], locks[second], slots:
             spec = PerftestSpec(src, dst, test=settings.bw_test, src_nic=nic_name(rail),
                                 iterations=settings.bw_iterations, timeout_s=settings.probe_timeout_s, run_id=run_id)
-            record = await run_perftest(pool, spec, ports=ports, gids=gids)
+            record = await run_perftest(sessions, spec, ports=ports, gids=gids)
             if missed_rendezvous(record):
                 keep(record)  # stored as it happened; the retry is its own record
-                record = await run_perftest(pool, spec, ports=ports, gids=gids)
+                record = await run_perftest(sessions, spec, ports=ports, gids=gids)
         keep(record)
         done.append(record)
         progress(SuiteProgress("bandwidth", len(done), len(tests), f"{src} {nic_name(rail)} -> {dst}"))
 
-    await asyncio.gather(*(one(*t) for t in tests))
+    try:
+        await asyncio.gather(*(one(*t) for t in tests))
+    finally:
+        await sessions.close()
     return done
 
 
