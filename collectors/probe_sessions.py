@@ -31,7 +31,7 @@ import orjson
 
 from collectors.commands import Command, runner_command
 from collectors.node_script import node_script_source
-from collectors.sshpool import STDERR_KEEP_BYTES, RunResult, SshPool
+from collectors.sshpool import STDERR_KEEP_BYTES, RunResult, SshPool, failure_reason
 from fabric.states import HostState
 
 RUNNER_START_TIMEOUT_S = 10.0
@@ -255,7 +255,8 @@ class _Runner:
 
     def start(self, ident: int, argv: tuple[str, ...], on_line: Callable[[str], None] | None) -> _Job:
         job = _Job(on_line)
-        if self._write is None:
+        if self._write is None:  # its session ended after it said hello (``_serve`` set ``ended`` then)
+            assert self.ended is not None
             job.end(_lost(self.ended))
             return job
         self.jobs[ident] = job
@@ -277,9 +278,7 @@ class _Runner:
                 self._write(orjson.dumps(message) + b"\n")
 
 
-def _lost(ended: RunResult | None) -> RunResult:
-    if ended is None:
-        return RunResult("", HostState.UNREACHABLE, reason="probe runner gone")
+def _lost(ended: RunResult) -> RunResult:
     reason = f"probe runner ended: {ended.reason}" if ended.reason else "probe runner ended"
     state = ended.state if ended.state.is_failure else HostState.UNREACHABLE
     return RunResult(ended.host, state, reason=reason)
@@ -366,12 +365,9 @@ class _Job:
                              seconds=seconds, lines=lines)
         status = self.status
         if status != 0:
-            if status is None or status < 0:
-                reason = f"killed by signal {self.signal or '?'}"
-            else:
-                first = next((line.strip()[:200] for line in err.splitlines() if line.strip()), "")
-                reason = f"{'stream ended with ' if streamed else ''}exit status {status}" + (f": {first}" if first
-                                                                                             else "")
+            reason = failure_reason(status, self.signal, err)
+            if streamed and status is not None and status >= 0:
+                reason = f"stream ended with {reason}"
             return RunResult(host, HostState.COMMAND_FAILED, stdout=out, stderr=err, exit_status=status,
                              reason=reason, seconds=seconds, lines=lines)
         if streamed:

@@ -494,10 +494,7 @@ class SshPool:
         out, err = b"".join(session.stdout).decode("utf-8", "replace"), session.stderr.text()
         status = session.exit.status
         if status != 0:
-            if status is None or status < 0:
-                reason = f"killed by signal {session.exit.signal or '?'}"
-            else:
-                reason = f"exit status {status}" + (f": {_first_line(err)}" if err.strip() else "")
+            reason = failure_reason(status, session.exit.signal, err)
             return self._result(slot, started, HostState.COMMAND_FAILED, reason,
                                 stdout=out, stderr=err, exit_status=status)
         seconds = time.monotonic() - command_started
@@ -850,6 +847,14 @@ def _tail(text: str) -> str:
     return text[-STDERR_KEEP_BYTES:]
 
 
+def failure_reason(status: int | None, signal: str, stderr: str) -> str:
+    """Why a command that did not exit 0 failed, in words: the signal that ended it, or its exit
+    status and the first line of its stderr (where the error usually is)."""
+    if status is None or status < 0:
+        return f"killed by signal {signal or '?'}"
+    return f"exit status {status}" + (f": {_first_line(stderr)}" if stderr.strip() else "")
+
+
 def _first_line(text: str) -> str:
     for line in text.splitlines():
         if line.strip():
@@ -857,4 +862,4 @@ def _first_line(text: str) -> str:
     return ""
 
 
-__all__ = ["PoolSettings", "RunResult", "SshPool", "raise_open_file_limit"]
+__all__ = ["PoolSettings", "RunResult", "SshPool", "failure_reason", "raise_open_file_limit"]
