@@ -36,7 +36,7 @@ SWITCH_COMMANDS = {"cumulus": frozenset({"nv", "lldpctl", "lldpcli"}), "sonic": 
 HEAD_COMMANDS = frozenset({"squeue", "scontrol"})
 COMMON_COMMANDS = frozenset({"hostname", "uname", "date", "echo", "true", "false"})
 BUILTINS = frozenset({"exit", "cd", "command", "timeout", "sudo", "read"})
-_SHELL_ONLY = frozenset({"exit", "cd", "command", "read"})
+_SHELL_ONLY = BUILTINS - {"timeout", "sudo"}
 """Builtins no program stands behind: what a runner without a shell cannot start."""
 
 _REDIRECT = re.compile(r"^(\d?)(>>?)(&\d|.*)$")

@@ -153,10 +153,11 @@ async def check_before(pool: SshPool, node: str, timeout_s: float) -> NodeChecks
             "state": port.state, "rate_gbps": port.rate_gbps,
             "counters": {k: v for k, v in port.counters.items() if k in ERROR_COUNTERS},
         }  # fmt: skip
-        number = port.port or 1
-        index = None if port.link_layer == "InfiniBand" else gids.roce_v2_index(port.device, number)
-        if port.link_layer == "InfiniBand" or index is not None:
-            checks.gid_indices[(port.device, number)] = index
+        key = (port.device, port.port or 1)
+        if port.link_layer == "InfiniBand":
+            checks.gid_indices[key] = None
+        elif (index := gids.roce_v2_index(*key)) is not None:
+            checks.gid_indices[key] = index
     checks.netdevs = netdevs_of(parts.get("net", ""))
     for neighbor in parse_lldp(parts.get("lldp", "")).neighbors:
         checks.lldp[neighbor.local_interface] = (neighbor.chassis_name, neighbor.port_id)
