@@ -39,6 +39,12 @@ class Fleet:
         """(node, port) of every perftest server still waiting on the simulated nodes."""
         return sorted(self.server.rendezvous.servers)
 
+    def runner_sessions(self, *hosts: str) -> int:
+        """How many open sessions of ``hosts`` run the probe runner (``python3 ... --probe-runner``),
+        read off the simulated sshd's own bookkeeping."""
+        return sum(1 for host in hosts for conn in self.server.listeners[host].connections
+                   for chan in list(conn._channels.values()) if "--probe-runner" in (chan.get_command() or ""))
+
     async def wait_until(self, condition: Callable[[], bool], timeout_s: float = 3.0) -> bool:
         """Poll ``condition`` on the event loop until it holds or ``timeout_s`` passes."""
         deadline = time.monotonic() + timeout_s

@@ -27,14 +27,6 @@ def _server(port: int) -> Command:
     return command("timeout", 20, "ib_write_lat", "-d", "mlx5_0", "-p", port)
 
 
-async def _runner_sessions(fleet: Fleet, host: str) -> int:
-    """How many sessions of ``host`` run the probe runner (``python3 ... --probe-runner``)."""
-    await asyncio.sleep(0)
-    return sum(1 for conn in fleet.server.listeners[host].connections
-               for chan in list(conn._channels.values())  # the simulated sshd's own bookkeeping
-               if "--probe-runner" in (chan.get_command() or ""))
-
-
 @pytest.mark.parametrize("cmd", [
     command("echo", "a b", "ü;$(reboot)"),
     command("cat", "/nonexistent"),
@@ -48,7 +40,7 @@ async def test_results_are_the_pools(fleet: Fleet, cmd: Command) -> None:
         theirs = await fleet.pool.run("gpu001", cmd, 10)
         assert (ours.state, ours.stdout, ours.stderr, ours.exit_status, ours.reason) == (
             theirs.state, theirs.stdout, theirs.stderr, theirs.exit_status, theirs.reason)
-        assert await _runner_sessions(fleet, "gpu001") == 1
+        assert fleet.runner_sessions("gpu001") == 1
     finally:
         await sessions.close()
 
@@ -59,12 +51,10 @@ async def test_one_runner_per_node_for_every_command(fleet: Fleet) -> None:
         results = await asyncio.gather(*(sessions.run(host, command("hostname"), 10)
                                          for host in ("gpu001", "gpu002") for _ in range(5)))
         assert [r.stdout for r in results] == ["gpu001\n"] * 5 + ["gpu002\n"] * 5
-        assert await _runner_sessions(fleet, "gpu001") == 1 and await _runner_sessions(fleet, "gpu002") == 1
+        assert fleet.runner_sessions("gpu001") == 1 and fleet.runner_sessions("gpu002") == 1
     finally:
         await sessions.close()
-    assert await fleet.wait_until(lambda: not any(
-        "--probe-runner" in (chan.get_command() or "") for host in ("gpu001", "gpu002")
-        for conn in fleet.server.listeners[host].connections for chan in list(conn._channels.values())))
+    assert await fleet.wait_until(lambda: fleet.runner_sessions("gpu001", "gpu002") == 0)
 
 
 async def test_a_program_the_node_lacks_exits_127(fleet: Fleet) -> None:
@@ -83,7 +73,7 @@ async def test_a_sequence_goes_through_an_ssh_session(fleet: Fleet) -> None:
     try:
         result = await sessions.run("gpu001", sequence(command("echo", "a"), command("echo", "b")), 10)
         assert result.stdout == "a\nb\n"
-        assert await _runner_sessions(fleet, "gpu001") == 0
+        assert fleet.runner_sessions("gpu001") == 0
     finally:
         await sessions.close()
 
