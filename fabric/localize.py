@@ -113,26 +113,35 @@ def localize(
     flagged = set(cable_flagged)
     crossing: dict[str, list[int]] = defaultdict(list)
     meta: dict[str, Suspect] = {}
+    nic_keys: dict[tuple[str, int], str] = {}
     cross_leaf: list[int] = []
     same_leaf: list[int] = []
+
+    def nic_key(node: str, rail: int) -> str:
+        """A NIC's key, its suspect made once: a link test's probes cross each NIC a hundred times."""
+        key = nic_keys.get((node, rail))
+        if key is None:
+            key = nic_keys[(node, rail)] = f"nic:{node}:{rail}"
+            device = names.get(rail, f"mlx5_{rail}")
+            kind = "cable" if (node, rail) in flagged else "nic"
+            meta[key] = Suspect(kind, f"{node}:{device}", node=node, nic=device)
+        return key
+
+    for leaf in set(leaf_of.values()) - {""}:
+        meta[f"leaf:{leaf}"] = Suspect("leaf", leaf, switch=leaf)
     for k, probe in enumerate(probes):
-        parts: list[tuple[str, Suspect]] = []
-        for node in (probe.src, probe.dst):
-            device = names.get(probe.rail, f"mlx5_{probe.rail}")
-            kind = "cable" if (node, probe.rail) in flagged else "nic"
-            parts.append((f"nic:{node}:{probe.rail}", Suspect(kind, f"{node}:{device}", node=node, nic=device)))
-        leaves = {leaf_of.get((probe.src, probe.rail), ""), leaf_of.get((probe.dst, probe.rail), "")} - {""}
-        for leaf in leaves:
-            parts.append((f"leaf:{leaf}", Suspect("leaf", leaf, switch=leaf)))
-        if len(leaves) > 1:
+        crossing[nic_key(probe.src, probe.rail)].append(k)
+        crossing[nic_key(probe.dst, probe.rail)].append(k)
+        src_leaf, dst_leaf = leaf_of.get((probe.src, probe.rail), ""), leaf_of.get((probe.dst, probe.rail), "")
+        for leaf in {src_leaf, dst_leaf} - {""}:
+            crossing[f"leaf:{leaf}"].append(k)
+        if src_leaf and dst_leaf and src_leaf != dst_leaf:
             cross_leaf.append(k)
             if probe.spine:
-                parts.append((f"spine:{probe.spine}", Suspect("spine", probe.spine, switch=probe.spine)))
-        elif leaves:
+                crossing[f"spine:{probe.spine}"].append(k)
+                meta.setdefault(f"spine:{probe.spine}", Suspect("spine", probe.spine, switch=probe.spine))
+        elif src_leaf or dst_leaf:
             same_leaf.append(k)
-        for key, suspect in parts:
-            crossing[key].append(k)
-            meta.setdefault(key, suspect)
     bad = {k for k, probe in enumerate(probes) if probe.bad}
     candidates = {key: ks for key, ks in crossing.items() if len(ks) >= min_probes and all(k in bad for k in ks)}
     suspects: list[Suspect] = []
