@@ -1077,6 +1077,13 @@ class NodeParts:
         """sysfs ``ports/1/hw_counters/*``."""
         return self._filled_once(self._hw, HW_ROCE_TABLE if self.model.roce else HW_IB_TABLE, rail)
 
+    def counter_names(self, rail: int) -> tuple[str, ...]:
+        """Every NIC has its table's names, whatever their values: a sysfs path needs no counting."""
+        return tuple(PORT_TABLE.zeros)
+
+    def hw_counter_names(self, rail: int) -> tuple[str, ...]:
+        return tuple((HW_ROCE_TABLE if self.model.roce else HW_IB_TABLE).zeros)
+
     def ethtool(self, rail: int) -> dict[str, int]:
         """``ethtool -S`` of the NIC's netdev, in the driver's order."""
         return self._filled_once(self._ethtool, ETHTOOL_ROCE_TABLE if self.model.roce else ETHTOOL_IPOIB_TABLE, rail)

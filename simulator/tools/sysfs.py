@@ -309,7 +309,8 @@ def _layout_of(parts: LazyNode) -> Layout:
     if isinstance(layout, Layout):
         return layout
     nics = [
-        replace(parts.nic_head(rail), counters=parts.counters(rail), hw_counters=parts.hw_counters(rail))
+        replace(parts.nic_head(rail), counters=dict.fromkeys(parts.counter_names(rail), 0),
+                hw_counters=dict.fromkeys(parts.hw_counter_names(rail), 0))
         for rail in parts.rails
     ]
     shape = (
