@@ -18,6 +18,7 @@ register quantization (0.1 uW, 2 uA, 1/256 C, 100 uV) and ``mW / dBm`` pairs
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Sequence
 
@@ -453,58 +454,60 @@ def _lane_dbm(value_mw: float) -> float:
 
 def _thresholds(optics: OpticsView) -> str:
     """sff_show_thresholds(): bias, Tx power, temperature, voltage, Rx power; HA, LA, HW, LW each."""
+    return _threshold_rows(optics.bias_thresholds_ma, optics.tx_power_thresholds_dbm, optics.temp_thresholds_c,
+                           optics.voltage_thresholds_v, optics.rx_power_thresholds_dbm)
+
+
+Thresholds = tuple[float, float, float, float]
+
+
+@functools.lru_cache(maxsize=256)
+def _threshold_rows(bias_ma: Thresholds, tx_dbm: Thresholds, temp_c: Thresholds, volts: Thresholds,
+                    rx_dbm: Thresholds) -> str:
+    """The thresholds' 20 rows, made once per module type (its thresholds are fixed)."""
     kinds = ("high alarm", "low alarm", "high warning", "low warning")
-    out = [
-        module_row(f"Laser bias current {k} threshold", bias_text(v))
-        for k, v in zip(kinds, optics.bias_thresholds_ma, strict=True)
-    ]
+    out = [module_row(f"Laser bias current {k} threshold", bias_text(v)) for k, v in zip(kinds, bias_ma, strict=True)]
     out += [
         module_row(f"Laser output power {k} threshold", power_text(_dbm_to_mw(v)))
-        for k, v in zip(kinds, optics.tx_power_thresholds_dbm, strict=True)
+        for k, v in zip(kinds, tx_dbm, strict=True)
     ]
-    out += [
-        module_row(f"Module temperature {k} threshold", temp_text(v))
-        for k, v in zip(kinds, optics.temp_thresholds_c, strict=True)
-    ]
-    out += [
-        module_row(f"Module voltage {k} threshold", volt_text(v))
-        for k, v in zip(kinds, optics.voltage_thresholds_v, strict=True)
-    ]
+    out += [module_row(f"Module temperature {k} threshold", temp_text(v)) for k, v in zip(kinds, temp_c, strict=True)]
+    out += [module_row(f"Module voltage {k} threshold", volt_text(v)) for k, v in zip(kinds, volts, strict=True)]
     out += [
         module_row(f"Laser rx power {k} threshold", power_text(_dbm_to_mw(v)))
-        for k, v in zip(kinds, optics.rx_power_thresholds_dbm, strict=True)
+        for k, v in zip(kinds, rx_dbm, strict=True)
     ]
     return "".join(out)
 
 
 def _module_flags(optics: OpticsView) -> str:
-    kinds = ("high alarm", "low alarm", "high warning", "low warning")
-    temp = _flags(optics.temp_c, optics.temp_thresholds_c)
-    volt = _flags(optics.voltage_v, optics.voltage_thresholds_v)
-    out = [module_row(f"Module temperature {k}", _onoff(f)) for k, f in zip(kinds, temp, strict=True)]
-    out += [module_row(f"Module voltage {k}", _onoff(f)) for k, f in zip(kinds, volt, strict=True)]
-    return "".join(out)
+    return _flag_rows("Module temperature {}", _flags(optics.temp_c, optics.temp_thresholds_c)) + _flag_rows(
+        "Module voltage {}", _flags(optics.voltage_v, optics.voltage_thresholds_v)
+    )
 
 
-_FLAG_LABELS = ("high alarm  ", "low alarm   ", "high warning", "low warning ")
+_FLAG_KINDS = ("high alarm", "low alarm", "high warning", "low warning")
+_LANE_FLAG_KINDS = ("high alarm  ", "low alarm   ", "high warning", "low warning ")
+"""A lane's flags are padded to one width in ethtool's labels, the module's are not."""
 
 
-def _bias_flag_rows(index: int, lane: OpticsLane, optics: OpticsView) -> list[str]:
+@functools.cache
+def _flag_rows(label: str, flags: tuple[bool, bool, bool, bool], kinds: tuple[str, ...] = _FLAG_KINDS) -> str:
+    """One reading's four alarm/warning rows (``label`` with a ``{}`` for the kind): the same few
+    texts for every module, made once rather than 100 rows a module."""
+    return "".join(module_row(label.format(k), _onoff(f)) for k, f in zip(kinds, flags, strict=True))
+
+
+def _bias_flag_rows(index: int, lane: OpticsLane, optics: OpticsView) -> str:
     flags = _flags(lane.tx_bias_ma, optics.bias_thresholds_ma)
-    return [
-        module_row(f"Laser bias current {k} (Chan {index})", _onoff(f))
-        for k, f in zip(_FLAG_LABELS, flags, strict=True)
-    ]
+    return _flag_rows(f"Laser bias current {{}} (Chan {index})", flags, _LANE_FLAG_KINDS)
 
 
 def _power_flag_rows(
     kind: str, index: int, value_mw: float, thresholds: tuple[float, float, float, float]
-) -> list[str]:
+) -> str:
     flags = _flags(_lane_dbm(value_mw), thresholds)
-    return [
-        module_row(f"Laser {kind} power {k} (Channel {index})", _onoff(f))
-        for k, f in zip(_FLAG_LABELS, flags, strict=True)
-    ]
+    return _flag_rows(f"Laser {kind} power {{}} (Channel {index})", flags, _LANE_FLAG_KINDS)
 
 
 def _is_multimode(optics: OpticsView) -> bool:
@@ -563,9 +566,9 @@ def _render_cmis(optics: OpticsView, ident: int) -> str:
     out += _lane_readings(lanes, rx_label="Rcvr signal avg optical power (Channel {})")
     out.append(_module_flags(optics))
     for i, lane in enumerate(lanes, 1):
-        out += _bias_flag_rows(i, lane, optics)
-        out += _power_flag_rows("tx", i, lane.tx_power_mw, optics.tx_power_thresholds_dbm)
-        out += _power_flag_rows("rx", i, lane.rx_power_mw, optics.rx_power_thresholds_dbm)
+        out.append(_bias_flag_rows(i, lane, optics))
+        out.append(_power_flag_rows("tx", i, lane.tx_power_mw, optics.tx_power_thresholds_dbm))
+        out.append(_power_flag_rows("rx", i, lane.rx_power_mw, optics.rx_power_thresholds_dbm))
     out.append(_thresholds(optics))
     return "".join(out)
 
@@ -645,12 +648,12 @@ def _render_sff8636(optics: OpticsView, ident: int) -> str:
     ]
     out += _lane_readings(lanes, rx_label="Rcvr signal avg optical power(Channel {})")
     for i, lane in enumerate(lanes, 1):
-        out += _bias_flag_rows(i, lane, optics)
+        out.append(_bias_flag_rows(i, lane, optics))
     out.append(_module_flags(optics))
     for i, lane in enumerate(lanes, 1):
-        out += _power_flag_rows("tx", i, lane.tx_power_mw, optics.tx_power_thresholds_dbm)
+        out.append(_power_flag_rows("tx", i, lane.tx_power_mw, optics.tx_power_thresholds_dbm))
     for i, lane in enumerate(lanes, 1):
-        out += _power_flag_rows("rx", i, lane.rx_power_mw, optics.rx_power_thresholds_dbm)
+        out.append(_power_flag_rows("rx", i, lane.rx_power_mw, optics.rx_power_thresholds_dbm))
     out.append(_thresholds(optics))
     return "".join(out)
 
