@@ -401,6 +401,21 @@ class FleetModel:
     def unix(self, t: float) -> float:
         return self.start_unix + t
 
+    def boot(self) -> None:
+        """Solve the traffic and draw every NIC's fixed parts (identity, counters' history, wobble) now.
+
+        A real fleet's nodes booted and carried traffic long before anyone logs in; drawn on
+        first use instead, the first commands (a link test's checks, on every node at once)
+        paid for all of it while the probes waited.
+        """
+        self.solution(self.now())
+        for node in self.topology.nodes:
+            for rail in range(RAILS_PER_NODE):
+                end = (node, nic_name(rail))
+                self.nic_identity(node, rail)
+                self._baseline(end, node)
+                self._phase(end)
+
     # ------------------------------------------------------------------ switch configuration
 
     def switch_config(self, switch: str, t: float) -> SwitchConfig:

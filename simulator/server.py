@@ -116,13 +116,9 @@ class FleetServer:
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
-        """Generate each machine's host key and listen on its address (ephemeral port).
-
-        The network's traffic is solved first: a real fabric carries its traffic before anyone
-        logs in, so the first commands (every node's, at once, when a link test starts) do not
-        wait for that.
-        """
-        self.model.solution(self.model.now())
+        """Boot the machines (``FleetModel.boot``), generate each one's host key and listen on its
+        address (ephemeral port)."""
+        self.model.boot()
         for listener in self.listeners.values():
             listener.key = asyncssh.generate_private_key("ssh-ed25519", comment=listener.host)
             await self._listen(listener)
