@@ -10,7 +10,7 @@ once. Its perftest server is started while those NICs are still in their
 round-r probes (``SERVER_START_AFTER_S``): a waiting server only listens on
 TCP, and its start no longer lies between one round and the next. At most
 ``max_parallel`` probes are in flight (a waiting server counts). The
-modules' optics are read while the probes measure (``_read_optics``).
+modules' optics are read while the probes measure, spread over the run (``_read_optics``).
 
 Output (:class:`LinktestReport`): the local checks, a p99 matrix per rail
 (microseconds; None where a probe failed), the bad pairs (failed, or an
@@ -24,6 +24,7 @@ one of kind "linktest".
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import time
 import uuid
@@ -50,8 +51,10 @@ from fabric.naming import RAILS_PER_NODE, nic_name
 from fabric.pairing import PairTest, schedule
 from fabric.records import ProbeRecord
 
+OPTICS_READ_EVERY_S = 0.1
+"""While the probes run, one node's optics are read at a time, this far apart (see ``_read_optics``)."""
 OPTICS_READS_IN_FLIGHT = 2
-"""Nodes whose optics are read at once while the probes run (see ``_read_optics``)."""
+"""Nodes whose optics are read at once when the probes ended before all were read."""
 
 SERVER_START_AFTER_S = 0.1
 """How long after its NICs' previous probes started measuring a probe starts its server.
@@ -218,10 +221,13 @@ async def _linktest(
     for node_checks in checks.values():
         for (device, ib_port), index in node_checks.gid_indices.items():
             runner.gids.known[(node_checks.node, device, ib_port)] = index
-    optics = asyncio.ensure_future(_read_optics(pool, [checks[n] for n in reachable if n in checks], spec.check_timeout_s))
+    probes_done = asyncio.Event()
+    optics = asyncio.ensure_future(_read_optics(pool, [checks[n] for n in reachable if n in checks],
+                                                spec.check_timeout_s, probes_done))
     try:
         outcomes = await runner.run(tests)
         probes_seconds = time.monotonic() - runner.started
+        probes_done.set()
         await optics
     finally:
         optics.cancel()
@@ -259,20 +265,28 @@ async def _check_before(pool: SshPool, sessions: ProbeSessions, node: str, timeo
     return checks
 
 
-async def _read_optics(pool: SshPool, checks: Sequence[NodeChecks], timeout_s: float) -> None:
-    """Read the nodes' optics while the probes run, a few nodes at a time.
+async def _read_optics(pool: SshPool, checks: Sequence[NodeChecks], timeout_s: float,
+                       probes_done: asyncio.Event) -> None:
+    """Read the nodes' optics while the probes run, spread thin; those left when they end, at once.
 
-    Only the judgement at the end needs them, so the first probe no longer
-    waits for every module's ``ethtool -m`` (1,024 of them on 128 nodes of
-    8 NICs); few at a time, so that they do not crowd a round's probe starts.
+    Only the judgement at the end needs them, so the first probe does not wait for
+    every module's ``ethtool -m`` (1,024 of them on 128 nodes of 8 NICs). Read a few
+    nodes at a time from the start, they crowded the first rounds' probes on a
+    small machine (~0.25 s of a 128-node link test, timed with and without); one
+    node every ``OPTICS_READ_EVERY_S`` leaves the rounds alone.
     """
+    pending = list(checks)
+    while pending and not probes_done.is_set():
+        await read_optics(pool, pending.pop(0), timeout_s)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(probes_done.wait(), OPTICS_READ_EVERY_S)
     gate = asyncio.Semaphore(OPTICS_READS_IN_FLIGHT)
 
     async def read(node_checks: NodeChecks) -> None:
         async with gate:
             await read_optics(pool, node_checks, timeout_s)
 
-    await asyncio.gather(*(read(c) for c in checks))
+    await asyncio.gather(*(read(c) for c in pending))
 
 
 def _labels(flows: int) -> list[int | None]:

@@ -78,6 +78,25 @@ async def test_weak_optics_make_the_cable_the_suspect(tmp_path: Path) -> None:
         await fleet.server.close()
 
 
+async def test_optics_left_unread_when_the_probes_end_are_read_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Optics are read one node at a time, spaced, while the probes run; the rest at their end, not later."""
+    monkeypatch.setattr("collectors.probes.linktest.OPTICS_READ_EVERY_S", 600.0)
+    faults = '[[faults]]\nkind = "optics_attenuation"\ntarget = "gpu004:mlx5_0"\ndb = 9\nat = 0\n'
+    fleet = await start_fleet(tmp_path, fabric_text(faults=faults))
+    try:
+        report = await run_linktest(fleet.pool, LinktestSpec(NODES4, rails=(0,)), cabling=fleet.inventory.cabling)
+        assert report.seconds < 20  # the 600 s spacing was cut short when the probes ended
+        assert all(c.rx_margin_db is not None for c in report.nic_checks)  # every node's modules were read
+        assert [(c.node, c.nic, c.cable_suspect) for c in report.nic_checks if c.problems] == [
+            ("gpu004", "mlx5_0", True)
+        ]
+    finally:
+        await fleet.pool.close()
+        await fleet.server.close()
+
+
 async def test_a_lossy_spine_points_at_the_spine_layer(tmp_path: Path) -> None:
     faults = '[[faults]]\nkind = "spine_loss"\ntarget = "spine01"\nrate = 0.01\nat = 0\n'
     fleet = await start_fleet(tmp_path, fabric_text(faults=faults))
