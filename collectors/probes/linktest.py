@@ -184,7 +184,7 @@ async def run_linktest(
 
     The probes' commands go through the nodes' probe runners (``ProbeSessions``),
     each started once its node's checks before are done (while the other nodes'
-    go on) and ended with the probes.
+    go on), and ended after the checks after, which read the counters through them.
     """
     nodes = tuple(dict.fromkeys(spec.nodes))
     sessions = ProbeSessions(pool)
@@ -231,9 +231,9 @@ async def _linktest(
         await optics
     finally:
         optics.cancel()
-    await sessions.close()  # before the checks after: no runner is left behind on a node
-    if spec.local_checks:
-        await asyncio.gather(*(check_after(pool, checks[n], spec.check_timeout_s) for n in reachable))
+    if spec.local_checks:  # through the runners, still there (named files: no shell needed)
+        await asyncio.gather(*(check_after(sessions, checks[n], spec.check_timeout_s) for n in reachable))
+    await sessions.close()  # before the judgement: no runner is left behind on a node
     plan = {(row.node, row.nic): row for row in cabling}
     rate = expected_rate(checks.values())
     nic_checks = tuple(c for n in reachable for c in judge(checks[n], plan, rate)) if checks else ()

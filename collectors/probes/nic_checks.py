@@ -13,6 +13,7 @@ Units: rates in Gb/s, optical power in dBm, margins in dB.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -22,6 +23,7 @@ from collectors.parsers.ethtool_module import parse_ethtool_module
 from collectors.parsers.lldp import parse_lldp
 from collectors.parsers.show_gids import parse_show_gids
 from collectors.parsers.sysfs import parse_sysfs
+from collectors.probe_sessions import Launcher
 from collectors.sshpool import SshPool
 
 ERROR_COUNTERS = (
@@ -39,6 +41,7 @@ age and dirty connectors lose ~0.5-1 dB before failing, so 2 dB leaves time to a
 
 _SECTION = "=== fleet-linktest "
 _PORTS = "/sys/class/infiniband/*/ports/*"
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,8 +93,29 @@ def optics_command(netdevs: Iterable[str]) -> Command | None:
     return sequence(*parts) if parts else None
 
 
-def after_command() -> Command:
+def after_command(checks: NodeChecks | None = None) -> Command:
+    """The error counters again: the very files the checks before read, when they named them.
+
+    Named files need no shell to expand a pattern, so a probe runner starts the
+    ``grep`` on the session it already has (``collectors.probe_sessions``), where a
+    new SSH session per node cost both ends more than the read.
+    """
+    files = _counter_files(checks) if checks is not None else []
+    if files:
+        return command("grep", "-H", ".", *files)
     return command("grep", "-H", ".", *(Glob(f"{_PORTS}/counters/{name}") for name in ERROR_COUNTERS))
+
+
+def _counter_files(checks: NodeChecks) -> list[str]:
+    """The error counter files of ``checks.ports``; [] when a device's name is not a plain word
+    (it is never made part of a path then: the pattern is read instead)."""
+    files: list[str] = []
+    for device, port in sorted(checks.ports.items()):
+        counters = port.get("counters")
+        if not _PLAIN_NAME.fullmatch(device) or not isinstance(counters, dict):
+            return []
+        files += [f"/sys/class/infiniband/{device}/ports/{port.get('port', 1)}/counters/{name}" for name in counters]
+    return files
 
 
 def sections(text: str) -> dict[str, str]:
@@ -150,7 +174,7 @@ async def check_before(pool: SshPool, node: str, timeout_s: float) -> NodeChecks
     gids = parse_show_gids(parts.get("gids", ""))
     for port in parse_sysfs(parts.get("sysfs", "")).ports:
         checks.ports[port.device] = {
-            "state": port.state, "rate_gbps": port.rate_gbps,
+            "state": port.state, "rate_gbps": port.rate_gbps, "port": port.port or 1,
             "counters": {k: v for k, v in port.counters.items() if k in ERROR_COUNTERS},
         }  # fmt: skip
         key = (port.device, port.port or 1)
@@ -181,11 +205,12 @@ async def read_optics(pool: SshPool, checks: NodeChecks, timeout_s: float) -> No
             checks.optics[name.split(" ", 1)[1]] = _rx_margin(text)
 
 
-async def check_after(pool: SshPool, checks: NodeChecks, timeout_s: float) -> None:
-    """The error counters again, for the deltas over the test."""
+async def check_after(launcher: Launcher, checks: NodeChecks, timeout_s: float) -> None:
+    """The error counters again, for the deltas over the test (through the node's probe runner when
+    ``launcher`` is the link test's ``ProbeSessions``)."""
     if checks.reason:
         return
-    result = await pool.run(checks.node, after_command(), timeout_s)
+    result = await launcher.run(checks.node, after_command(checks), timeout_s)
     for port in parse_sysfs(result.stdout).ports:
         checks.after[port.device] = {k: v for k, v in port.counters.items() if k in ERROR_COUNTERS}
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from collectors.inventory import CablingRow
 from collectors.parsers.ethtool_module import EthtoolModule, parse_ethtool_module
+from collectors.parsers.sysfs import parse_sysfs
 from collectors.probes import nic_checks
 from collectors.probes.nic_checks import NodeChecks, expected_rate, judge, netdevs_of, sections
 from simulator.model import FleetModel
@@ -100,3 +101,26 @@ async def test_the_optics_margin_reads_the_same_from_the_kept_lines() -> None:
         assert len(kept.splitlines()) < len(text.splitlines()) / 2
         assert _margin_inputs(parse_ethtool_module(kept)) == _margin_inputs(parse_ethtool_module(text))
         assert _margin_inputs(parse_ethtool_module(text))[0]  # there was something to read
+
+
+async def test_the_checks_after_read_the_files_named_before_as_the_pattern_reads_them() -> None:
+    """Named files (a probe runner starts the grep without a shell) read what the pattern reads."""
+    text = '[fabric]\nnodes = 2\nnodes_per_leaf = 2\nspines = 1\nlink_layer = "roce"\nseed = 1\n'
+    shell = Shell(Machine("gpu001", "node", FleetModel(parse_scenario(text)), Rendezvous()))
+    by_pattern = nic_checks.after_command()
+    assert by_pattern.argv == ()  # a shell must expand it
+    checks = NodeChecks("gpu001")
+    for port in parse_sysfs((await run_collect(shell, by_pattern.text))[0]).ports:
+        checks.ports[port.device] = {"port": port.port, "counters": port.counters}
+    by_name = nic_checks.after_command(checks)
+    assert by_name.argv and not any("*" in word for word in by_name.argv)
+    assert len(by_name.argv) == 3 + 8 * len(nic_checks.ERROR_COUNTERS)
+    assert [(p.device, p.port, set(p.counters)) for p in
+            parse_sysfs((await run_collect(shell, by_name.text))[0]).ports] == \
+        [(d, 1, set(port["counters"])) for d, port in sorted(checks.ports.items())]  # type: ignore[arg-type]
+
+
+def test_a_device_name_that_is_not_a_plain_word_is_never_made_a_path() -> None:
+    for name in ("../../etc", "mlx5_0;reboot", "-rf", ""):
+        checks = node(ports={name: {"port": 1, "counters": {"symbol_error": 0}}})
+        assert nic_checks.after_command(checks) == nic_checks.after_command()
