@@ -119,15 +119,18 @@ def _request(machine: Machine, line: str, jobs: dict[int, asyncio.Task[None]], r
         say({"id": ident, "err": f"runner: cannot run {argv[0]}: No such file or directory\n"})
         say({"id": ident, "exit": 127})
         return
-    task = asyncio.ensure_future(_job(machine, ident, argv, run_words, say))
+    asked_at = asyncio.get_running_loop().time()
+    task = asyncio.ensure_future(_job(machine, ident, argv, run_words, say, asked_at))
     jobs[ident] = task
     task.add_done_callback(lambda _t: jobs.pop(ident, None))
 
 
-async def _job(machine: Machine, ident: int, argv: list[str], run_words: RunWords, say: _Say) -> None:
+async def _job(machine: Machine, ident: int, argv: list[str], run_words: RunWords, say: _Say,
+               asked_at: float) -> None:
     model = machine.model
     behaviour = model.behaviour(machine.host, model.now())
-    out = StreamIO(lambda text: say.output(ident, "out", text), lambda text: say.output(ident, "err", text))
+    out = StreamIO(lambda text: say.output(ident, "out", text), lambda text: say.output(ident, "err", text),
+                   asked_at=asked_at if not behaviour.delay_s and not behaviour.hung else None)
     try:
         if behaviour.hung:
             await asyncio.Event().wait()  # taken, never answered: until the console stops it

@@ -92,6 +92,9 @@ class StreamIO:
     drain: Callable[[], Awaitable[None]] = field(default=lambda: _nothing())
     """Wait until the client has taken what was written (SSH flow control): a stream paces itself."""
     stdin: Stdin = field(default_factory=Stdin)
+    asked_at: float | None = None
+    """The event loop's time the command was asked for, when that is before it runs (a probe
+    runner's request is read, its task runs a turn later); None: when it runs."""
 
 
 async def _nothing() -> None:

@@ -10,7 +10,7 @@ from sim_helpers import small_model
 
 from simulator import perftest
 from simulator.perftest import CPU_MHZ_CALIBRATION_S, MAX_RUN_S, parse_perftest, run_seconds
-from simulator.session import Machine, Rendezvous
+from simulator.session import Machine, Rendezvous, StreamIO
 from simulator.shell import Shell, run_collect
 
 pytestmark = pytest.mark.timeout(20)
@@ -63,3 +63,23 @@ async def test_a_run_lasts_at_least_the_calibration_and_prints_the_same(monkeypa
     client_fast, server_fast, fast_s = await _run_pair(40.0)
     assert fast_s < CPU_MHZ_CALIBRATION_S
     assert (client_fast, server_fast) == (client, server)  # the wait changes the time a run takes, not its text
+
+
+async def test_a_run_asked_for_earlier_counts_from_when_it_was_asked() -> None:
+    """A probe runner's request is read a loop turn (or a busy burst) before its command runs: the
+    simulated run counts from the reading, as on a real node the runner starts the client at once."""
+    model = small_model()
+    rendezvous = Rendezvous()
+    shells = {h: Shell(Machine(h, model.topology.role_of(h), model, rendezvous)) for h in ("gpu001", "gpu007")}
+    server = asyncio.create_task(run_collect(shells["gpu007"], "ib_write_lat -d mlx5_0 -x 3 -p 18611"))
+    while ("gpu007", 18611) not in rendezvous.servers:
+        await asyncio.sleep(0)
+    out: list[str] = []
+    loop = asyncio.get_running_loop()
+    io = StreamIO(out.append, out.append, asked_at=loop.time() - 0.15)
+    started = time.monotonic()
+    status = await shells["gpu001"].run_words(["ib_write_lat", "-d", "mlx5_0", "-x", "3", "-p", "18611", "gpu007"], io)
+    wall_s = time.monotonic() - started
+    assert status == 0 and "t_typical" in "".join(out)
+    assert wall_s < CPU_MHZ_CALIBRATION_S - 0.1  # the 0.15 s already past were part of the run
+    await asyncio.wait_for(server, 5)
