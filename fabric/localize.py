@@ -138,8 +138,10 @@ def localize(
         if src_leaf and dst_leaf and src_leaf != dst_leaf:
             cross_leaf.append(k)
             if probe.spine:
-                crossing[f"spine:{probe.spine}"].append(k)
-                meta.setdefault(f"spine:{probe.spine}", Suspect("spine", probe.spine, switch=probe.spine))
+                spine = f"spine:{probe.spine}"
+                crossing[spine].append(k)
+                if spine not in meta:
+                    meta[spine] = Suspect("spine", probe.spine, switch=probe.spine)
         elif src_leaf or dst_leaf:
             same_leaf.append(k)
     bad = {k for k, probe in enumerate(probes) if probe.bad}

@@ -279,7 +279,7 @@ async def _run_pair(
     ~12 ms longer.)
     """
     loop = asyncio.get_running_loop()
-    started = loop.time() if io.asked_at is None else min(io.asked_at, loop.time())
+    started = loop.time() if io.asked_at is None else io.asked_at
     model = machine.model
     t = model.now()
     server_nic = model.nic_identity(server_host, _DEVICE_RAIL.get(server_args.device, 0))

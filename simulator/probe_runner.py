@@ -130,7 +130,7 @@ async def _job(machine: Machine, ident: int, argv: list[str], run_words: RunWord
     model = machine.model
     behaviour = model.behaviour(machine.host, model.now())
     out = StreamIO(lambda text: say.output(ident, "out", text), lambda text: say.output(ident, "err", text),
-                   asked_at=asked_at if not behaviour.delay_s and not behaviour.hung else None)
+                   asked_at=None if behaviour.delay_s else asked_at)  # a slow node's own delay comes first
     try:
         if behaviour.hung:
             await asyncio.Event().wait()  # taken, never answered: until the console stops it

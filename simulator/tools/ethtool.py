@@ -452,6 +452,11 @@ def _lane_dbm(value_mw: float) -> float:
     return 10 * math.log10(mw) if mw > 0 else -math.inf
 
 
+_FLAG_KINDS = ("high alarm", "low alarm", "high warning", "low warning")
+_LANE_FLAG_KINDS = ("high alarm  ", "low alarm   ", "high warning", "low warning ")
+"""A lane's flags are padded to one width in ethtool's labels, the module's are not."""
+
+
 def _thresholds(optics: OpticsView) -> str:
     """sff_show_thresholds(): bias, Tx power, temperature, voltage, Rx power; HA, LA, HW, LW each."""
     return _threshold_rows(optics.bias_thresholds_ma, optics.tx_power_thresholds_dbm, optics.temp_thresholds_c,
@@ -465,7 +470,7 @@ Thresholds = tuple[float, float, float, float]
 def _threshold_rows(bias_ma: Thresholds, tx_dbm: Thresholds, temp_c: Thresholds, volts: Thresholds,
                     rx_dbm: Thresholds) -> str:
     """The thresholds' 20 rows, made once per module type (its thresholds are fixed)."""
-    kinds = ("high alarm", "low alarm", "high warning", "low warning")
+    kinds = _FLAG_KINDS
     out = [module_row(f"Laser bias current {k} threshold", bias_text(v)) for k, v in zip(kinds, bias_ma, strict=True)]
     out += [
         module_row(f"Laser output power {k} threshold", power_text(_dbm_to_mw(v)))
@@ -486,11 +491,6 @@ def _module_flags(optics: OpticsView) -> str:
     )
 
 
-_FLAG_KINDS = ("high alarm", "low alarm", "high warning", "low warning")
-_LANE_FLAG_KINDS = ("high alarm  ", "low alarm   ", "high warning", "low warning ")
-"""A lane's flags are padded to one width in ethtool's labels, the module's are not."""
-
-
 @functools.cache
 def _flag_rows(label: str, flags: tuple[bool, bool, bool, bool], kinds: tuple[str, ...] = _FLAG_KINDS) -> str:
     """One reading's four alarm/warning rows (``label`` with a ``{}`` for the kind): the same few
@@ -503,9 +503,7 @@ def _bias_flag_rows(index: int, lane: OpticsLane, optics: OpticsView) -> str:
     return _flag_rows(f"Laser bias current {{}} (Chan {index})", flags, _LANE_FLAG_KINDS)
 
 
-def _power_flag_rows(
-    kind: str, index: int, value_mw: float, thresholds: tuple[float, float, float, float]
-) -> str:
+def _power_flag_rows(kind: str, index: int, value_mw: float, thresholds: Thresholds) -> str:
     flags = _flags(_lane_dbm(value_mw), thresholds)
     return _flag_rows(f"Laser {kind} power {{}} (Channel {index})", flags, _LANE_FLAG_KINDS)
 
