@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from collectors.inventory import Inventory
 from collectors.node_poller import CollectSettings, Counters, NodePoller
 from collectors.pause import pause
+from collectors.rate_batch import RateBatch
 from collectors.slurm_poller import SlurmPoller
 from collectors.sshpool import PoolSettings, SshPool
 from collectors.status import StatusBook
@@ -70,7 +71,8 @@ class Collector:
                                                   connect_timeout_s=self.settings.hung_after_s))
         self.counters = Counters()
         rates = RateTracker(max_gap_s=max(10.0, 3 * self.settings.interval_s))
-        self.nodes = [NodePoller(h, self.pool, writer, self.status, rates, self.settings, self.counters)
+        batch = RateBatch(rates)
+        self.nodes = [NodePoller(h, self.pool, writer, self.status, rates, self.settings, self.counters, batch)
                       for h in inventory.nodes]
         self.switches = [SwitchPoller(h, self.pool, writer, self.status, rates, self.settings, self.counters)
                          for h in inventory.switches]

@@ -29,11 +29,12 @@ from collectors.inventory import InventoryHost
 from collectors.optics import optics_values
 from collectors.parsers.lldp import parse_lldp
 from collectors.pause import pause
+from collectors.rate_batch import RateBatch
 from collectors.sections import sectioned, split_sections
 from collectors.sshpool import RunResult, SshPool
 from collectors.status import StatusBook
 from fabric.events import Event, Severity
-from fabric.rates import RateTracker
+from fabric.rates import DerivedRates, RateTracker
 from fabric.records import HostRecord, PortRecord
 from fabric.samples import HostSample, PackedValues
 from fabric.states import HostState
@@ -72,12 +73,16 @@ class Counters:
 
 class NodePoller:
     def __init__(self, host: InventoryHost, pool: SshPool, writer: StoreWriter, status: StatusBook,
-                 rates: RateTracker, settings: CollectSettings, counters: Counters) -> None:
+                 rates: RateTracker, settings: CollectSettings, counters: Counters,
+                 batch: RateBatch | None = None) -> None:
+        """``batch``: where a stream's changed-only lines wait to be derived with other nodes'
+        (shared by a collector's nodes, with ``rates``); None derives each line as it comes."""
         self.host = host
         self._pool = pool
         self._writer = writer
         self._status = status
         self._rates = rates
+        self._batch = batch
         self._settings = settings
         self._counters = counters
         self.mode = host.mode
@@ -109,8 +114,17 @@ class NodePoller:
         layout shared by every node with the same ports), not as a dict of ~700 entries.
         The rate tracker keeps ``sample`` itself as the host's previous one.
         """
-        derived = self._rates.update(sample) if changed_at is None else \
-            self._rates.update_changed(sample, places=changed_at)
+        batch = self._batch
+        if batch is not None:
+            if changed_at is not None:
+                batch.add(sample, changed_at, self._kept)
+                return
+            if batch.holds(sample.host):  # its line before this one goes first
+                batch.flush()
+        self._kept(sample, self._rates.update(sample) if changed_at is None else
+                   self._rates.update_changed(sample, places=changed_at))
+
+    def _kept(self, sample: HostSample, derived: DerivedRates) -> None:
         values = sample.values
         values = values.plus(derived.sample.values) if isinstance(values, PackedValues) \
             else {**values, **derived.sample.values}
@@ -176,7 +190,11 @@ class NodePoller:
                                  f"first agent line after {waited:.1f} s (slow above {settings.slow_after_s:g} s)")
         else:
             first.cancel()
-        return await stream
+        try:
+            return await stream
+        finally:
+            if self._batch is not None and self._batch.holds(self.host.name):
+                self._batch.flush()  # the stream's last line is stored before anything else
 
     async def _command_tick(self) -> RunResult:
         result = await self._pool.run(self.host.name, self._command_node.tick_command(),

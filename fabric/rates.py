@@ -23,12 +23,16 @@ from __future__ import annotations
 
 import functools
 import math
+from array import array
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import cast
 
+import numpy as np
+
 from fabric.counters import IB_SATURATING_COUNTER_BITS
+from fabric.rates_batch import RatePlan, batch_rates
 from fabric.samples import (
     METRICS,
     HostSample,
@@ -37,6 +41,7 @@ from fabric.samples import (
     SeriesKey,
     SeriesLayout,
     for_lookups,
+    layout_of,
     value_items,
 )
 
@@ -204,6 +209,64 @@ class RateTracker:
         self._still[sample.host] = still
         return derived
 
+    def update_changed_batch(self, lines: Sequence[tuple[HostSample, Sequence[int]]]) -> list[DerivedRates]:
+        """``update_changed(sample, places=places)`` of each line, in one pass of array arithmetic
+        (``fabric.rates_batch``) for those of hosts of one shape, with the same results.
+
+        Each line is of a different host: a host's next line needs this one's result.
+        A line the batch cannot do exactly goes through ``update_changed``.
+        """
+        results: list[DerivedRates | None] = [None] * len(lines)
+        groups: dict[RatePlan, list[tuple[int, HostSample, float, _Still]]] = {}
+        hosts: set[str] = set()
+        for at, (sample, places) in enumerate(lines):
+            if sample.host in hosts:
+                raise ValueError(f"two lines of {sample.host} in one batch: the second needs the first's rates")
+            hosts.add(sample.host)
+            batched = self._batched(sample)
+            if batched is None:
+                results[at] = self.update_changed(sample, places=places)
+            else:
+                plan, dt_s, still = batched
+                groups.setdefault(plan, []).append((at, sample, dt_s, still))
+        for plan, members in groups.items():
+            rows, exact = batch_rates(
+                plan, [cast(PackedValues, self._previous[sample.host].values).data for _, sample, _, _ in members],
+                [cast(PackedValues, sample.values).data for _, sample, _, _ in members],
+                [lines[at][1] for at, _, _, _ in members], np.array([dt_s for _, _, dt_s, _ in members]))
+            row_bytes, size = memoryview(rows.tobytes()), rows.shape[1] * 8
+            for (at, sample, dt_s, still), start, is_exact in zip(members, range(0, len(row_bytes), size),
+                                                                   exact.tolist(), strict=True):
+                if not is_exact:
+                    results[at] = self.update_changed(sample, places=lines[at][1])
+                    continue
+                data = array("d")
+                data.frombytes(row_bytes[start:start + size])
+                flags = still.flags
+                if dt_s > self.max_gap_s:
+                    flags = (FlaggedSeries("", "", "", RateFlag.GAP, f"{dt_s:.1f} s since the previous sample"), *flags)
+                self._previous[sample.host] = sample
+                still.keys = sample.values
+                results[at] = DerivedRates(HostSample(sample.host, sample.ts, PackedValues(plan.layout, data)), flags)
+        return cast(list[DerivedRates], results)
+
+    def _batched(self, sample: HostSample) -> tuple[RatePlan, float, _Still] | None:
+        """The plan, interval and standing rates with which ``update_changed_batch`` derives
+        ``sample``; None when ``update_changed`` must (no previous sample, keys that changed,
+        a counter at its maximum, values that are not a stream's)."""
+        previous = self._previous.get(sample.host)
+        if previous is None or sample.host in self._whole_next:
+            return None
+        dt_s = sample.ts - previous.ts
+        still = self._still.get(sample.host)
+        values, before = sample.values, previous.values
+        if not (dt_s > 0 and math.isfinite(dt_s)) or still is None or still.keys is not before \
+                or type(values) is not PackedValues or type(before) is not PackedValues \
+                or values.layout.root is not before.layout.root:
+            return None
+        plan = still.plan_for(values.layout.root)
+        return None if plan is None else (plan, dt_s, still)
+
     def update(self, sample: HostSample) -> DerivedRates:
         """The gauges of ``sample`` against the host's previous one (none for its first sample)."""
         previous = self._previous.get(sample.host)
@@ -329,6 +392,20 @@ class _Still:
     stuck: tuple[tuple[SeriesKey, float, float | None], ...] | None
     """Each saturating counter with its maximum and its value if it sat there; None when a value
     of the sample was not finite. All that the rates of a sample standing still depend on."""
+    plans: dict[SeriesLayout, RatePlan | None] = field(default_factory=dict)
+    """Root layout -> this host's ``RatePlan`` for samples of it (None: none can be exact)."""
+
+    def plan_for(self, root: SeriesLayout) -> RatePlan | None:
+        """The ``RatePlan`` of samples of ``root`` (shared by every host of this shape); None while
+        a counter sits at its maximum or a value is not finite (``derive`` handles those)."""
+        if root in self.plans:
+            return self.plans[root]
+        plan = None
+        if self.stuck is not None and all(feeds[7] is not None for feeds in self.counters.values()):
+            bers = tuple(keys[2] for keys in self.fec_keys.values())
+            plan = _plan(root, (*self.values, *bers), tuple(self.counters.items()))
+        self.plans[root] = plan
+        return plan
 
     @classmethod
     def of(cls, sample: HostSample) -> _Still:
@@ -412,8 +489,10 @@ class _Still:
             else:
                 values[_place_keys(place)[0]] = total
         get_delta = deltas.get
-        for place in fec:  # both counters move on every line of a port with traffic: no call then
-            corrected_key, received_key, ber_key = self.fec_keys[place]
+        for place, (corrected_key, received_key, ber_key) in self.fec_keys.items():
+            # In the ports' order, as derive_rates (and rates_batch) leave the ratios.
+            if place not in fec:
+                continue
             corrected = get_delta(corrected_key, _UNMOVED)
             if corrected is _UNMOVED:
                 corrected = self._delta_of(corrected_key, deltas)
@@ -436,6 +515,49 @@ class _Still:
             return deltas[key]
         feeds = self.counters.get(key)
         return None if feeds is None else feeds[7]
+
+
+_PLANS: dict[tuple[SeriesLayout, tuple[SeriesKey, ...]], RatePlan | None] = {}
+"""Rate plans by root layout and rate keys: a fleet's nodes of one shape share one."""
+
+
+def _plan(root: SeriesLayout, keys: tuple[SeriesKey, ...],
+          counters: tuple[tuple[SeriesKey, _Feeds], ...]) -> RatePlan | None:
+    """The shared ``RatePlan`` of ``root`` for standing rates of ``keys`` (then the BER keys) and
+    ``counters`` (``_Still.counters``); None when they do not fit ``root``."""
+    if (root, keys) in _PLANS:
+        return _PLANS[(root, keys)]
+    width, columns = len(root.keys), {key: at for at, key in enumerate(keys)}
+    counter = np.zeros(width, dtype=np.bool_)
+    saturated_at, factor = np.full(width, math.inf), np.zeros(width)
+    gauge_col, error_col, fec_at = (np.full(width, -1, dtype=np.intp) for _ in range(3))
+    fec_ports: dict[tuple[str, str], int] = {}
+    plan = None
+    for key, (maximum, gauge, gauge_factor, role, place, _, at, _) in counters:
+        if at >= width or root.keys[at] != key or (gauge is not None and gauge not in columns):
+            break
+        counter[at], saturated_at[at], factor[at] = True, maximum, gauge_factor
+        gauge_col[at] = columns[gauge] if gauge is not None else -1
+        if role == _ERRORS:
+            error_col[at] = columns.get(_place_keys(place)[0], -1)
+            if error_col[at] < 0:
+                break
+        elif role == _FEC:
+            port = fec_ports.setdefault(place, len(fec_ports))
+            fec_at[at] = 2 * port + (key[0] != "rx_corrected_bits_phy")
+    else:
+        bers = [columns[_place_keys(place)[3]] for place in fec_ports]
+        both_sides = np.bincount(fec_at[fec_at >= 0] // 2, minlength=len(fec_ports))
+        if len(columns) == len(keys) and bers == list(range(len(keys) - len(bers), len(keys))) \
+                and bool((both_sides == 2).all()):
+            plan = RatePlan(layout_of(keys), width, counter, saturated_at, gauge_col, factor, error_col, fec_at,
+                            np.array(bers, dtype=np.intp))
+    if len(_PLANS) < _MAX_LAYOUT_PLANS:
+        _PLANS[(root, keys)] = plan
+    return plan
+
+
+_MAX_LAYOUT_PLANS = 256
 
 
 _Moved = Iterable[tuple[SeriesKey, "_Rule | None", float, float]]

@@ -97,6 +97,13 @@ def _extended(layout: SeriesLayout, more: tuple[SeriesKey, ...]) -> SeriesLayout
     return extended
 
 
+@functools.lru_cache(maxsize=_MAX_LAYOUTS)
+def _joined(layout: SeriesLayout, more: SeriesLayout) -> SeriesLayout | None:
+    """``layout.extended(more.keys)``, looked up by the two layouts' identities rather than by
+    hashing a hundred keys a line."""
+    return layout.extended(more.keys)
+
+
 class PackedValues(Mapping[SeriesKey, float]):
     """A sample's values as a shared ``SeriesLayout`` and one float64 array in its order.
 
@@ -130,6 +137,9 @@ class PackedValues(Mapping[SeriesKey, float]):
         """These values and ``more`` (``more`` wins where both have a key), as a dict merge would."""
         if not more:
             return self
+        if type(more) is PackedValues:  # a stream's rates: their layout is shared too
+            layout = _joined(self.layout, more.layout)
+            return {**self, **more} if layout is None else PackedValues(layout, self.data + more.data)
         layout = self.layout.extended(tuple(more))
         if layout is None:
             return {**self, **more}

@@ -1,0 +1,69 @@
+"""``RateBatch``: nodes' changed-only lines held for a moment, derived together, each node's in order."""
+
+from __future__ import annotations
+
+import asyncio
+
+from collectors.rate_batch import BATCH_FROM, RateBatch
+from fabric.rates import DerivedRates, RateTracker
+from fabric.samples import HostSample, PackedValues, SeriesKey, packed
+
+_KEYS: list[SeriesKey] = [(metric, device, "1") for device in ("mlx5_0", "mlx5_1")
+                          for metric in ("tx_bytes", "rx_bytes", "rx_bits_phy", "rx_corrected_bits_phy",
+                                         "symbol_error", "port_state")]
+_MOVING = [at for at, key in enumerate(_KEYS) if key[0] not in ("symbol_error", "port_state")]
+
+
+def _line(host: str, ts: float) -> HostSample:
+    """Every counter but the errors up by ``ts`` x something of the host's own."""
+    scale = 1000.0 * (1 + int(host[1:]))
+    return HostSample(host, ts, packed({key: 0.0 if key[0] in ("symbol_error", "port_state") else ts * scale
+                                        for key in _KEYS}))
+
+
+async def test_lines_wait_then_go_together_with_what_update_gives() -> None:
+    hosts = [f"n{i}" for i in range(BATCH_FROM + 4)]
+    tracker, reference = RateTracker(), {host: RateTracker() for host in hosts}
+    batch = RateBatch(tracker, hold_s=0.05)
+    kept: list[tuple[HostSample, DerivedRates]] = []
+    for ts in (1.0, 2.0):  # a first full line, then one to set up the standing rates
+        for host in hosts:
+            sample = _line(host, ts)
+            reference[host].update(sample)
+            tracker.update(sample) if ts == 1.0 else tracker.update_changed(sample, places=_MOVING)
+    for host in hosts:
+        batch.add(_line(host, 3.0), _MOVING, lambda sample, rates: kept.append((sample, rates)))
+    assert kept == [] and all(batch.holds(host) for host in hosts)
+    await asyncio.sleep(0.2)
+    assert [sample.host for sample, _ in kept] == hosts
+    assert not any(batch.holds(host) for host in hosts)
+    for sample, rates in kept:
+        assert isinstance(rates.sample.values, PackedValues)  # derived in one pass
+        assert rates == reference[sample.host].update(sample)
+
+
+async def test_a_nodes_next_line_lets_its_held_one_go_first() -> None:
+    tracker, reference = RateTracker(), RateTracker()
+    batch = RateBatch(tracker, hold_s=10.0)
+    kept: list[tuple[HostSample, DerivedRates]] = []
+    for ts in (1.0, 2.0):
+        reference.update(_line("n1", ts))
+        tracker.update(_line("n1", ts)) if ts == 1.0 else tracker.update_changed(_line("n1", ts), places=_MOVING)
+    for ts in (3.0, 4.0, 6.0):
+        batch.add(_line("n1", ts), _MOVING, lambda sample, rates: kept.append((sample, rates)))
+    assert [sample.ts for sample, _ in kept] == [3.0, 4.0]
+    batch.flush()
+    assert [sample.ts for sample, _ in kept] == [3.0, 4.0, 6.0]
+    for sample, rates in kept:
+        assert rates == reference.update(sample)
+
+
+async def test_a_full_batch_goes_at_once() -> None:
+    tracker = RateTracker()
+    batch = RateBatch(tracker, hold_s=10.0, most=BATCH_FROM)
+    kept: list[str] = []
+    for at in range(BATCH_FROM):
+        host = f"n{at}"
+        tracker.update(_line(host, 1.0))
+        batch.add(_line(host, 2.0), _MOVING, lambda sample, _: kept.append(sample.host))
+    assert kept == [f"n{at}" for at in range(BATCH_FROM)]
