@@ -20,9 +20,6 @@ from fabric.samples import HostSample
 Kept = Callable[[HostSample, DerivedRates], None]
 """What is done with a line's sample and its rates (the store)."""
 
-BATCH_FROM = 4
-"""Fewer lines than this are derived one by one: the arrays' fixed cost would be more."""
-
 
 class RateBatch:
     def __init__(self, rates: RateTracker, hold_s: float = 0.05, most: int = 256) -> None:
@@ -52,9 +49,6 @@ class RateBatch:
             self._timer.cancel()
             self._timer = None
         held, self._held = list(self._held.values()), {}
-        if len(held) < BATCH_FROM:
-            derived = [self._rates.update_changed(sample, places=places) for sample, places, _ in held]
-        else:
-            derived = self._rates.update_changed_batch([(sample, places) for sample, places, _ in held])
+        derived = self._rates.update_changed_batch([(sample, places) for sample, places, _ in held])
         for (sample, _, kept), rates in zip(held, derived, strict=True):
             kept(sample, rates)

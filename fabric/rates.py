@@ -32,7 +32,7 @@ from typing import cast
 import numpy as np
 
 from fabric.counters import IB_SATURATING_COUNTER_BITS
-from fabric.rates_batch import RatePlan, batch_rates
+from fabric.rates_batch import BATCH_FROM, RatePlan, batch_rates
 from fabric.samples import (
     METRICS,
     HostSample,
@@ -214,7 +214,8 @@ class RateTracker:
         (``fabric.rates_batch``) for those of hosts of one shape, with the same results.
 
         Each line is of a different host: a host's next line needs this one's result.
-        A line the batch cannot do exactly goes through ``update_changed``.
+        A line the batch cannot do exactly, or one of fewer than ``BATCH_FROM`` of its
+        shape, goes through ``update_changed``.
         """
         results: list[DerivedRates | None] = [None] * len(lines)
         groups: dict[RatePlan, list[tuple[int, HostSample, float, _Still]]] = {}
@@ -230,6 +231,10 @@ class RateTracker:
                 plan, dt_s, still = batched
                 groups.setdefault(plan, []).append((at, sample, dt_s, still))
         for plan, members in groups.items():
+            if len(members) < BATCH_FROM:
+                for at, sample, _, _ in members:
+                    results[at] = self.update_changed(sample, places=lines[at][1])
+                continue
             rows, exact = batch_rates(
                 plan, [cast(PackedValues, self._previous[sample.host].values).data for _, sample, _, _ in members],
                 [cast(PackedValues, sample.values).data for _, sample, _, _ in members],

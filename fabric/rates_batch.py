@@ -25,6 +25,9 @@ import numpy as np
 
 from fabric.samples import SeriesLayout
 
+BATCH_FROM = 4
+"""Fewer lines of a plan than this are derived one by one: the arrays' fixed cost would be more."""
+
 Floats = np.ndarray[Any, np.dtype[np.float64]]
 Places = np.ndarray[Any, np.dtype[np.intp]]
 
@@ -68,11 +71,7 @@ def batch_rates(plan: RatePlan, before: Sequence[Any], now: Sequence[Any], place
     place = np.fromiter(chain.from_iterable(places), np.intp, int(counts.sum()))
     columns = len(plan.layout.keys)
     exact = np.ones(lines, dtype=np.bool_)
-    if place.size == 0:
-        rows = np.zeros((lines, columns))
-        rows[:, plan.ber_cols] = np.nan
-        return rows, exact & (len(plan.ber_cols) == 0)
-    if place.min() < 0 or place.max() >= width:
+    if place.size and (place.min() < 0 or place.max() >= width):
         return np.zeros((lines, columns)), ~exact
     line = np.repeat(np.arange(lines), counts)
     at = line * width + place

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
-from collectors.rate_batch import BATCH_FROM, RateBatch
+from collectors.rate_batch import RateBatch
 from fabric.rates import DerivedRates, RateTracker
+from fabric.rates_batch import BATCH_FROM
 from fabric.samples import HostSample, PackedValues, SeriesKey, packed
 
 _KEYS: list[SeriesKey] = [(metric, device, "1") for device in ("mlx5_0", "mlx5_1")

@@ -7,6 +7,7 @@ import random
 import pytest
 
 from fabric.rates import RateTracker, spec_for
+from fabric.rates_batch import BATCH_FROM
 from fabric.samples import HostSample, PackedValues, SeriesKey, packed
 
 _COUNTERS = ("tx_bytes", "rx_bytes", "tx_packets", "rx_prio3_pause", "np_cnp_sent", "symbol_error",
@@ -87,14 +88,15 @@ def test_a_port_whose_fec_counters_stood_still_is_left_to_update_changed() -> No
     is worked out one by one, the other host's in the batch."""
     keys = _keys()
     tracker, reference = RateTracker(), RateTracker()
-    values = {host: dict.fromkeys(keys, 100.0) for host in ("a", "b")}
+    hosts = ("a", "b", "c", "d")[:max(BATCH_FROM, 2)]  # enough of one shape for the arrays
+    values = {host: dict.fromkeys(keys, 100.0) for host in hosts}
     for host in values:
         tracker.update(HostSample(host, 1.0, packed(dict(values[host]))))
         reference.update(HostSample(host, 1.0, packed(dict(values[host]))))
     for ts in (2.0, 3.0):  # the first changed line of a host sets up its standing rates
         lines = []
-        for host in ("a", "b"):
-            moved = [key for key in keys if key[0] in _FEC and (host == "a" or key[1] != "mlx5_1" or ts == 2.0)]
+        for host in hosts:
+            moved = [key for key in keys if key[0] in _FEC and (host != "b" or key[1] != "mlx5_1" or ts == 2.0)]
             for key in moved:
                 values[host][key] += 1000.0
             lines.append((HostSample(host, ts, packed(dict(values[host]))), [keys.index(key) for key in moved]))
@@ -113,3 +115,14 @@ def test_two_lines_of_one_host_are_refused() -> None:
     later = HostSample("n1", 2.0, packed({("tx_bytes", "mlx5_0", "1"): 2.0}))
     with pytest.raises(ValueError, match="two lines of n1"):
         tracker.update_changed_batch([(later, [0]), (later, [0])])
+
+
+def test_fewer_lines_than_batch_from_go_one_by_one() -> None:
+    """For a line or two, numpy's fixed cost is more than the loop's: they go through update_changed."""
+    tracker = RateTracker()
+    hosts = [f"n{i}" for i in range(BATCH_FROM - 1)]
+    for ts in (1.0, 2.0, 3.0):
+        lines = [(HostSample(host, ts, packed({("tx_bytes", "mlx5_0", "1"): ts})), [0]) for host in hosts]
+        got = [tracker.update(sample) for sample, _ in lines] if ts == 1.0 else tracker.update_changed_batch(lines)
+    assert all(not isinstance(derived.sample.values, PackedValues) for derived in got)
+    assert all(derived.sample.values == {("tx_gbps", "mlx5_0", "1"): 8e-9} for derived in got)
