@@ -200,6 +200,11 @@ def _day_phase(path: Path, nodes: int, hours: float, repeats: int) -> dict[str, 
     }
 
 
+MIN_MINUTES = 12.0
+"""The fleet phase seals its first block (``StoreWriter``'s 600 s) once the store's clock is past the
+block's end and the seal's grace (``store.maintenance.SEAL_GRACE_MS``, 60 s): 11 minutes, and a
+minute's margin. Bytes per sample are measured on sealed blocks, so a shorter run has none."""
+
 MIN_DAY_HOURS = 2.5
 """The old as-of queries pick moments between 10 minutes after the first raw point and 2 hours
 before the end (older than the 1 hour of frames kept for fast replay): that needs 2 h 10 min."""
@@ -207,7 +212,8 @@ before the end (older than the 1 hour of frames kept for fast replay): that need
 
 @click.command("store")
 @click.option("--nodes", default=1024, show_default=True, help="Nodes of the synthetic fleet.")
-@click.option("--minutes", default=15.0, show_default=True, help="Simulated minutes of the fleet phase.")
+@click.option("--minutes", default=15.0, show_default=True, type=click.FloatRange(min=MIN_MINUTES),
+              help="Simulated minutes of the fleet phase (12 at least: one sealed block).")
 @click.option("--day-nodes", default=4, show_default=True, help="Nodes of the day phase (rollups).")
 @click.option("--day-hours", default=26.0, show_default=True,
               type=click.FloatRange(min=MIN_DAY_HOURS),

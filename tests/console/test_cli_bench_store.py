@@ -31,3 +31,9 @@ def test_bench_store_reports_every_target(tmp_path: Path) -> None:
 def test_a_day_phase_too_short_for_old_as_of_moments_is_refused(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["bench", "store", "--day-hours", "1.5", "--dir", str(tmp_path), "--json"])
     assert result.exit_code == 2 and "--day-hours" in result.output
+
+
+def test_a_fleet_phase_too_short_to_seal_a_block_is_refused(tmp_path: Path) -> None:
+    """Bytes per sample come from sealed blocks: a shorter run once ended in a TypeError."""
+    result = CliRunner().invoke(main, ["bench", "store", "--minutes", "5", "--dir", str(tmp_path), "--json"])
+    assert result.exit_code == 2 and "--minutes" in result.output
