@@ -1,7 +1,7 @@
 """fleet node agent: one JSON line per interval, schema ``fleet-agent/1`` (docs/agent-schema.md).
 
 Sent over SSH and run as ``python3 -u -c <this file> --interval N [--sysfs ROOT]
-[--optics-every K] [--optics-readings] [--changed-only [--full-every F]]``, so this file must stay SELF-CONTAINED: the standard
+[--optics-every K] [--optics-readings] [--changed-only [--full-every F] [--packed]]``, so this file must stay SELF-CONTAINED: the standard
 library only, plus ``pynvml`` (nvidia-ml-py) when the node has it. It never
 imports anything from fleet.
 
@@ -32,12 +32,14 @@ fatal. The agent stops when stdin closes (the SSH channel ended) or stdout break
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import math
 import os
 import re
 import shutil
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -554,12 +556,25 @@ class _Differ:
         return after
 
 
+def packed_moved(slots: list[int], values: list[Any]) -> str | None:
+    """The moved numbers as ``packed`` (docs/agent-schema.md): base64 of the slots as little-endian
+    uint32, then the values as little-endian float64 (an integer rounded to the nearest double, as
+    the reader stores it). The reader takes them into arrays in one call each, where a JSON list is
+    one Python number per value. None when one does not fit (they go as lists)."""
+    try:
+        data = struct.pack(f"<{len(slots)}I{len(values)}d", *slots, *values)
+    except (struct.error, OverflowError):
+        return None
+    return base64.b64encode(data).decode("ascii")
+
+
 def changed_line(previous: dict[str, Any], current: dict[str, Any],
-                 slots: dict[tuple[Any, ...], int] | None = None) -> dict[str, Any] | None:
+                 slots: dict[tuple[Any, ...], int] | None = None, packed: bool = False) -> dict[str, Any] | None:
     """``current`` as a changed-only line against ``previous`` (docs/agent-schema.md), or None
     when the two differ in shape (a port, netdev, GPU or counter came or went), which needs a full line.
 
     ``slots``: those of the last full line (``slot_paths``); without them every change is sent under its keys.
+    ``packed``: the numbers moved by slot go as ``packed`` rather than the lists ``slots`` and ``values``.
     """
     if _state_keys(previous) != _state_keys(current):
         return None
@@ -575,8 +590,13 @@ def changed_line(previous: dict[str, Any], current: dict[str, Any],
         if change is not _SAME:
             line[key] = change
     if differ.moved:
-        line["slots"] = [slot for slot, _ in differ.moved]
-        line["values"] = [value for _, value in differ.moved]
+        moved_slots = [slot for slot, _ in differ.moved]
+        moved_values = [value for _, value in differ.moved]
+        packed_text = packed_moved(moved_slots, moved_values) if packed else None
+        if packed_text is not None:
+            line["packed"] = packed_text
+        else:
+            line["slots"], line["values"] = moved_slots, moved_values
     return line
 
 
@@ -629,6 +649,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--changed-only", action="store_true",
                         help="between full lines, send only the values that changed since the previous line")
     parser.add_argument("--full-every", type=int, default=60, help="with --changed-only: a full line every F lines")
+    parser.add_argument("--packed", action="store_true",
+                        help="with --changed-only: the numbers moved by slot as one base64 string")
     args = parser.parse_args(argv)
     if args.interval <= 0:
         parser.error("--interval must be positive")
@@ -645,7 +667,8 @@ def main(argv: list[str] | None = None) -> int:
     while True:  # at least one line: with stdin already closed the agent is a one-shot sample
         line = sample_line(args, seq, gpus, hostname)
         if args.changed_only:  # full on the first line, every F-th, and when the shape changed
-            delta = changed_line(previous, line, slots) if previous is not None and seq % args.full_every else None
+            delta = changed_line(previous, line, slots, args.packed) \
+                if previous is not None and seq % args.full_every else None
             if delta is None:
                 slots = slot_paths(line)
             previous, line = line, (delta if delta is not None else line)

@@ -17,11 +17,12 @@ its numbers come by slot (numbered in the last full line), put in place with num
 
 from __future__ import annotations
 
+import binascii
 import functools
 import json
 import math
 from array import array
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +30,7 @@ import numpy as np
 import orjson
 
 from collectors.node_script import NODE_MIN_PYTHON, node_script_source
+from fabric.rates_batch import Places
 from fabric.samples import HostSample, PackedValues, SeriesKey, SeriesLayout, layout_of
 
 SCHEMA_PREFIX = "fleet-agent/"
@@ -466,6 +468,7 @@ _NO_LAYOUT = SeriesLayout(())
 _MISSING, _SKIPPED = -2, -1
 """A slot's place when the layout lacks its key, and when fleet does not keep what the slot holds
 (the lowest of a line's places says whether it has either)."""
+_TOO_LARGE = "a number too large for a float (no counter is that wide)"
 _SLOT_VALUE_KINDS = frozenset({int, float})
 _SLOT_VALUE_MAX = 1e300
 """Above any counter (2^64 is 1.8e19) and below what a multiplier could take past a double's range."""
@@ -475,22 +478,33 @@ class _Slots:
     """The slots of a full line (docs/agent-schema.md, ``collectors.agent.slot_paths``): each one's key
     and multiplier (None: not kept), and their places in the layouts of the streams that use them."""
 
-    __slots__ = ("_places", "factors", "keys")
+    __slots__ = ("_all_placed", "_places", "factors", "keys")
 
     def __init__(self, keys: tuple[tuple[SeriesKey, int] | None, ...]) -> None:
         self.keys = keys
         self.factors = np.array([entry[1] if entry is not None else 0 for entry in keys], dtype=np.float64)
         self._places: dict[SeriesLayout, np.ndarray[Any, np.dtype[np.intp]]] = {}
+        self._all_placed: dict[SeriesLayout, bool] = {}
+
+    def all_placed(self, layout: SeriesLayout) -> bool:
+        """Whether ``layout`` has the key of every slot fleet keeps (a field that went null and came
+        back by slot lacks its key: that line is reshaped, and is not held)."""
+        placed = self._all_placed.get(layout)
+        if placed is None:
+            placed = bool(self.places(layout).min(initial=0) != _MISSING)
+        return placed
 
     def places(self, layout: SeriesLayout) -> np.ndarray[Any, np.dtype[np.intp]]:
         places = self._places.get(layout)
         if places is None:
             if len(self._places) >= 16:  # layouts of reshaped lines: rare, and each is built again
                 self._places.clear()
+                self._all_placed.clear()
             index = layout.index
             places = self._places[layout] = np.array(
                 [index.get(entry[0], _MISSING) if entry is not None else _SKIPPED for entry in self.keys],
                 dtype=np.intp)
+            self._all_placed[layout] = bool(places.min(initial=0) != _MISSING)
         return places
 
 
@@ -542,6 +556,9 @@ class StreamSample:
     line, compare everything."""
     netdev_owner: Mapping[str, tuple[str, str]] | None
     """netdev -> (RDMA device, port) from a full line; None on a changed-only line (unchanged)."""
+    slots: HeldSlots | None = None
+    """Values by slot not yet in ``sample`` (``AgentStream.read`` with ``hold_slots``): the sample
+    may be used once ``write_slots`` has written them; their places then add to ``changed_at``."""
 
     @property
     def changed(self) -> tuple[SeriesKey, ...] | None:
@@ -605,15 +622,20 @@ class AgentStream:
         self._slots = _NO_SLOTS
         """The slots of the last full line, which a changed-only line's ``slots`` number."""
 
-    def read(self, text: str | bytes) -> StreamSample:
-        """One line; ``AgentLineError`` (reason names the field) for a line that cannot be used."""
+    def read(self, text: str | bytes, *, hold_slots: bool = False) -> StreamSample:
+        """One line; ``AgentLineError`` (reason names the field) for a line that cannot be used.
+
+        ``hold_slots``: a changed-only line's ``slots`` and ``values`` may be left to
+        ``write_slots``, with other streams' (``StreamSample.slots``); until then the
+        sample lacks them, and this stream reads no other line.
+        """
         try:
-            return self._read(text)
+            return self._read(text, hold_slots)
         except OverflowError:  # an integer of hundreds of digits: no field is checked for that
             self._layout = None
-            raise AgentLineError("a number too large for a float (no counter is that wide)") from None
+            raise AgentLineError(_TOO_LARGE) from None
 
-    def _read(self, text: str | bytes) -> StreamSample:
+    def _read(self, text: str | bytes, hold_slots: bool = False) -> StreamSample:
         raw = _load(text)
         if raw.get("changed_only") is not True:
             self._layout = None  # until this full line is known to be good
@@ -633,7 +655,17 @@ class AgentStream:
         data = self._data[:]  # the last line's array is in its sample: this line writes a copy
         more = self._more = {}
         optics = self._apply(raw, layout.index, data, changed)
-        if "slots" in raw or "values" in raw:
+        held = None
+        if "packed" in raw:
+            if "slots" in raw or "values" in raw:
+                raise AgentLineError("packed, slots, values: expected packed or the two lists, not both")
+            slot_bytes, value_bytes = _unpacked(raw["packed"])
+            if hold_slots and not optics and not more and slot_bytes and self._slots.all_placed(layout):
+                held = HeldSlots(self, slot_bytes, value_bytes, layout, data)
+            else:
+                self._put_slots(np.frombuffer(slot_bytes, "<u4"), np.frombuffer(value_bytes, "<f8"), layout, data,
+                                changed)
+        elif "slots" in raw or "values" in raw:
             self._apply_slots(raw.get("slots"), raw.get("values"), layout, data, changed)
         reshaped = bool(more)
         if reshaped:  # a key came or went: the line is compared whole
@@ -645,7 +677,7 @@ class AgentStream:
         with_optics = values.plus(optics) if optics else values
         # Places are places in a PackedValues; readings that clash with a value make a dict.
         placed = not reshaped and isinstance(with_optics, PackedValues)
-        return StreamSample(HostSample(host, ts, with_optics), tuple(changed) if placed else None, None)
+        return StreamSample(HostSample(host, ts, with_optics), tuple(changed) if placed else None, None, held)
 
     def _full(self, line: AgentLine, raw: dict[str, Any]) -> StreamSample:
         owners: dict[str, tuple[str, str]] = {}
@@ -781,7 +813,6 @@ class AgentStream:
             raise AgentLineError("slots, values: expected two lists of the same length")
         if not slots:
             return
-        table = self._slots
         if not _INT_ONLY.issuperset(map(type, slots)) or not _SLOT_VALUE_KINDS.issuperset(map(type, values)):
             for slot, value in zip(slots, values, strict=True):
                 if type(slot) is not int:
@@ -789,16 +820,30 @@ class AgentStream:
                 if type(value) not in _SLOT_VALUE_KINDS:
                     raise AgentLineError(f"values: slot {slot}: expected a number, got {value!r}")
         try:
-            at = np.frombuffer(array("Q", slots), dtype=np.uint64)  # a negative slot is an OverflowError
-            places = table.places(layout)[at]  # one past the table an IndexError
-        except (OverflowError, IndexError):
-            bad = next(slot for slot in slots if not 0 <= slot < len(table.keys))
-            raise AgentLineError(f"slots: slot {bad} is not in the last full line ({len(table.keys)} slots)") from None
-        numbers = np.fromiter(values, np.float64, len(values))  # OverflowError beyond a double: read() names it
-        if not np.abs(numbers).max() < _SLOT_VALUE_MAX:  # NaN and inf too; no multiplier overflows
-            bad = next(value for value in values if not abs(value) < _SLOT_VALUE_MAX)
-            raise AgentLineError(f"values: expected finite numbers under 1e300, got {bad!r}")
-        numbers *= table.factors[at]
+            at = np.frombuffer(array("Q", slots), dtype=np.uint64)
+        except OverflowError:  # a negative slot
+            bad = next(slot for slot in slots if slot < 0)
+            raise AgentLineError(f"slots: slot {bad} is not in the last full line ({len(self._slots.keys)} slots)") \
+                from None
+        # OverflowError beyond a double: read() names it
+        self._put_slots(at, np.fromiter(values, np.float64, len(values)), layout, data, changed)
+
+    def _put_slots(self, at: np.ndarray[Any, np.dtype[np.unsignedinteger[Any]]],
+                   numbers: np.ndarray[Any, np.dtype[np.float64]], layout: SeriesLayout, data: array[float],
+                   changed: list[int]) -> None:
+        """Slots and their values as arrays (from the lists, or ``packed``), checked, into ``data``."""
+        if not len(at):
+            return
+        table = self._slots
+        if at.max() >= len(table.keys):
+            bad = int(at[at >= len(table.keys)][0])
+            raise AgentLineError(f"slots: slot {bad} is not in the last full line ({len(table.keys)} slots)")
+        places = table.places(layout)[at]
+        size = np.abs(numbers)
+        if not size.max() < _SLOT_VALUE_MAX:  # NaN and inf too; no multiplier overflows
+            worst = float(numbers[~(size < _SLOT_VALUE_MAX)][0])
+            raise AgentLineError(f"values: expected finite numbers under 1e300, got {worst!r}")
+        numbers = numbers * table.factors[at]
         lowest = places.min()
         if self._more or lowest == _MISSING:
             index = layout.index
@@ -889,3 +934,98 @@ def _items(obj: Any, where: str) -> Any:
     if not isinstance(obj, dict):
         raise AgentLineError(f"{where}: expected an object")
     return obj.items()
+
+
+# --- slots of many lines at once -----------------------------------------------------------
+
+
+class HeldSlots:
+    """A changed-only line's ``packed`` numbers, read but not yet checked or written (a layout with
+    every kept slot's key): ``write_slots`` does it for many lines at once."""
+
+    __slots__ = ("data", "error", "layout", "places", "slots", "stream", "table", "values")
+
+    def __init__(self, stream: AgentStream, slots: memoryview, values: memoryview, layout: SeriesLayout,
+                 data: array[float]) -> None:
+        self.stream, self.slots, self.values, self.layout, self.data = stream, slots, values, layout, data
+        self.table = stream._slots
+        self.places: Sequence[int] | Places = ()
+        """Where the values went in ``data``, once written."""
+        self.error = ""
+        """Why the line cannot be used, once written: the stream then reads no changed-only line
+        until its next full line, as when ``read`` refuses one."""
+
+    def write_alone(self) -> None:
+        """Check and write this line's values as ``read`` does."""
+        places: list[int] = []
+        try:
+            self.stream._put_slots(np.frombuffer(self.slots, "<u4"), np.frombuffer(self.values, "<f8"),
+                                   self.layout, self.data, places)
+        except AgentLineError as error:
+            self.error = str(error)
+            self.stream._layout = None
+        self.places = places
+
+
+WRITE_TOGETHER_FROM = 4
+"""Fewer lines of one slot table and layout than this are written one by one."""
+
+
+def _unpacked(text: Any) -> tuple[memoryview, memoryview]:
+    """``packed`` (docs/agent-schema.md) as its slots' and its values' bytes."""
+    if type(text) is not str:
+        raise AgentLineError(f"packed: expected a string, got {type(text).__name__}")
+    try:
+        data = memoryview(binascii.a2b_base64(text, strict_mode=True))
+    except (binascii.Error, ValueError):
+        raise AgentLineError("packed: not base64") from None
+    if len(data) % 12:
+        raise AgentLineError(f"packed: {len(data)} bytes, not 12 per number (a 4-byte slot and an 8-byte value)")
+    count = len(data) // 12
+    return data[:4 * count], data[4 * count:]
+
+
+def write_slots(held: Sequence[HeldSlots]) -> None:
+    """Write held lines' values into their samples, those of one slot table and layout together.
+
+    Per line, putting a hundred values in place is a dozen numpy calls of a few
+    microseconds each, whatever their number. The lines of one shape share a table
+    and a layout, so their slots and values are checked and put in place together in
+    as many calls. A group in which anything fails a check is written line by line,
+    which words each bad line's error.
+    """
+    groups: dict[tuple[_Slots, SeriesLayout], list[HeldSlots]] = {}
+    for line in held:
+        groups.setdefault((line.table, line.layout), []).append(line)
+    for (table, layout), lines in groups.items():
+        if len(lines) < WRITE_TOGETHER_FROM or not _written_together(table, layout, lines):
+            for line in lines:
+                line.write_alone()
+
+
+def _written_together(table: _Slots, layout: SeriesLayout, lines: list[HeldSlots]) -> bool:
+    """``write_alone`` of every line at once; False (nothing written) when any line fails a check."""
+    at = np.frombuffer(b"".join([line.slots for line in lines]), "<u4")
+    if at.max() >= len(table.keys):
+        return False
+    places = table.places(layout)[at]
+    numbers = np.frombuffer(b"".join([line.values for line in lines]), "<f8")
+    if not np.abs(numbers).max() < _SLOT_VALUE_MAX:
+        return False
+    numbers = numbers * table.factors[at]
+    row = np.repeat(np.arange(len(lines)), [len(line.slots) // 4 for line in lines])
+    kept = places >= 0  # no slot lacks its key (all_placed): the rest are slots fleet does not keep
+    if not kept.all():
+        places, numbers, row = places[kept], numbers[kept], row[kept]
+    width = len(layout.keys)
+    matrix = np.frombuffer(b"".join([line.data for line in lines]), np.float64).copy()
+    matrix[row * width + places] = numbers
+    rows = memoryview(matrix.data).cast("B")
+    size = width * 8
+    ends = np.cumsum(np.bincount(row, minlength=len(lines))).tolist()
+    start = 0
+    for at_row, (line, end) in enumerate(zip(lines, ends, strict=True)):
+        memoryview(line.data).cast("B")[:] = rows[at_row * size:(at_row + 1) * size]
+        line.places = places[start:end]
+        start = end
+    return True

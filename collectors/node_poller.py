@@ -20,6 +20,7 @@ from collectors.agent_reader import (
     AgentLine,
     AgentLineError,
     AgentStream,
+    HeldSlots,
     agent_source,
     host_sample,
 )
@@ -104,7 +105,7 @@ class NodePoller:
                 self._netdev_owner[port.netdev] = port.device
         self._keep(host_sample(line, self.host.name, optics=optics_values), None)
 
-    def _keep(self, sample: HostSample, changed_at: tuple[int, ...] | None) -> None:
+    def _keep(self, sample: HostSample, changed_at: tuple[int, ...] | None, slots: HeldSlots | None = None) -> None:
         """Rates and the store; ``changed_at``: only the values at these places of ``sample.values``
         (``StreamSample.changed_at``) moved since the host's last sample; None: compare all.
 
@@ -112,12 +113,13 @@ class NodePoller:
         frame per line (and one put, one layout) rather than two at the same instant.
         A stream's values are ``PackedValues``: the rates join them as one array (its
         layout shared by every node with the same ports), not as a dict of ~700 entries.
-        The rate tracker keeps ``sample`` itself as the host's previous one.
+        The rate tracker keeps ``sample`` itself as the host's previous one. ``slots``: values of
+        ``sample`` the batch writes (``StreamSample.slots``).
         """
         batch = self._batch
         if batch is not None:
             if changed_at is not None:
-                batch.add(sample, changed_at, self._kept)
+                batch.add(sample, changed_at, self._kept, slots, self._refused)
                 return
             if batch.holds(sample.host):  # its line before this one goes first
                 batch.flush()
@@ -135,18 +137,24 @@ class NodePoller:
         self._counters.lines += 1
         self.got_sample.set()
 
+    def _refused(self, reason: str) -> None:
+        self._status.set(self.host.name, HostState.UNPARSABLE, f"agent line: {reason}")
+
     def _on_agent_line(self, text: str) -> None:
+        batch = self._batch
+        if batch is not None and batch.holds(self.host.name):
+            batch.flush()  # its line before this one is read whole first: this one builds on it
         try:
-            read = self._stream.read(text)
+            read = self._stream.read(text, hold_slots=batch is not None)
         except AgentLineError as error:
-            self._status.set(self.host.name, HostState.UNPARSABLE, f"agent line: {error}")
+            self._refused(str(error))
             return
         sample, now = read.sample, time.time()
         if abs(sample.ts - now) > MAX_CLOCK_SKEW_S:
             sample = replace(sample, ts=now)
         if read.netdev_owner is not None:
             self._netdev_owner.update((netdev, owner[0]) for netdev, owner in read.netdev_owner.items())
-        self._keep(sample, read.changed_at)
+        self._keep(sample, read.changed_at, read.slots)
         arrived = time.monotonic()
         gap_s, self._last_line_at = arrived - self._last_line_at, arrived
         current = self._status.get(self.host.name)
@@ -176,7 +184,8 @@ class NodePoller:
         stream = asyncio.ensure_future(self._pool.stream(
             self.host.name,
             agent_command(agent_source(), settings.interval_s, optics_every=settings.optics_every,
-                          ethtool_keep=ETHTOOL_COUNTERS, full_every=settings.full_every, optics_readings=True),
+                          ethtool_keep=ETHTOOL_COUNTERS, full_every=settings.full_every, optics_readings=True,
+                          packed=True),
             self._on_agent_line,
             first_line_timeout_s=settings.hung_after_s + settings.interval_s,
             line_timeout_s=settings.hung_after_s + settings.interval_s,

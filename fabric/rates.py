@@ -32,7 +32,7 @@ from typing import cast
 import numpy as np
 
 from fabric.counters import IB_SATURATING_COUNTER_BITS
-from fabric.rates_batch import BATCH_FROM, RatePlan, batch_rates
+from fabric.rates_batch import BATCH_FROM, Places, RatePlan, batch_rates
 from fabric.samples import (
     METRICS,
     HostSample,
@@ -209,7 +209,7 @@ class RateTracker:
         self._still[sample.host] = still
         return derived
 
-    def update_changed_batch(self, lines: Sequence[tuple[HostSample, Sequence[int]]]) -> list[DerivedRates]:
+    def update_changed_batch(self, lines: Sequence[tuple[HostSample, Sequence[int] | Places]]) -> list[DerivedRates]:
         """``update_changed(sample, places=places)`` of each line, in one pass of array arithmetic
         (``fabric.rates_batch``) for those of hosts of one shape, with the same results.
 
@@ -226,14 +226,14 @@ class RateTracker:
             hosts.add(sample.host)
             batched = self._batched(sample)
             if batched is None:
-                results[at] = self.update_changed(sample, places=places)
+                results[at] = self.update_changed(sample, places=_listed(places))
             else:
                 plan, dt_s, still = batched
                 groups.setdefault(plan, []).append((at, sample, dt_s, still))
         for plan, members in groups.items():
             if len(members) < BATCH_FROM:
                 for at, sample, _, _ in members:
-                    results[at] = self.update_changed(sample, places=lines[at][1])
+                    results[at] = self.update_changed(sample, places=_listed(lines[at][1]))
                 continue
             rows, exact = batch_rates(
                 plan, [cast(PackedValues, self._previous[sample.host].values).data for _, sample, _, _ in members],
@@ -243,7 +243,7 @@ class RateTracker:
             for (at, sample, dt_s, still), start, is_exact in zip(members, range(0, len(row_bytes), size),
                                                                    exact.tolist(), strict=True):
                 if not is_exact:
-                    results[at] = self.update_changed(sample, places=lines[at][1])
+                    results[at] = self.update_changed(sample, places=_listed(lines[at][1]))
                     continue
                 data = array("d")
                 data.frombytes(row_bytes[start:start + size])
@@ -299,6 +299,11 @@ _RATED: dict[str, CounterSpec] = {
 """Every counter and error counter of the catalogue with its wrap/saturation rule."""
 _GAUGE_OF: dict[str, tuple[str, float]] = {counter: (gauge, factor) for gauge, (counter, factor) in GAUGE_SOURCES.items()}
 """Counter -> (its rate gauge, factor): each counter feeds at most one gauge."""
+
+
+def _listed(places: Sequence[int] | Places) -> Sequence[int]:
+    """Places as Python integers, which ``update_changed`` reads one by one."""
+    return places.tolist() if isinstance(places, np.ndarray) else places
 
 
 def derive_rates(previous: HostSample, current: HostSample, max_gap_s: float) -> DerivedRates:

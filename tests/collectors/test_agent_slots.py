@@ -4,8 +4,10 @@ gives the sample of the full line they stand for."""
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
+import struct
 import subprocess
 import sys
 import time
@@ -167,11 +169,13 @@ def test_streams_of_one_shape_share_a_slot_table() -> None:
     assert len(agent_reader._SLOTS) <= agent_reader._MAX_TABLES
 
 
+@pytest.mark.parametrize("packed", [False, True], ids=["lists", "packed"])
 @pytest.mark.parametrize("python", ["this", "3.6"])
-def test_the_agent_sends_a_moved_counter_by_slot(tmp_path: Path, python: str) -> None:
+def test_the_agent_sends_a_moved_counter_by_slot(tmp_path: Path, python: str, packed: bool) -> None:
     """The agent itself, on a sysfs tree whose counter moves while it runs: the moved counter comes
-    by slot, and the stream reads it as the counter x 4 (port_xmit_data counts 4-byte words). Also
-    under Python 3.6 (RHEL 8's), where one is installed: the diff by slot runs on the node."""
+    by slot (in the two lists, or ``packed`` with ``--packed``), and the stream reads it as the
+    counter x 4 (port_xmit_data counts 4-byte words). Also under Python 3.6 (RHEL 8's), where one
+    is installed: the diff by slot runs on the node."""
     interpreter = sys.executable
     if python == "3.6":
         old = _old_pythons()
@@ -182,7 +186,7 @@ def test_the_agent_sends_a_moved_counter_by_slot(tmp_path: Path, python: str) ->
     counter = sysfs / "class" / "infiniband" / "mlx5_1" / "ports" / "1" / "counters" / "port_xmit_data"
     with subprocess.Popen(
         [interpreter, "-u", "-c", agent_source(), "--sysfs", str(sysfs), "--interval", "0.2",
-         "--optics-every", "0", "--changed-only"],
+         "--optics-every", "0", "--changed-only", *(["--packed"] if packed else [])],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env=agent_env(tmp_path, "h100"),
     ) as proc:
@@ -192,14 +196,17 @@ def test_the_agent_sends_a_moved_counter_by_slot(tmp_path: Path, python: str) ->
         moved_to = int(counter.read_text()) + 1000
         counter.write_text(f"{moved_to}\n")
         deadline = time.monotonic() + 10
-        while '"slots"' not in lines[-1] and time.monotonic() < deadline:
+        while '"slots"' not in lines[-1] and '"packed"' not in lines[-1] and time.monotonic() < deadline:
             lines.append(proc.stdout.readline())
         proc.stdin.close()
         assert proc.wait(timeout=10) == 0
     slot = agent.slot_paths(full)[("ports", 1, "counters", "port_xmit_data")]
     last = json.loads(lines[-1])
     assert full["ports"][1]["device"] == "mlx5_1" and last["changed_only"] is True
-    assert dict(zip(last["slots"], last["values"], strict=True)) == {slot: moved_to}
+    if packed:
+        assert "slots" not in last and base64.b64decode(last["packed"]) == struct.pack("<Id", slot, moved_to)
+    else:
+        assert dict(zip(last["slots"], last["values"], strict=True)) == {slot: moved_to}
     stream = AgentStream("n1", optics_values)
     samples = [stream.read(text) for text in lines]
     assert samples[-1].sample.values[("tx_bytes", "mlx5_1", "1")] == moved_to * 4

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import asyncio
 
+from test_agent_changed_only import simulated_lines
+from test_agent_packed import _bad, _packed_of, packed_texts
+
+from collectors.agent_reader import WRITE_TOGETHER_FROM, AgentStream
+from collectors.optics import optics_values
 from collectors.rate_batch import RateBatch
 from fabric.rates import DerivedRates, RateTracker
 from fabric.rates_batch import BATCH_FROM
@@ -68,3 +73,38 @@ async def test_a_full_batch_goes_at_once() -> None:
         tracker.update(_line(host, 1.0))
         batch.add(_line(host, 2.0), _MOVING, lambda sample, _: kept.append(sample.host))
     assert kept == [f"n{at}" for at in range(BATCH_FROM)]
+
+
+async def test_held_agent_lines_are_written_then_derived_and_a_bad_one_is_refused() -> None:
+    """Packed agent lines of nodes of one shape, held: each kept line's sample and rates are those
+    of the line read whole; the one whose numbers fail their checks goes to ``refused``, not kept."""
+    lines = simulated_lines(4)
+    hosts = WRITE_TOGETHER_FROM + BATCH_FROM
+    texts = [packed_texts(lines, full_every=100, host=f"n{at}") for at in range(hosts)]
+    texts[1][3] = _bad(texts[1][3], packed=_packed_of([0], [float("nan")]))
+    tracker = RateTracker()
+    batch = RateBatch(tracker, hold_s=10.0)
+    streams = [AgentStream(f"n{at}", optics_values) for at in range(hosts)]
+    whole = [(AgentStream(f"n{at}", optics_values), RateTracker()) for at in range(hosts)]
+    kept: list[tuple[HostSample, DerivedRates]] = []
+    refused: list[tuple[int, str]] = []
+    for seq in range(len(lines)):
+        for at, stream in enumerate(streams):
+            read = stream.read(texts[at][seq], hold_slots=True)
+            if read.changed_at is None:
+                tracker.update(read.sample)
+            else:
+                batch.add(read.sample, read.changed_at, lambda sample, rates: kept.append((sample, rates)),
+                          read.slots, lambda reason, at=at: refused.append((at, reason)))
+        batch.flush()
+    assert refused == [(1, "values: expected finite numbers under 1e300, got nan")]
+    assert len(kept) == (len(lines) - 1) * hosts - 1
+    expected: dict[tuple[str, float], tuple[HostSample, DerivedRates]] = {}
+    for at, (stream, reference) in enumerate(whole):
+        for seq, text in enumerate(texts[at]):
+            if (at, seq) != (1, 3):
+                sample = stream.read(text).sample
+                expected[(sample.host, sample.ts)] = (sample, reference.update(sample))
+    for sample, rates in kept:
+        want_sample, want_rates = expected[(sample.host, sample.ts)]
+        assert sample == want_sample and rates == want_rates

@@ -55,6 +55,8 @@ OPTIONS = {
     "changed_readings_kept": AgentOptions(optics_every=3, ethtool_keep=ETHTOOL_COUNTERS, optics_readings=True,
                                           changed_only=True, full_every=7),
     "changed_whole": AgentOptions(optics_every=4, changed_only=True, full_every=9),
+    "changed_packed": AgentOptions(optics_every=3, ethtool_keep=ETHTOOL_COUNTERS, optics_readings=True,
+                                   changed_only=True, full_every=8, packed=True),
     "full_lines": AgentOptions(interval_s=2.0, optics_every=5, ethtool_keep=frozenset({"rx_bits_phy", "nope"})),
 }
 HOSTS = ("gpu002", "gpu004")
@@ -73,7 +75,7 @@ def reference_lines(model: FleetModel, host: str, options: AgentOptions) -> list
         sent: dict[str, Any] | None = None
         if options.changed_only:
             if previous is not None and (seq - 1) % options.full_every:
-                sent = changed_line(previous, line, slots)
+                sent = changed_line(previous, line, slots, options.packed)
             if sent is None:
                 slots = slot_paths(line)
             previous = line
