@@ -552,8 +552,8 @@ class StreamSample:
     """Every value as of this line (optics only on the lines that carry them)."""
     changed_at: tuple[int, ...] | None
     """Where the values that may differ from the previous line's sit in ``sample.values``
-    (``PackedValues``); every other value but optics is the previous line's. None: a full
-    line, compare everything."""
+    (``PackedValues``); every other value but optics is the previous line's. None: compare
+    everything (a full line of new keys, or after a line that was refused)."""
     netdev_owner: Mapping[str, tuple[str, str]] | None
     """netdev -> (RDMA device, port) from a full line; None on a changed-only line (unchanged)."""
     slots: HeldSlots | None = None
@@ -638,8 +638,9 @@ class AgentStream:
     def _read(self, text: str | bytes, hold_slots: bool = False) -> StreamSample:
         raw = _load(text)
         if raw.get("changed_only") is not True:
+            before = (self._layout, self._data)
             self._layout = None  # until this full line is known to be good
-            return self._full(_decode(raw), raw)
+            return self._full(_decode(raw), raw, *before)
         layout = self._layout
         self._layout = None  # a line that fails half-way leaves no state to build on
         seq = raw.get("seq")
@@ -679,7 +680,11 @@ class AgentStream:
         placed = not reshaped and isinstance(with_optics, PackedValues)
         return StreamSample(HostSample(host, ts, with_optics), tuple(changed) if placed else None, None, held)
 
-    def _full(self, line: AgentLine, raw: dict[str, Any]) -> StreamSample:
+    def _full(self, line: AgentLine, raw: dict[str, Any], before: SeriesLayout | None,
+              before_data: array[float]) -> StreamSample:
+        """A full line; after a good line of the same keys (``before``, its values ``before_data``:
+        the agent's periodic full line) its changed places too, so that its rates cost what
+        changed, as a changed-only line's do, rather than a compare of every counter."""
         owners: dict[str, tuple[str, str]] = {}
         line_values = _line_values(line, None, owners)
         self._slots = _slots_of(raw, owners)
@@ -695,7 +700,12 @@ class AgentStream:
             owner = owners.get(name)
             if owner is not None and netdev.optics_text is not None:
                 optics.update(self._optics_of(name, netdev.optics_text, owner[0]))
-        return StreamSample(HostSample(self._host or line.host, line.ts, values.plus(optics)), None, owners)
+        with_optics = values.plus(optics)
+        changed_at = None
+        if before is values.layout and isinstance(with_optics, PackedValues):
+            moved = np.frombuffer(before_data, np.float64) != np.frombuffer(values.data, np.float64)
+            changed_at = tuple(np.flatnonzero(moved).tolist())
+        return StreamSample(HostSample(self._host or line.host, line.ts, with_optics), changed_at, owners)
 
     def _place(self, layout: SeriesLayout) -> None:
         """The tables of the last full line's ports, netdevs and GPUs placed in ``layout``."""

@@ -117,7 +117,8 @@ async def _stream(inventory: Inventory, db: Path, sim_pid: int, interval_s: floa
 
     Only the node pollers run (no switches, no Slurm, no facts, which come every
     300 s), so the window measures the steady stream: SSH, JSON decode, samples,
-    optics every 10th line, rates, and the writer's puts and commits. The window
+    optics every 10th line, the periodic full lines (``bench``'s default window holds
+    one per node), rates, and the writer's puts and commits. The window
     opens once the writer has caught up with the start (every host's first lines
     create its series), so it holds one second's lines and their writes, no backlog.
     ``collector_cpu_s_per_s`` is the whole process (event loop and store writer
@@ -252,9 +253,13 @@ def _ratios(open_: RoundResult, new: RoundResult, clush: dict[str, Any], nodes: 
     }
 
 
-def bench(nodes: int, window_s: float, fanout: int, round_timeout_s: float, with_clush: bool,
+def bench(nodes: int, window_s: float | None, fanout: int, round_timeout_s: float, with_clush: bool,
           stream_interval_s: float | None) -> dict[str, Any]:
-    """Run every measurement against one simulator; the JSON document ``--json`` prints."""
+    """Run every measurement against one simulator; the JSON document ``--json`` prints.
+
+    ``window_s`` None: one cycle of the agent's periodic full lines (``CollectSettings.full_every``
+    intervals), so that every node's full line, which costs more than its changed-only lines, is in
+    the window once, as it is in any such span of a long run."""
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="fleet-bench-collect-") as temp:
         workdir = Path(temp)
@@ -272,6 +277,7 @@ def bench(nodes: int, window_s: float, fanout: int, round_timeout_s: float, with
                 click.echo(f"the same round with clush -f {fanout}...", err=True)
                 clush = _clush_round(inventory, workdir, pid, fanout, round_timeout_s)
             interval_s = stream_interval_s or collection_interval_s(nodes)
+            window_s = window_s or (CollectSettings().full_every or 1) * interval_s
             click.echo(f"streaming every node at {interval_s:g} s for {window_s:g} s...", err=True)
             stream = run_async(_stream(inventory, workdir / "fleet.db", pid, interval_s, window_s,
                                        round_timeout_s))
@@ -302,8 +308,9 @@ def bench(nodes: int, window_s: float, fanout: int, round_timeout_s: float, with
 
 @click.command("collect")
 @click.option("--nodes", type=click.IntRange(1, 4096), default=1024, show_default=True)
-@click.option("--window", "window_s", type=click.FloatRange(1, 600), default=10.0, show_default=True,
-              help="Seconds of streaming over which the collector's CPU is measured.")
+@click.option("--window", "window_s", type=click.FloatRange(1, 600), default=None,
+              help="Seconds of streaming over which the collector's CPU is measured (default: one cycle of "
+                   "the agent's periodic full lines, 60 intervals).")
 @click.option("--fanout", type=click.IntRange(1, 1024), default=64, show_default=True, help="clush -f.")
 @click.option("--round-timeout", "round_timeout_s", type=click.FloatRange(1, 600), default=120.0,
               show_default=True, help="Seconds a node may take to answer one round.")
@@ -311,7 +318,7 @@ def bench(nodes: int, window_s: float, fanout: int, round_timeout_s: float, with
               help="Agent interval while streaming (default: the simulator's, 1 s up to 1,024 nodes, else 5 s).")
 @click.option("--no-clush", "no_clush", is_flag=True, help="Skip the ClusterShell comparison.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document (the only output on stdout).")
-def bench_collect(nodes: int, window_s: float, fanout: int, round_timeout_s: float,
+def bench_collect(nodes: int, window_s: float | None, fanout: int, round_timeout_s: float,
                   stream_interval_s: float | None, no_clush: bool, as_json: bool) -> None:
     """One round on new and on open connections, streaming CPU at 1 s, and clush's round, side by side."""
     try:

@@ -416,3 +416,30 @@ def test_optics_readings_that_clash_with_a_value_make_the_line_compared_whole() 
     assert read.sample.values[("tx_bytes", port["device"], str(port["port"]))] == 5.0
     tracker = RateTracker()
     tracker.update(read.sample)  # what NodePoller._keep does with a line compared whole
+
+
+@pytest.mark.parametrize("seed", [None, *range(4)])
+def test_a_periodic_full_line_names_what_changed_and_its_rates_are_the_full_compare(seed: int | None) -> None:
+    """A full line with the keys of the line before (the agent's every-F-th) says where values moved,
+    so its rates take update_changed's way; they are update's."""
+    lines = simulated_lines(30) if seed is None else reshaped(simulated_lines(30), random.Random(seed))
+    texts = sent(lines, full_every=4)
+    stream, tracker, reference = AgentStream("n1", optics_values), RateTracker(), RateTracker()
+    placed_full = 0
+    samples = full_samples(lines)
+    for index, (text, expected) in enumerate(zip(texts, samples, strict=True)):
+        read = stream.read(text)
+        # (a stream reshaped by a changed-only line has its keys in another order than a full line's:
+        # that full line is compared whole)
+        if index and '"changed_only"' not in text and read.changed_at is not None:
+            assert _kept_keys(samples[index - 1]) == _kept_keys(expected)
+            placed_full += 1
+        got = tracker.update(read.sample) if read.changed_at is None else \
+            tracker.update_changed(read.sample, places=read.changed_at)
+        assert got == reference.update(expected)
+    assert placed_full == 7 if seed is None else placed_full >= 1  # plain lines: every full line but the first
+
+
+def _kept_keys(sample: HostSample) -> list[tuple[str, str, str]]:
+    """The keys of a sample but optics (a reading some lines carry), in order."""
+    return [key for key in sample.values if not key[0].startswith("optics_")]
