@@ -1,7 +1,7 @@
 """``fleet accept``: run the suite the criteria ask for, the diagnosis, then every check in turn.
 
 Why in this order: the customer watches; the numbers are measured once (the
-standard suite of :mod:`collectors.baseline_run`), then each agreed check is
+standard suite of :mod:`fleet.collectors.baseline_run`), then each agreed check is
 judged against them one at a time (``on_check`` after each), so a progress
 view or the walkthrough screen can turn each line pass/fail as it happens.
 
@@ -20,15 +20,15 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from collectors.baseline_run import ProgressCallback, SuiteRun, SuiteSettings, run_suite
-from collectors.diagnose_input import read_input
-from collectors.inventory import CablingRow, Inventory
-from collectors.sshpool import SshPool
-from fabric.acceptance import CheckResult, Criteria, evaluate_check
-from fabric.diagnosis import diagnose as run_rules
-from fabric.events import Finding, Severity
-from store.reader import StoreReader
-from store.writer import StoreWriter
+from fleet.collectors.baseline_run import ProgressCallback, SuiteRun, SuiteSettings, run_suite
+from fleet.collectors.diagnose_input import read_input
+from fleet.collectors.inventory import CablingRow, Inventory
+from fleet.collectors.sshpool import SshPool
+from fleet.fabric.acceptance import CheckResult, Criteria, evaluate_check
+from fleet.fabric.diagnosis import diagnose as run_rules
+from fleet.fabric.events import Finding, Severity
+from fleet.store.reader import StoreReader
+from fleet.store.writer import StoreWriter
 
 Diagnose = Callable[[SuiteRun], Awaitable[Sequence[Finding]]]
 """Given the suite's results, the findings the acceptance checks look at."""
@@ -71,7 +71,7 @@ def suite_findings(run: SuiteRun) -> list[Finding]:
 
 
 def store_diagnosis(writer: StoreWriter, db_path: Path, cabling: Sequence[CablingRow]) -> Diagnose:
-    """The fleet diagnosis (``fabric.diagnosis``) over the history the suite wrote, plus :func:`suite_findings`.
+    """The fleet diagnosis (``fleet.fabric.diagnosis``) over the history the suite wrote, plus :func:`suite_findings`.
 
     The window runs from the suite's start to now: the collector snapshot, the
     probes and the counters the suite itself stored.

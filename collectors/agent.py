@@ -19,7 +19,7 @@ What it reads, every interval:
   event set polled without blocking.
 
 The file is written for Python 3.11 with annotations; what is sent
-(``collectors.agent_reader.agent_source()``) has annotations and docstrings
+(``fleet.collectors.agent_reader.agent_source()``) has annotations and docstrings
 stripped so that a node's python3 from 3.6 on (RHEL 8) runs it, and no
 standard-library call newer than 3.6 is used here.
 

@@ -3,7 +3,7 @@
 ``decode_agent_line`` turns one line into an ``AgentLine`` or raises
 ``AgentLineError`` with a reason that names the field (callers mark the host
 UNPARSABLE with it). ``host_sample`` turns an ``AgentLine`` into the
-``HostSample`` the store keeps, with the metric names of ``fabric.samples``:
+``HostSample`` the store keeps, with the metric names of ``fleet.fabric.samples``:
 ``tx_bytes = port_xmit_data x 4`` (the counter counts 4-byte words), netdev
 counters filed under the RDMA device and port of their netdev, GPUs as ``gpuN``.
 Unknown keys are ignored (a newer agent may add some); a different major
@@ -29,9 +29,9 @@ from typing import Any
 import numpy as np
 import orjson
 
-from collectors.node_script import NODE_MIN_PYTHON, node_script_source
-from fabric.rates_batch import Places
-from fabric.samples import HostSample, PackedValues, SeriesKey, SeriesLayout, layout_of
+from fleet.collectors.node_script import NODE_MIN_PYTHON, node_script_source
+from fleet.fabric.rates_batch import Places
+from fleet.fabric.samples import HostSample, PackedValues, SeriesKey, SeriesLayout, layout_of
 
 SCHEMA_PREFIX = "fleet-agent/"
 SCHEMA_MAJOR = 1
@@ -311,7 +311,7 @@ def _decode(raw: dict[str, Any]) -> AgentLine:
 
 OpticsReader = Callable[[str], Mapping[tuple[str, str], float]]
 """Raw ``ethtool -m`` text -> ``{(metric, port): value}`` with optics metrics of
-``fabric.samples`` (``("optics_rx_power_dbm", "L0")``, ``("optics_temp_c", "")``)."""
+``fleet.fabric.samples`` (``("optics_rx_power_dbm", "L0")``, ``("optics_temp_c", "")``)."""
 
 
 def host_sample(line: AgentLine, host: str | None = None, optics: OpticsReader | None = None) -> HostSample:
@@ -475,7 +475,7 @@ _SLOT_VALUE_MAX = 1e300
 
 
 class _Slots:
-    """The slots of a full line (docs/agent-schema.md, ``collectors.agent.slot_paths``): each one's key
+    """The slots of a full line (docs/agent-schema.md, ``fleet.collectors.agent.slot_paths``): each one's key
     and multiplier (None: not kept), and their places in the layouts of the streams that use them."""
 
     __slots__ = ("_all_placed", "_places", "factors", "keys")

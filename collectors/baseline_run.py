@@ -2,7 +2,7 @@
 
 Steps, each reported through ``on_progress``:
 
-1. ``snapshot``: one collector round (:meth:`collectors.engine.Collector.run_once`)
+1. ``snapshot``: one collector round (:meth:`fleet.collectors.engine.Collector.run_once`)
    into the history: counters, optics, and each node's kernel, firmware and
    GPU driver (read back from the store for the baseline's software table);
 2. ``counters``: the RDMA ports' packet and error counters, read again at the
@@ -15,7 +15,7 @@ Steps, each reported through ``on_progress``:
    two probes at once;
 5. ``allreduce``: ``all_reduce_perf`` on every node (NVLink), then across every
    reachable node;
-6. ``counters`` again, and the :class:`fabric.baseline.Baseline` is built.
+6. ``counters`` again, and the :class:`fleet.fabric.baseline.Baseline` is built.
 
 Every probe is also a ``ProbeRecord`` sharing the run id, handed to
 ``on_record`` for the store. Failures of a node or a probe are results in the
@@ -35,23 +35,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from collectors.commands import Command, Glob, command
-from collectors.engine import Collector
-from collectors.inventory import Inventory
-from collectors.node_poller import CollectSettings
-from collectors.parsers.sysfs import parse_sysfs
-from collectors.probe_sessions import ProbeSessions
-from collectors.probes.allreduce import AllreduceSpec, run_allreduce
-from collectors.probes.linktest import LinktestReport, LinktestSpec, run_linktest
-from collectors.probes.perftest_probe import GidCache, PerftestSpec, run_perftest
-from collectors.probes.ports import PortAllocator
-from collectors.sshpool import SshPool
-from fabric.acceptance import parse_rails
-from fabric.baseline import Baseline, CableCheck, FleetShape, part_id
-from fabric.naming import RAILS_PER_NODE, nic_name
-from fabric.records import ProbeRecord
-from store.reader import StoreReader
-from store.writer import StoreWriter
+from fleet.collectors.commands import Command, Glob, command
+from fleet.collectors.engine import Collector
+from fleet.collectors.inventory import Inventory
+from fleet.collectors.node_poller import CollectSettings
+from fleet.collectors.parsers.sysfs import parse_sysfs
+from fleet.collectors.probe_sessions import ProbeSessions
+from fleet.collectors.probes.allreduce import AllreduceSpec, run_allreduce
+from fleet.collectors.probes.linktest import LinktestReport, LinktestSpec, run_linktest
+from fleet.collectors.probes.perftest_probe import GidCache, PerftestSpec, run_perftest
+from fleet.collectors.probes.ports import PortAllocator
+from fleet.collectors.sshpool import SshPool
+from fleet.fabric.acceptance import parse_rails
+from fleet.fabric.baseline import Baseline, CableCheck, FleetShape, part_id
+from fleet.fabric.naming import RAILS_PER_NODE, nic_name
+from fleet.fabric.records import ProbeRecord
+from fleet.store.reader import StoreReader
+from fleet.store.writer import StoreWriter
 
 PACKET_COUNTERS = ("port_xmit_packets", "port_rcv_packets")
 LOSS_COUNTERS = (
@@ -96,7 +96,7 @@ class SuiteSettings:
 
     @classmethod
     def from_table(cls, table: Mapping[str, Any], *, nodes: tuple[str, ...] | None = None) -> SuiteSettings:
-        """From a criteria file's ``[suite]`` table (already type-checked by ``fabric.acceptance``)."""
+        """From a criteria file's ``[suite]`` table (already type-checked by ``fleet.fabric.acceptance``)."""
         values: dict[str, Any] = {k: v for k, v in table.items() if k != "rails"}
         if "rails" in table:
             values["rails"] = parse_rails(str(table["rails"]))

@@ -13,12 +13,12 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from collectors.agent_reader import AgentGpu, AgentLine, AgentNetdev, AgentPort
-from collectors.commands import Command, Glob, command
-from collectors.parsers.ethtool_stats import parse_ethtool_stats
-from collectors.parsers.nvidia_smi import GpuQuery, parse_nvidia_smi_query
-from collectors.parsers.sysfs import parse_sysfs
-from collectors.sections import sectioned, split_sections
+from fleet.collectors.agent_reader import AgentGpu, AgentLine, AgentNetdev, AgentPort
+from fleet.collectors.commands import Command, Glob, command
+from fleet.collectors.parsers.ethtool_stats import parse_ethtool_stats
+from fleet.collectors.parsers.nvidia_smi import GpuQuery, parse_nvidia_smi_query
+from fleet.collectors.parsers.sysfs import parse_sysfs
+from fleet.collectors.sections import sectioned, split_sections
 
 _IB = "/sys/class/infiniband"
 SYSFS_GLOBS: tuple[Glob, ...] = tuple(

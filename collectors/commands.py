@@ -73,7 +73,7 @@ class Command:
     """Run only once a line arrives on stdin (``read -r _ && ...``): see ``gated()``."""
     argv: tuple[str, ...] = ()
     """A single command's words unquoted, for a runner that starts it without a shell
-    (``collectors.probe_sessions``); () for a sequence or a command with a ``Glob``."""
+    (``fleet.collectors.probe_sessions``); () for a sequence or a command with a ``Glob``."""
 
     def __post_init__(self) -> None:
         if self._token is not _TOKEN:
@@ -145,7 +145,7 @@ def agent_command(
     lines, a full one every F; ``optics_readings``: only the reading lines of ``ethtool -m``;
     ``packed``: changed-only lines carry their moved numbers as one base64 string).
 
-    ``source`` is the agent's own file (``collectors.agent_reader.agent_source()``);
+    ``source`` is the agent's own file (``fleet.collectors.agent_reader.agent_source()``);
     the options are in docs/agent-schema.md.
     """
     args: list[Arg] = ["-u", "-c", source, "--interval", f"{interval_s:g}"]
@@ -166,5 +166,5 @@ def agent_command(
 
 def runner_command(source: str) -> Command:
     """``python3 -u -c <source> --probe-runner``: the probe runner (``collectors/probe_runner.py``,
-    ``collectors.probe_sessions.runner_source()``), which starts the probes' commands on its node."""
+    ``fleet.collectors.probe_sessions.runner_source()``), which starts the probes' commands on its node."""
     return Command((("python3", *(_word(arg) for arg in ("-u", "-c", source, "--probe-runner"))),), _TOKEN)

@@ -12,11 +12,11 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from collectors.inventory import CablingRow
-from fabric.diagnosis import DiagnosisInput, Reading, SeriesId
-from fabric.states import HostState
-from fabric.topology import PlannedCable, build_graph, compare
-from store.reader import StoreReader
+from fleet.collectors.inventory import CablingRow
+from fleet.fabric.diagnosis import DiagnosisInput, Reading, SeriesId
+from fleet.fabric.states import HostState
+from fleet.fabric.topology import PlannedCable, build_graph, compare
+from fleet.store.reader import StoreReader
 
 FIRST_VALUE_STEPS = 12
 """The window is scanned at this many instants for each series' first value: a host that started

@@ -15,7 +15,7 @@ Why each step:
   what state it may be in: nothing is assumed, and the next plan reads the
   configuration back from the switch.
 
-Every step is one :class:`fabric.records.ActionRecord` handed to
+Every step is one :class:`fleet.fabric.records.ActionRecord` handed to
 ``put_action`` (the store's append-only ``actions`` table).
 """
 
@@ -28,9 +28,9 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from collectors.commands import CommandError, command
-from collectors.ecmp_config import ConfigSnapshot, read_hash_config
-from collectors.ecmp_measure import (
+from fleet.collectors.commands import CommandError, command
+from fleet.collectors.ecmp_config import ConfigSnapshot, read_hash_config
+from fleet.collectors.ecmp_measure import (
     MeasureFailed,
     Measurement,
     ProbePair,
@@ -39,11 +39,11 @@ from collectors.ecmp_measure import (
     probe_numbers,
     probe_worse,
 )
-from collectors.inventory import InventoryHost
-from collectors.sshpool import SshPool
-from fabric.ecmp import EcmpThresholds, LeafBalance, improved
-from fabric.ecmp_plan import Remedy
-from fabric.records import ActionRecord, ProbeRecord
+from fleet.collectors.inventory import InventoryHost
+from fleet.collectors.sshpool import SshPool
+from fleet.fabric.ecmp import EcmpThresholds, LeafBalance, improved
+from fleet.fabric.ecmp_plan import Remedy
+from fleet.fabric.records import ActionRecord, ProbeRecord
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from collectors.commands import Command, command
-from collectors.sshpool import SshPool
-from fabric.ecmp_plan import HashConfig
+from fleet.collectors.commands import Command, command
+from fleet.collectors.sshpool import SshPool
+from fleet.fabric.ecmp_plan import HashConfig
 
 SONIC_FIELD_NAMES = (
     "SRC_IP", "DST_IP", "IP_PROTOCOL", "L4_SRC_PORT", "L4_DST_PORT", "IN_PORT", "RDMA_BTH_DEST_QP",

@@ -3,7 +3,7 @@
 The guarded apply must judge a change by what the switch counts now, not by
 the store (which may lag) nor by anything a simulator knows: this polls the
 leaf's own counters through its OS driver every ``interval_s`` for
-``window_s`` seconds and turns them into a :class:`fabric.ecmp.LeafBalance`.
+``window_s`` seconds and turns them into a :class:`fleet.fabric.ecmp.LeafBalance`.
 The probe is a perftest latency run between a node on the leaf and a node on
 another leaf of the same rail, so its path crosses the leaf's uplinks.
 """
@@ -15,15 +15,15 @@ import time
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from collectors.commands import command
-from collectors.inventory import InventoryHost
-from collectors.parsers.show_gids import parse_show_gids
-from collectors.probes.perftest_probe import PerftestSpec, run_perftest
-from collectors.sshpool import SshPool
-from collectors.switches import driver_for
-from fabric.ecmp import EcmpThresholds, LeafBalance, UplinkSeries, assess_leaf
-from fabric.rates import RateTracker
-from fabric.records import PortRecord, ProbeRecord
+from fleet.collectors.commands import command
+from fleet.collectors.inventory import InventoryHost
+from fleet.collectors.parsers.show_gids import parse_show_gids
+from fleet.collectors.probes.perftest_probe import PerftestSpec, run_perftest
+from fleet.collectors.sshpool import SshPool
+from fleet.collectors.switches import driver_for
+from fleet.fabric.ecmp import EcmpThresholds, LeafBalance, UplinkSeries, assess_leaf
+from fleet.fabric.rates import RateTracker
+from fleet.fabric.records import PortRecord, ProbeRecord
 
 
 class MeasureFailed(Exception):

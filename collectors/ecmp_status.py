@@ -14,18 +14,18 @@ import dataclasses
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from collectors.ecmp_apply import ApplyOutcome, ApplySettings, EcmpApply, StepCallback
-from collectors.ecmp_config import ConfigSnapshot, read_hash_config
-from collectors.ecmp_measure import find_probe_pair
-from collectors.engine import Collector
-from collectors.inventory import Inventory, InventoryHost
-from collectors.node_poller import CollectSettings
-from collectors.sshpool import SshPool
-from fabric.ecmp import EcmpThresholds, LeafBalance, UplinkSeries, assess_leaf, jobs_across
-from fabric.ecmp_plan import Remedy, plan_remedies
-from fabric.records import PortRecord
-from store.reader import StoreReader
-from store.writer import StoreWriter
+from fleet.collectors.ecmp_apply import ApplyOutcome, ApplySettings, EcmpApply, StepCallback
+from fleet.collectors.ecmp_config import ConfigSnapshot, read_hash_config
+from fleet.collectors.ecmp_measure import find_probe_pair
+from fleet.collectors.engine import Collector
+from fleet.collectors.inventory import Inventory, InventoryHost
+from fleet.collectors.node_poller import CollectSettings
+from fleet.collectors.sshpool import SshPool
+from fleet.fabric.ecmp import EcmpThresholds, LeafBalance, UplinkSeries, assess_leaf, jobs_across
+from fleet.fabric.ecmp_plan import Remedy, plan_remedies
+from fleet.fabric.records import PortRecord
+from fleet.store.reader import StoreReader
+from fleet.store.writer import StoreWriter
 
 
 def switch_data_age_s(reader: StoreReader, leaves: Sequence[str], now: float) -> float | None:

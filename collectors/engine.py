@@ -13,17 +13,17 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from collectors.inventory import Inventory
-from collectors.node_poller import CollectSettings, Counters, NodePoller
-from collectors.pause import pause
-from collectors.rate_batch import RateBatch
-from collectors.slurm_poller import SlurmPoller
-from collectors.sshpool import PoolSettings, SshPool
-from collectors.status import StatusBook
-from collectors.switch_poller import SwitchPoller
-from fabric.rates import RateTracker
-from fabric.records import HostRecord, HostStatus
-from store.writer import StoreWriter
+from fleet.collectors.inventory import Inventory
+from fleet.collectors.node_poller import CollectSettings, Counters, NodePoller
+from fleet.collectors.pause import pause
+from fleet.collectors.rate_batch import RateBatch
+from fleet.collectors.slurm_poller import SlurmPoller
+from fleet.collectors.sshpool import PoolSettings, SshPool
+from fleet.collectors.status import StatusBook
+from fleet.collectors.switch_poller import SwitchPoller
+from fleet.fabric.rates import RateTracker
+from fleet.fabric.records import HostRecord, HostStatus
+from fleet.store.writer import StoreWriter
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ import asyncio
 import time
 from dataclasses import dataclass, replace
 
-from collectors.agent_reader import (
+from fleet.collectors.agent_reader import (
     ETHTOOL_COUNTERS,
     AgentLine,
     AgentLineError,
@@ -24,22 +24,22 @@ from collectors.agent_reader import (
     agent_source,
     host_sample,
 )
-from collectors.command_mode import CommandModeNode
-from collectors.commands import Glob, agent_command, command
-from collectors.inventory import InventoryHost
-from collectors.optics import optics_values
-from collectors.parsers.lldp import parse_lldp
-from collectors.pause import pause
-from collectors.rate_batch import RateBatch
-from collectors.sections import sectioned, split_sections
-from collectors.sshpool import RunResult, SshPool
-from collectors.status import StatusBook
-from fabric.events import Event, Severity
-from fabric.rates import DerivedRates, RateTracker
-from fabric.records import HostRecord, PortRecord
-from fabric.samples import HostSample, PackedValues
-from fabric.states import HostState
-from store.writer import StoreWriter
+from fleet.collectors.command_mode import CommandModeNode
+from fleet.collectors.commands import Glob, agent_command, command
+from fleet.collectors.inventory import InventoryHost
+from fleet.collectors.optics import optics_values
+from fleet.collectors.parsers.lldp import parse_lldp
+from fleet.collectors.pause import pause
+from fleet.collectors.rate_batch import RateBatch
+from fleet.collectors.sections import sectioned, split_sections
+from fleet.collectors.sshpool import RunResult, SshPool
+from fleet.collectors.status import StatusBook
+from fleet.fabric.events import Event, Severity
+from fleet.fabric.rates import DerivedRates, RateTracker
+from fleet.fabric.records import HostRecord, PortRecord
+from fleet.fabric.samples import HostSample, PackedValues
+from fleet.fabric.states import HostState
+from fleet.store.writer import StoreWriter
 
 MAX_CLOCK_SKEW_S = 30.0
 """A node clock further off than this is not trusted: its lines are stamped with ours.

@@ -1,12 +1,12 @@
 """The store's latest values as OpenMetrics families, for an existing Prometheus to scrape.
 
 Read-only: on every scrape it reads the newest value of each series and each
-host's collection state through ``store.reader.StoreReader`` (so it serves
+host's collection state through ``fleet.store.reader.StoreReader`` (so it serves
 whatever ``fleet collect`` or the console's collector writes, from the same
 process or another one), and writes the text itself, in prometheus-client's
 exact bytes (see ``StoreMetrics`` for why not through the library).
 
-Names (docs/metrics.md lists every one, generated from ``fabric.samples.METRICS``):
+Names (docs/metrics.md lists every one, generated from ``fleet.fabric.samples.METRICS``):
 ``fleet_<scope>_<metric>[_<unit>]`` where the scope is ``nic``, ``gpu``,
 ``optics``, ``switch`` or ``host``, the unit is appended when the metric's
 name does not already carry it, and counters (kinds ``counter`` and
@@ -38,9 +38,9 @@ import numpy.typing as npt
 from prometheus_client.exposition import ThreadingWSGIServer, choose_encoder, gzip_accepted
 from prometheus_client.utils import floatToGoString
 
-from fabric.samples import METRICS, MetricKind, MetricSpec
-from store.reader import StoreReader
-from store.types import SeriesName
+from fleet.fabric.samples import METRICS, MetricKind, MetricSpec
+from fleet.store.reader import StoreReader
+from fleet.store.types import SeriesName
 
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
@@ -110,7 +110,7 @@ def exported(spec: MetricSpec) -> ExportedMetric:
 EXPORTED: dict[str, ExportedMetric] = {
     name: exported(spec) for name, spec in METRICS.items() if name != STATUS_METRIC
 }
-"""Every sample metric of the catalogue, by its ``fabric.samples`` name."""
+"""Every sample metric of the catalogue, by its ``fleet.fabric.samples`` name."""
 
 HOST_UP_HELP = "1 when the host's last collection succeeded (ok or slow); state: its collection state"
 
@@ -122,8 +122,8 @@ def metrics_table() -> str:
         "",
         "`fleet export --listen ADDR` serves these in the OpenMetrics text format",
         "(or the Prometheus 0.0.4 text format when the scraper does not ask for",
-        "OpenMetrics). Generated from `fabric.samples.METRICS` by",
-        "`collectors.openmetrics.metrics_table()`; `tests/collectors/test_openmetrics.py`",
+        "OpenMetrics). Generated from `fleet.fabric.samples.METRICS` by",
+        "`fleet.collectors.openmetrics.metrics_table()`; `tests/collectors/test_openmetrics.py`",
         "fails when this file is stale.",
         "",
         "Labels: `node` (host or switch), `device` (RDMA device), `port` (HCA port,",

@@ -6,8 +6,12 @@ import math
 import re
 from collections.abc import Mapping
 
-from collectors.agent import is_optics_reading, optics_readings
-from collectors.parsers.ethtool_module import EthtoolModule, measurement_key, parse_ethtool_module
+from fleet.collectors.agent import is_optics_reading, optics_readings
+from fleet.collectors.parsers.ethtool_module import (
+    EthtoolModule,
+    measurement_key,
+    parse_ethtool_module,
+)
 
 
 def optics_values(text: str) -> Mapping[tuple[str, str], float]:

@@ -29,10 +29,10 @@ from typing import Any, Protocol
 
 import orjson
 
-from collectors.commands import Command, runner_command
-from collectors.node_script import node_script_source
-from collectors.sshpool import STDERR_KEEP_BYTES, RunResult, SshPool, failure_reason
-from fabric.states import HostState
+from fleet.collectors.commands import Command, runner_command
+from fleet.collectors.node_script import node_script_source
+from fleet.collectors.sshpool import STDERR_KEEP_BYTES, RunResult, SshPool, failure_reason
+from fleet.fabric.states import HostState
 
 RUNNER_START_TIMEOUT_S = 10.0
 """How long a runner may take to say it is ready after its session was requested."""

@@ -17,10 +17,10 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from collectors.agent_reader import HeldSlots, write_slots
-from fabric.rates import DerivedRates, RateTracker
-from fabric.rates_batch import Places
-from fabric.samples import HostSample
+from fleet.collectors.agent_reader import HeldSlots, write_slots
+from fleet.fabric.rates import DerivedRates, RateTracker
+from fleet.fabric.rates_batch import Places
+from fleet.fabric.samples import HostSample
 
 Kept = Callable[[HostSample, DerivedRates], None]
 """What is done with a line's sample and its rates (the store)."""

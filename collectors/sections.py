@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from collectors.commands import Command, command, sequence
+from fleet.collectors.commands import Command, command, sequence
 
 _MARKER = "@@fleet-section:{}@@"
 _MARKER_LINE = re.compile(r"^@@fleet-section:([A-Za-z0-9_.:-]+)@@$", re.MULTILINE)

@@ -5,16 +5,16 @@ from __future__ import annotations
 import asyncio
 import time
 
-from collectors.commands import command
-from collectors.inventory import InventoryHost
-from collectors.node_poller import CollectSettings
-from collectors.parsers.slurm import parse_squeue_json
-from collectors.pause import pause
-from collectors.sshpool import SshPool
-from collectors.status import StatusBook
-from fabric.records import HostRecord, JobRecord
-from fabric.states import HostState
-from store.writer import StoreWriter
+from fleet.collectors.commands import command
+from fleet.collectors.inventory import InventoryHost
+from fleet.collectors.node_poller import CollectSettings
+from fleet.collectors.parsers.slurm import parse_squeue_json
+from fleet.collectors.pause import pause
+from fleet.collectors.sshpool import SshPool
+from fleet.collectors.status import StatusBook
+from fleet.fabric.records import HostRecord, JobRecord
+from fleet.fabric.states import HostState
+from fleet.store.writer import StoreWriter
 
 JOBS_EVERY_S = 10.0
 """Jobs start and end on a scale of minutes; squeue costs the controller an RPC each time."""

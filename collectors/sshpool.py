@@ -45,13 +45,13 @@ from typing import Any
 
 import asyncssh
 
-from collectors.commands import Command
-from collectors.inventory import InventoryHost
-from collectors.ssh_ignore import only_for_cbc
-from collectors.ssh_logging import quiet_when_off
-from fabric.events import Event, Severity
-from fabric.records import HostStatus
-from fabric.states import HostState
+from fleet.collectors.commands import Command
+from fleet.collectors.inventory import InventoryHost
+from fleet.collectors.ssh_ignore import only_for_cbc
+from fleet.collectors.ssh_logging import quiet_when_off
+from fleet.fabric.events import Event, Severity
+from fleet.fabric.records import HostStatus
+from fleet.fabric.states import HostState
 
 STDERR_KEEP_BYTES = 4096
 """How much of a command's stderr a result keeps (the tail: where the error usually is)."""

@@ -10,10 +10,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from fabric.events import Event, Severity
-from fabric.records import HostStatus
-from fabric.states import HostState
-from store.writer import StoreWriter
+from fleet.fabric.events import Event, Severity
+from fleet.fabric.records import HostStatus
+from fleet.fabric.states import HostState
+from fleet.store.writer import StoreWriter
 
 _SEVERITY: dict[HostState, Severity] = {
     HostState.HOST_KEY_MISMATCH: Severity.CRITICAL,

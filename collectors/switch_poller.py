@@ -5,17 +5,17 @@ from __future__ import annotations
 import asyncio
 import time
 
-from collectors.inventory import InventoryHost
-from collectors.node_poller import CollectSettings, Counters
-from collectors.pause import pause
-from collectors.sshpool import SshPool
-from collectors.status import StatusBook
-from collectors.switches import driver_for
-from fabric.rates import RateTracker
-from fabric.records import HostRecord
-from fabric.samples import HostSample, SeriesKey
-from fabric.states import HostState
-from store.writer import StoreWriter
+from fleet.collectors.inventory import InventoryHost
+from fleet.collectors.node_poller import CollectSettings, Counters
+from fleet.collectors.pause import pause
+from fleet.collectors.sshpool import SshPool
+from fleet.collectors.status import StatusBook
+from fleet.collectors.switches import driver_for
+from fleet.fabric.rates import RateTracker
+from fleet.fabric.records import HostRecord
+from fleet.fabric.samples import HostSample, SeriesKey
+from fleet.fabric.states import HostState
+from fleet.store.writer import StoreWriter
 
 PORTS_EVERY = 30
 """Neighbour tables change rarely: store the port list every this many polls."""

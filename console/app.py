@@ -14,11 +14,11 @@ from textual.binding import Binding, BindingType
 from textual.reactive import reactive
 from textual.worker import Worker, WorkerState
 
-from console.actions import is_machine_changing
-from console.commands import FleetCommands, JobCommands, NodeCommands, ToolCommands
-from console.config import Config
-from console.feed import Feed, run_collector
-from console.messages import (
+from fleet.console.actions import is_machine_changing
+from fleet.console.commands import FleetCommands, JobCommands, NodeCommands, ToolCommands
+from fleet.console.config import Config
+from fleet.console.feed import Feed, run_collector
+from fleet.console.messages import (
     CollectorRoundFinished,
     DiagnosisRan,
     HostStatusChanged,
@@ -30,25 +30,25 @@ from console.messages import (
     SnapshotLoaded,
     SwitchChosen,
 )
-from console.probe_control import ProbeControl
-from console.screens.audit import AuditScreen
-from console.screens.baselines import BaselinesScreen
-from console.screens.ecmp_plan import EcmpPlanScreen
-from console.screens.events import EventsScreen
-from console.screens.fleet import FleetScreen
-from console.screens.help import HelpScreen
-from console.screens.jobs import JobsScreen
-from console.screens.jump import JumpScreen
-from console.screens.node import NodeScreen
-from console.screens.path_prompt import PathPrompt
-from console.screens.probes import ProbesScreen
-from console.screens.topology import TopologyScreen
-from console.screens.walkthrough import WalkthroughScreen
-from console.theming import load_themes, stylesheet_path
-from console.view_model import ConsoleView
-from fabric.records import HostStatus
-from fabric.states import HostState
-from store.writer import StoreWriter
+from fleet.console.probe_control import ProbeControl
+from fleet.console.screens.audit import AuditScreen
+from fleet.console.screens.baselines import BaselinesScreen
+from fleet.console.screens.ecmp_plan import EcmpPlanScreen
+from fleet.console.screens.events import EventsScreen
+from fleet.console.screens.fleet import FleetScreen
+from fleet.console.screens.help import HelpScreen
+from fleet.console.screens.jobs import JobsScreen
+from fleet.console.screens.jump import JumpScreen
+from fleet.console.screens.node import NodeScreen
+from fleet.console.screens.path_prompt import PathPrompt
+from fleet.console.screens.probes import ProbesScreen
+from fleet.console.screens.topology import TopologyScreen
+from fleet.console.screens.walkthrough import WalkthroughScreen
+from fleet.console.theming import load_themes, stylesheet_path
+from fleet.console.view_model import ConsoleView
+from fleet.fabric.records import HostStatus
+from fleet.fabric.states import HostState
+from fleet.store.writer import StoreWriter
 
 REPLAY_STEP_S = 60.0
 REPLAY_BIG_STEP_S = 600.0

@@ -11,14 +11,14 @@ from typing import TYPE_CHECKING, cast
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.markup import escape
 
-from console.messages import JobChosen, NodeChosen
+from fleet.console.messages import JobChosen, NodeChosen
 
 if TYPE_CHECKING:
-    from console.app import FleetApp
+    from fleet.console.app import FleetApp
 
 
 def _app(provider: Provider) -> FleetApp:
-    from console.app import FleetApp
+    from fleet.console.app import FleetApp
 
     return cast(FleetApp, provider.app)
 

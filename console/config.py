@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from console.timespec import TimeSpecError, parse_moment
+from fleet.console.timespec import TimeSpecError, parse_moment
 
 DEFAULT_THEME = "fleet-dark"
 
@@ -57,9 +57,9 @@ class Config:
     criteria_path: Path | None = None
     """Acceptance criteria TOML the walkthrough offers first."""
     ecmp_window_s: float = 60.0
-    """Seconds of uplink throughput judged per leaf (``fabric.ecmp``'s default window)."""
+    """Seconds of uplink throughput judged per leaf (``fleet.fabric.ecmp``'s default window)."""
     ecmp_sustain_s: float = 60.0
-    """Seconds an imbalance must hold before a leaf is flagged (``fabric.ecmp``'s default)."""
+    """Seconds an imbalance must hold before a leaf is flagged (``fleet.fabric.ecmp``'s default)."""
     ecmp_verify_s: float = 10.0
     """Seconds of fresh counters before and after an ECMP change (``ApplySettings``' default)."""
     diagnose: bool = True
@@ -95,7 +95,7 @@ def config_file_path(env: Mapping[str, str]) -> Path:
 
 
 def default_db_path(env: Mapping[str, str]) -> Path:
-    """``$XDG_DATA_HOME/fleet/fleet.db``: the path ``store.paths.default_db_path`` names, computed
+    """``$XDG_DATA_HOME/fleet/fleet.db``: the path ``fleet.store.paths.default_db_path`` names, computed
     from the environment given here so that the CLI decides what environment counts."""
     base = env.get("XDG_DATA_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".local" / "share")
     return Path(base) / "fleet" / "fleet.db"

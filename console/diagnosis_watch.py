@@ -3,7 +3,7 @@
 Why not store every finding of every run: the diagnosis runs every 30 s and a
 broken cable stays broken for hours; the Events screen would fill with copies.
 The watch keeps the findings open now and stores transitions: a finding newly
-raised (``fabric.diagnosis.finding_event``) and a finding that went away (an
+raised (``fleet.fabric.diagnosis.finding_event``) and a finding that went away (an
 INFO event with ``data["cleared"]``). The open set starts from the store's
 own finding events, so a restarted console does not raise again what the last
 one raised. No Textual here: the app runs ``DiagnosisWatch.run`` in a thread.
@@ -16,11 +16,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from collectors.diagnose_input import read_input
-from collectors.inventory import CablingRow
-from fabric.diagnosis import Thresholds, diagnose, finding_event
-from fabric.events import Event, Severity
-from store.reader import StoreReader
+from fleet.collectors.diagnose_input import read_input
+from fleet.collectors.inventory import CablingRow
+from fleet.fabric.diagnosis import Thresholds, diagnose, finding_event
+from fleet.fabric.events import Event, Severity
+from fleet.store.reader import StoreReader
 
 DIAGNOSIS_INTERVAL_S = 30.0
 """Seconds between two live runs: findings need minutes of counters (the default window is 5 min),

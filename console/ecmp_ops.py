@@ -19,20 +19,20 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from collectors.ecmp_apply import ApplyOutcome, ApplySettings, StepCallback
-from collectors.ecmp_status import LeafPlan, guarded_apply, leaf_balances, plan_leaf
-from collectors.inventory import Inventory, InventoryHost
-from collectors.sshpool import SshPool
-from fabric.ecmp import EcmpThresholds, LeafBalance
-from fabric.ecmp_plan import Remedy
-from fabric.records import ActionRecord
-from store.reader import StoreReader
-from store.writer import StoreWriter
+from fleet.collectors.ecmp_apply import ApplyOutcome, ApplySettings, StepCallback
+from fleet.collectors.ecmp_status import LeafPlan, guarded_apply, leaf_balances, plan_leaf
+from fleet.collectors.inventory import Inventory, InventoryHost
+from fleet.collectors.sshpool import SshPool
+from fleet.fabric.ecmp import EcmpThresholds, LeafBalance
+from fleet.fabric.ecmp_plan import Remedy
+from fleet.fabric.records import ActionRecord
+from fleet.store.reader import StoreReader
+from fleet.store.writer import StoreWriter
 
 
 @dataclass(frozen=True, slots=True)
 class EcmpSettings:
-    """Seconds. The defaults are ``fabric.ecmp``'s: 60 s of counters, imbalance held 60 s."""
+    """Seconds. The defaults are ``fleet.fabric.ecmp``'s: 60 s of counters, imbalance held 60 s."""
 
     window_s: float = 60.0
     """Uplink throughput judged for the topology bars and the plan."""

@@ -9,15 +9,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from console.reader_thread import ReaderThread
-from console.snapshot import SnapshotLoader, StoreReading
-from console.view_model import ConsoleView, build_view
-from fabric.health import HealthThresholds
-from fabric.records import HostStatus
+from fleet.console.reader_thread import ReaderThread
+from fleet.console.snapshot import SnapshotLoader, StoreReading
+from fleet.console.view_model import ConsoleView, build_view
+from fleet.fabric.health import HealthThresholds
+from fleet.fabric.records import HostStatus
 
 
 def open_store_loader(db_path: Path) -> SnapshotLoader:
-    from store.reader import StoreReader
+    from fleet.store.reader import StoreReader
 
     reader: StoreReading = StoreReader(db_path)
     return SnapshotLoader(reader)
@@ -67,9 +67,9 @@ async def run_collector(
     on_start: Callable[[Any], None] | None = None,
 ) -> None:
     """Collect from the inventory into the store until cancelled (live mode only); closes the
-    writer (``store.writer.StoreWriter``, started) when done. ``on_start`` gets the
-    ``collectors.engine.Collector`` before it runs (the probes share its SSH pool)."""
-    from collectors.engine import Collector
+    writer (``fleet.store.writer.StoreWriter``, started) when done. ``on_start`` gets the
+    ``fleet.collectors.engine.Collector`` before it runs (the probes share its SSH pool)."""
+    from fleet.collectors.engine import Collector
 
     def round_done(summary: Any) -> None:
         stats = writer.stats()

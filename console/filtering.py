@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import hostlist
 
-from console.view_model import NodeRow
+from fleet.console.view_model import NodeRow
 
 Predicate = Callable[[NodeRow], bool]
 

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 from rich.text import Text
 
-from fabric.health import Health
+from fleet.fabric.health import Health
 
 HEALTH_GLYPH = {Health.OK: "●", Health.DEGRADED: "▲", Health.DOWN: "■", Health.UNKNOWN: "○"}
 """A shape per health so colour is never the only signal (colour-blind users, projectors)."""

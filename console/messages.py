@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING
 
 from textual.message import Message
 
-from console.view_model import ConsoleView
-from fabric.records import HostStatus, ProbeRecord
+from fleet.console.view_model import ConsoleView
+from fleet.fabric.records import HostStatus, ProbeRecord
 
 if TYPE_CHECKING:  # the probe modules pull in asyncssh: not on the console's start-up path
-    from collectors.probes.history import BaselineValue
-    from collectors.probes.linktest import LinktestReport
+    from fleet.collectors.probes.history import BaselineValue
+    from fleet.collectors.probes.linktest import LinktestReport
 
 
 @dataclass

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from console.widgets.plot import PlotData, PlotSeries
-from fabric.samples import SeriesKey
+from fleet.console.widgets.plot import PlotData, PlotSeries
+from fleet.fabric.samples import SeriesKey
 
 HISTORY_S = 3600.0
 PLOT_POINTS = 240

@@ -10,7 +10,7 @@ the perftest port allocator and GID cache. It starts
 - the per-job latency sampler (live, ``Config.job_latency_enabled``),
 - the diagnosis every ``DIAGNOSIS_INTERVAL_S`` live, and on each replayed moment,
 
-each as a worker that posts facts (``console.messages``); the app hands those
+each as a worker that posts facts (``fleet.console.messages``); the app hands those
 back to ``seen``, which keeps the latest state and publishes it on ``changed``
 for the probe panels and the Probes screen. Nothing here draws. The probe
 modules (asyncssh behind them) are imported on first use, off the console's
@@ -28,15 +28,15 @@ from typing import TYPE_CHECKING, Any
 from textual.message import Message
 from textual.signal import Signal
 
-from console.diagnosis_watch import DIAGNOSIS_INTERVAL_S, DiagnosisWatch
-from console.messages import DiagnosisRan, LinktestFinished, ProbeFinished, ProbeProgressed
-from fabric.records import JobRecord
-from store.writer import StoreWriter
+from fleet.console.diagnosis_watch import DIAGNOSIS_INTERVAL_S, DiagnosisWatch
+from fleet.console.messages import DiagnosisRan, LinktestFinished, ProbeFinished, ProbeProgressed
+from fleet.fabric.records import JobRecord
+from fleet.store.writer import StoreWriter
 
 if TYPE_CHECKING:
-    from collectors.probes.linktest import LinktestReport
-    from collectors.sshpool import SshPool
-    from console.app import FleetApp
+    from fleet.collectors.probes.linktest import LinktestReport
+    from fleet.collectors.sshpool import SshPool
+    from fleet.console.app import FleetApp
 
 RUNNING_JOB_STATES = frozenset({"R", "RUNNING"})
 
@@ -100,7 +100,7 @@ class ProbeControl:
             inventory = self._app.inventory
             if inventory is None:
                 raise ProbeUnavailable("no inventory: start the console with --inventory to run probes")
-            from collectors.sshpool import SshPool
+            from fleet.collectors.sshpool import SshPool
 
             self._own_pool = SshPool(inventory.hosts, known_hosts=inventory.known_hosts)
         return self._own_pool
@@ -116,8 +116,8 @@ class ProbeControl:
 
     def _probe_parts(self) -> tuple[Any, Any]:
         if self._ports is None:
-            from collectors.probes.perftest_probe import GidCache
-            from collectors.probes.ports import PortAllocator
+            from fleet.collectors.probes.perftest_probe import GidCache
+            from fleet.collectors.probes.ports import PortAllocator
 
             self._ports, self._gids = PortAllocator(), GidCache()
         return self._ports, self._gids
@@ -161,7 +161,7 @@ class ProbeControl:
     # --- t / b
     def start_pair(self, kind: str, src: str, dst: str, nic: str = "mlx5_0") -> None:
         """Latency (``kind`` "lat", ib_send_lat) or bandwidth ("bw", ib_send_bw) from ``src`` to ``dst``."""
-        from collectors.probes.perftest_probe import PerftestSpec
+        from fleet.collectors.probes.perftest_probe import PerftestSpec
 
         test = "ib_send_lat" if kind == "lat" else "ib_send_bw"
         spec = PerftestSpec(src, dst, test=test, src_nic=nic)
@@ -170,8 +170,8 @@ class ProbeControl:
         self._app.run_worker(self._pair(spec, label), name=label, group="probe", exit_on_error=False)
 
     async def _pair(self, spec: Any, label: str) -> None:
-        from collectors.probes.history import baseline_value, previous_probe
-        from collectors.probes.perftest_probe import run_perftest
+        from fleet.collectors.probes.history import baseline_value, previous_probe
+        from fleet.collectors.probes.perftest_probe import run_perftest
 
         ports, gids = self._probe_parts()
         app = self._app
@@ -201,7 +201,7 @@ class ProbeControl:
                              exit_on_error=False)
 
     async def _linktest(self, nodes: tuple[str, ...], rails: tuple[int, ...], label: str) -> None:
-        from collectors.probes.linktest import LinktestSpec, run_linktest
+        from fleet.collectors.probes.linktest import LinktestSpec, run_linktest
 
         app = self._app
         writer = self.writer()
@@ -223,7 +223,7 @@ class ProbeControl:
 
         The sampler starts with the first view that shows a running job: before it, it has nothing
         to probe and would wait a whole interval."""
-        from collectors.probes.job_latency import JobSamplerSettings
+        from fleet.collectors.probes.job_latency import JobSamplerSettings
 
         settings = JobSamplerSettings() if interval_s is None else JobSamplerSettings(interval_s=interval_s)
         self._app.watch(self._app, "view", lambda _view: self._sampler_due(settings), init=False)
@@ -231,7 +231,7 @@ class ProbeControl:
     def _sampler_due(self, settings: Any) -> None:
         if self._sampler_started or not self._running_jobs():
             return
-        from collectors.probes.job_latency import JobLatencySampler
+        from fleet.collectors.probes.job_latency import JobLatencySampler
 
         self._sampler_started = True
         sampler = JobLatencySampler(self.pool(), self._running_jobs, self.writer().put_probe, settings,

@@ -1,6 +1,6 @@
 """One self-contained HTML file per report: inline CSS, inline SVG, no script, no fetch.
 
-The report's canonical data (``fabric.report_model``) is embedded verbatim in
+The report's canonical data (``fleet.fabric.report_model``) is embedded verbatim in
 ``<script type="application/json" id="report-data">`` (data, never run), and
 its SHA-256 printed in the footer: recompute it with
 ``embedded_data(html)`` + ``hashlib.sha256`` to see whether anything was edited.
@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
-from console.report_svg import histogram, pingmesh
-from fabric.report_model import Report
+from fleet.console.report_svg import histogram, pingmesh
+from fleet.fabric.report_model import Report
 
 _CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2rem auto;max-width:1100px;color:#212121;

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from fabric.report_model import Report
+from fleet.fabric.report_model import Report
 
 
 def _cell(value: Any) -> str:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from console.report_html import render_html
-from console.report_markdown import render_markdown
-from fabric.report_model import Report
+from fleet.console.report_html import render_html
+from fleet.console.report_markdown import render_markdown
+from fleet.fabric.report_model import Report
 
 
 def write_report(report: Report, html_path: Path) -> tuple[Path, Path]:

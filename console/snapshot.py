@@ -11,11 +11,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from fabric.events import Event
-from fabric.health import ERROR_METRICS
-from fabric.records import HostRecord, HostStatus, JobRecord, PortRecord
-from fabric.samples import SeriesKey
-from store.types import PointArrays
+from fleet.fabric.events import Event
+from fleet.fabric.health import ERROR_METRICS
+from fleet.fabric.records import HostRecord, HostStatus, JobRecord, PortRecord
+from fleet.fabric.samples import SeriesKey
+from fleet.store.types import PointArrays
 
 ERROR_WINDOW_S = 300.0
 """Error counters are shown as their rise over the last five minutes: long enough to catch a
@@ -30,11 +30,11 @@ PORTS_REREAD_S = 30.0
 
 
 PointTuple = tuple[str, str, str, str, float, float]
-"""(host, metric, device, port, ts, value): the shape of ``store.types.Point``."""
+"""(host, metric, device, port, ts, value): the shape of ``fleet.store.types.Point``."""
 
 
 class StoreReading(Protocol):
-    """The part of ``store.reader.StoreReader`` (docs/contracts.md) the console reads."""
+    """The part of ``fleet.store.reader.StoreReader`` (docs/contracts.md) the console reads."""
 
     def latest(
         self, hosts: Sequence[str] | None = None, metrics: Sequence[str] | None = None

@@ -17,7 +17,7 @@ HEALTH_VARIABLES = ("health-ok", "health-degraded", "health-down", "health-unkno
 def load_themes() -> list[Theme]:
     """Every theme shipped in the ``themes`` package, sorted by name."""
     themes = []
-    for entry in sorted(resources.files("themes").iterdir(), key=lambda e: e.name):
+    for entry in sorted(resources.files("fleet.themes").iterdir(), key=lambda e: e.name):
         if entry.name.endswith(".toml"):
             data = tomllib.loads(entry.read_text(encoding="utf-8"))
             variables = data.pop("variables", {})
@@ -30,4 +30,4 @@ def load_themes() -> list[Theme]:
 
 def stylesheet_path() -> str:
     """Path of the shared TCSS, for ``App.CSS_PATH``."""
-    return str(resources.files("themes") / "fleet.tcss")
+    return str(resources.files("fleet.themes") / "fleet.tcss")

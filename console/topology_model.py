@@ -2,7 +2,7 @@
 cables that differ from the plan.
 
 The cabling plan is the inventory's (``CablingRow``s) when it has one, else the
-naming convention of ``fabric.naming`` (NIC ``mlx5_r`` of a group-``g`` node goes to
+naming convention of ``fleet.fabric.naming`` (NIC ``mlx5_r`` of a group-``g`` node goes to
 ``leaf_name(g, r)``), which is how the simulated and the reference fabrics are built.
 """
 
@@ -12,8 +12,8 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from console.snapshot import Snapshot
-from fabric.naming import RAILS_PER_NODE, leaf_name
+from fleet.console.snapshot import Snapshot
+from fleet.fabric.naming import RAILS_PER_NODE, leaf_name
 
 _LEAF = re.compile(r"^leaf(\d+)$")
 _NIC = re.compile(r"^mlx5_(\d+)$")
@@ -87,7 +87,7 @@ def plan_from_naming(snapshot: Snapshot) -> tuple[PlannedCable, ...]:
 
 
 def leaf_group_rail(name: str) -> tuple[int, int]:
-    """(group, rail) of a leaf named by ``fabric.naming``; (-1, -1) for other names."""
+    """(group, rail) of a leaf named by ``fleet.fabric.naming``; (-1, -1) for other names."""
     match = _LEAF.match(name)
     if not match:
         return (-1, -1)

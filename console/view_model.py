@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 import hostlist
 
-from console.snapshot import Snapshot
-from console.topology_model import leaf_group_rail
-from fabric.events import Severity
-from fabric.health import (
+from fleet.console.snapshot import Snapshot
+from fleet.console.topology_model import leaf_group_rail
+from fleet.fabric.events import Severity
+from fleet.fabric.health import (
     Health,
     HealthThresholds,
     NodeHealth,
@@ -23,7 +23,7 @@ from fabric.health import (
     optics_margin_db,
     summarize_node,
 )
-from fabric.states import HostState
+from fleet.fabric.states import HostState
 
 FINDINGS_WINDOW_S = 3600.0
 """Warnings and criticals of the last hour count as open findings."""

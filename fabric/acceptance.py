@@ -13,7 +13,7 @@ measured numbers. The format (TOML, documented in
       nodes = "gpu[001-032]" (Slurm hostlist; default every node)
       rails = "0-3"          (default every rail)
 
-Evaluation reads a :class:`fabric.baseline.Baseline` (the suite's numbers)
+Evaluation reads a :class:`fleet.fabric.baseline.Baseline` (the suite's numbers)
 and the diagnosis' findings; every result carries the measured numbers and
 the threshold as evidence. Pure: no I/O (the caller reads the file).
 """
@@ -29,8 +29,8 @@ from typing import Any
 
 import hostlist
 
-from fabric.baseline import Baseline, part_nodes, part_rail, split_part
-from fabric.events import Finding
+from fleet.fabric.baseline import Baseline, part_nodes, part_rail, split_part
+from fleet.fabric.events import Finding
 
 
 class CriteriaError(ValueError):
@@ -62,7 +62,7 @@ SUITE_KEYS: Mapping[str, type | tuple[type, ...]] = {
     "bw_iterations": int, "allreduce_max_bytes": str, "gpus_per_node": int, "fleet_allreduce": bool,
     "max_parallel": int, "probe_timeout_s": (int, float),
 }  # fmt: skip
-"""``[suite]`` keys and their types; their meaning is in ``collectors.baseline_run.SuiteSettings``."""
+"""``[suite]`` keys and their types; their meaning is in ``fleet.collectors.baseline_run.SuiteSettings``."""
 
 _CHECK_KEYS = frozenset({"id", "kind", "description", "nodes", "rails", "fleet", "kinds"})
 

@@ -1,6 +1,6 @@
 """Diagnosis: from what the collectors stored over a window to findings that name the broken part.
 
-``diagnose(data, thresholds)`` runs the rule families of ``fabric.rules`` in
+``diagnose(data, thresholds)`` runs the rule families of ``fleet.fabric.rules`` in
 an order where the root cause comes first: cables and optics, then congestion
 (a storm explains its neighbours' pauses), then spines (loss on NICs with their
 own cause is left out), GPUs and QPs, hosts, latency. Each finding has a kind
@@ -8,15 +8,15 @@ own cause is left out), GPUs and QPs, hosts, latency. Each finding has a kind
 numbers that show it (units in their keys) and a next step.
 
 Pure: the input is plain data (``DiagnosisInput``, built from the store by
-``collectors.diagnose_input``); nothing here reads a machine or a file.
+``fleet.collectors.diagnose_input``); nothing here reads a machine or a file.
 """
 
 from __future__ import annotations
 
-from fabric.events import Event, Finding, Severity
-from fabric.rules import congestion, gpus, hosts, latency, links, spine
-from fabric.rules.context import Context, DiagnosisInput, Reading, SeriesId
-from fabric.rules.thresholds import Thresholds
+from fleet.fabric.events import Event, Finding, Severity
+from fleet.fabric.rules import congestion, gpus, hosts, latency, links, spine
+from fleet.fabric.rules.context import Context, DiagnosisInput, Reading, SeriesId
+from fleet.fabric.rules.thresholds import Thresholds
 
 __all__ = ["FINDING_KINDS", "DiagnosisInput", "Reading", "SeriesId", "Thresholds", "diagnose", "finding_event",
            "finding_json"]

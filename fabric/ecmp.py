@@ -35,7 +35,7 @@ import statistics
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from fabric.records import JobRecord
+from fleet.fabric.records import JobRecord
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,7 @@
 
 Pure domain logic shared by the console (health colour) and reports. Input is
 what one host last reported (``values``: ``(metric, device, port) -> value``,
-see ``fabric.samples``), how much each error counter rose over a recent window
+see ``fleet.fabric.samples``), how much each error counter rose over a recent window
 (``error_deltas``, same keys, events), and the collection state of the host.
 Every threshold carries the reason it has the value it has.
 """
@@ -14,9 +14,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from fabric.records import HostStatus
-from fabric.samples import METRICS, MetricKind, SeriesKey
-from fabric.states import HostState
+from fleet.fabric.records import HostStatus
+from fleet.fabric.samples import METRICS, MetricKind, SeriesKey
+from fleet.fabric.states import HostState
 
 
 class Health(StrEnum):

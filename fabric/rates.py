@@ -31,9 +31,9 @@ from typing import cast
 
 import numpy as np
 
-from fabric.counters import IB_SATURATING_COUNTER_BITS
-from fabric.rates_batch import BATCH_FROM, Places, RatePlan, batch_rates
-from fabric.samples import (
+from fleet.fabric.counters import IB_SATURATING_COUNTER_BITS
+from fleet.fabric.rates_batch import BATCH_FROM, Places, RatePlan, batch_rates
+from fleet.fabric.samples import (
     METRICS,
     HostSample,
     MetricKind,
@@ -211,7 +211,7 @@ class RateTracker:
 
     def update_changed_batch(self, lines: Sequence[tuple[HostSample, Sequence[int] | Places]]) -> list[DerivedRates]:
         """``update_changed(sample, places=places)`` of each line, in one pass of array arithmetic
-        (``fabric.rates_batch``) for those of hosts of one shape, with the same results.
+        (``fleet.fabric.rates_batch``) for those of hosts of one shape, with the same results.
 
         Each line is of a different host: a host's next line needs this one's result.
         A line the batch cannot do exactly, or one of fewer than ``BATCH_FROM`` of its

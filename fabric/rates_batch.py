@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from fabric.samples import SeriesLayout
+from fleet.fabric.samples import SeriesLayout
 
 BATCH_FROM = 4
 """Fewer lines of a plan than this are derived one by one: the arrays' fixed cost would be more."""

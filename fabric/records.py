@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from fabric.states import HostState
+from fleet.fabric.states import HostState
 
 
 @dataclass(frozen=True, slots=True)

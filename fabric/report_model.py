@@ -22,9 +22,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fabric.acceptance import CheckResult, Criteria
-from fabric.baseline import Baseline, BaselineDiff
-from fabric.events import Finding
+from fleet.fabric.acceptance import CheckResult, Criteria
+from fleet.fabric.baseline import Baseline, BaselineDiff
+from fleet.fabric.events import Finding
 
 
 @dataclass(frozen=True, slots=True)

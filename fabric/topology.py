@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from fabric.records import PortRecord
+from fleet.fabric.records import PortRecord
 
 SWITCH_ROLES = frozenset({"leaf", "spine"})
 

@@ -7,7 +7,7 @@ line with lines of the same schema, on the same fixed ticks: ``AgentLines``
 builds each from only the parts of the node a line carries; ``optics_text``
 is the ``ethtool -m`` renderer's text, every K-th line. With
 ``--changed-only`` the lines between full ones carry only what changed, by
-the real agent's rules (``collectors.agent.changed_line``). Tests hold the
+the real agent's rules (``fleet.collectors.agent.changed_line``). Tests hold the
 text to the straightforward build (``tests/helpers/agent_reference.py``: the
 whole NodeView as a document, diffed by the real agent's function).
 """
@@ -25,17 +25,17 @@ from itertools import compress
 from operator import ne
 from typing import Any
 
-from simulator.faults import FaultEffects
-from simulator.model import (
+from fleet.simulator.faults import FaultEffects
+from fleet.simulator.model import (
     ETHTOOL_IPOIB_TABLE,
     ETHTOOL_ROCE_TABLE,
     CounterTable,
     FleetModel,
     NodeParts,
 )
-from simulator.session import Machine, StreamIO
-from simulator.state import GpuView, NicView, OpticsLane, OpticsView
-from simulator.tools.ethtool import (
+from fleet.simulator.session import Machine, StreamIO
+from fleet.simulator.state import GpuView, NicView, OpticsLane, OpticsView
+from fleet.simulator.tools.ethtool import (
     CMIS_IDS,
     bias_text,
     identifier_byte,
@@ -45,7 +45,7 @@ from simulator.tools.ethtool import (
     temp_text,
     volt_text,
 )
-from simulator.tools.ib import PHYS_STATE_NUM, PORT_STATE_NUM, sysfs_rate
+from fleet.simulator.tools.ib import PHYS_STATE_NUM, PORT_STATE_NUM, sysfs_rate
 
 SCHEMA = "fleet-agent/1"
 PYTHON_VERSION = "Python 3.10.12"

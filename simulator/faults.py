@@ -1,8 +1,8 @@
 """What the scenario's faults do to the fabric at one instant, as plain tables.
 
 ``effects(...)`` folds the faults active at a moment into a :class:`FaultEffects`
-that the traffic model (``simulator.traffic``) and the views
-(``simulator.model``) read; the event counts (how often a link went down, how
+that the traffic model (``fleet.simulator.traffic``) and the views
+(``fleet.simulator.model``) read; the event counts (how often a link went down, how
 many XIDs a GPU logged) are step functions of time, computed here too, so that
 every number stays a pure function of the scenario and the simulated time.
 """
@@ -13,9 +13,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from fabric.naming import nic_name
-from simulator.scenario import FaultSpec
-from simulator.topology import Topology
+from fleet.fabric.naming import nic_name
+from fleet.simulator.scenario import FaultSpec
+from fleet.simulator.topology import Topology
 
 NicKey = tuple[str, int]
 """(node, rail)."""

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import uvloop
 
-from simulator.model import FleetModel
-from simulator.scenario import Scenario
-from simulator.server import FleetServer
+from fleet.simulator.model import FleetModel
+from fleet.simulator.scenario import Scenario
+from fleet.simulator.server import FleetServer
 
 READY_LINE = "fleet-sim ready: {nodes} nodes, {switches} switches, inventory at {path}"
 

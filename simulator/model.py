@@ -23,12 +23,12 @@ from typing import NamedTuple
 
 import hostlist
 
-from fabric.counters import IB_SATURATING_COUNTER_BITS
-from fabric.naming import RAILS_PER_NODE, nic_name
-from simulator import faults as fault_rules
-from simulator.faults import ECC_XIDS, FaultEffects, NicKey
-from simulator.scenario import Scenario
-from simulator.state import (
+from fleet.fabric.counters import IB_SATURATING_COUNTER_BITS
+from fleet.fabric.naming import RAILS_PER_NODE, nic_name
+from fleet.simulator import faults as fault_rules
+from fleet.simulator.faults import ECC_XIDS, FaultEffects, NicKey
+from fleet.simulator.scenario import Scenario
+from fleet.simulator.state import (
     GidView,
     GpuView,
     JobView,
@@ -41,10 +41,10 @@ from simulator.state import (
     SwitchPortView,
     SwitchView,
 )
-from simulator.tools.ethtool import mlx5_ethtool_counter_names
-from simulator.tools.sysfs import IB_PORT_COUNTERS
-from simulator.topology import Topology
-from simulator.traffic import (
+from fleet.simulator.tools.ethtool import mlx5_ethtool_counter_names
+from fleet.simulator.tools.sysfs import IB_PORT_COUNTERS
+from fleet.simulator.topology import Topology
+from fleet.simulator.traffic import (
     ECMP_FIELDS,
     PKT_BYTES,
     SWITCHD_RESTART_S,

@@ -5,11 +5,11 @@ fleet's :class:`~simulator.session.Rendezvous`, prints perftest's waiting
 banner and waits; a client started on another machine with that host and port
 meets it there, both compute the run from the traffic model (latency along the
 path's queues, bandwidth left by the flows that share its links, losses) and
-print perftest's own text (``simulator.tools.perftest_format``). The server
+print perftest's own text (``fleet.simulator.tools.perftest_format``). The server
 exits after its client, as the real one does. ``all_reduce_perf`` (alone: one
 node over NVLink; under ``mpirun -H a,b,..``: a ring over the nodes' rails)
 takes its bus bandwidth from the same model and prints nccl-tests' text
-(``simulator.tools.nccl_format``). Times in microseconds, bandwidths in Gb/s
+(``fleet.simulator.tools.nccl_format``). Times in microseconds, bandwidths in Gb/s
 (perftest) and GB/s (nccl-tests).
 """
 
@@ -19,10 +19,10 @@ import asyncio
 import re
 from dataclasses import dataclass, field
 
-from fabric.naming import RAILS_PER_NODE, nic_name
-from simulator.model import FleetModel, NicIdentity
-from simulator.session import Machine, StreamIO
-from simulator.tools.nccl_format import (
+from fleet.fabric.naming import RAILS_PER_NODE, nic_name
+from fleet.simulator.model import FleetModel, NicIdentity
+from fleet.simulator.session import Machine, StreamIO
+from fleet.simulator.tools.nccl_format import (
     NcclParams,
     NcclRank,
     NcclRow,
@@ -30,7 +30,7 @@ from simulator.tools.nccl_format import (
     format_all_reduce_perf,
     make_row,
 )
-from simulator.tools.perftest_format import (
+from fleet.simulator.tools.perftest_format import (
     WAITING_BANNER,
     BwRow,
     LatRow,
@@ -40,7 +40,7 @@ from simulator.tools.perftest_format import (
     format_lat_client,
     format_server,
 )
-from simulator.traffic import ProbeEstimate, fresh_random, unit_random
+from fleet.simulator.traffic import ProbeEstimate, fresh_random, unit_random
 
 PERFTEST_COMMANDS = frozenset({"ib_send_lat", "ib_write_lat", "ib_send_bw", "ib_write_bw"})
 NCCL_COMMANDS = frozenset({"all_reduce_perf", "mpirun"})

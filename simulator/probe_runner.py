@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable
 from json.encoder import encode_basestring_ascii
 from typing import Any
 
-from simulator.session import Machine, StreamIO
+from fleet.simulator.session import Machine, StreamIO
 
 RunWords = Callable[[list[str], StreamIO], Awaitable[int]]
 """Runs one command given as words, as a line of its own (``Shell.run_words``)."""

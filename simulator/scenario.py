@@ -17,7 +17,7 @@ from typing import Any
 
 import hostlist
 
-from fabric.naming import RAILS_PER_NODE, nic_name
+from fleet.fabric.naming import RAILS_PER_NODE, nic_name
 
 SCENARIO_DIR = Path(__file__).parent / "scenarios"
 
@@ -311,7 +311,7 @@ class _Names:
     """Every machine name and port the fabric has, for target checks."""
 
     def __init__(self, fabric: FabricSpec, switch_os: Mapping[str, str]) -> None:
-        from simulator.topology import Topology  # topology imports this module's data types
+        from fleet.simulator.topology import Topology  # topology imports this module's data types
 
         self.topology = Topology(fabric, switch_os)
         self.nodes = set(self.topology.nodes)

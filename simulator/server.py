@@ -27,9 +27,9 @@ from typing import Any
 import asyncssh
 from asyncssh.constants import MSG_IGNORE
 
-from simulator.model import FleetModel
-from simulator.session import Machine, Rendezvous, Stdin, StreamIO
-from simulator.shell import Shell
+from fleet.simulator.model import FleetModel
+from fleet.simulator.session import Machine, Rendezvous, Stdin, StreamIO
+from fleet.simulator.shell import Shell
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from simulator.model import FleetModel
+from fleet.simulator.model import FleetModel
 
 
 @dataclass

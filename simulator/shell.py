@@ -1,11 +1,11 @@
 """The simulated ``/bin/sh -c``: a command line in, each command's output and exit status out.
 
 A line is split like a POSIX shell splits it (``shlex``): commands joined by
-``;``, ``&&`` and ``||``, pipes into the text filters of ``simulator.pipes``, with quoting, ``VAR=value`` prefixes, ``timeout N``,
+``;``, ``&&`` and ``||``, pipes into the text filters of ``fleet.simulator.pipes``, with quoting, ``VAR=value`` prefixes, ``timeout N``,
 ``sudo``, and the redirections ``2>/dev/null``, ``>/dev/null`` and ``2>&1``.
 Each command goes to a stateful handler (perftest, all-reduce, the node agent,
 switch configuration changes) or to a stateless renderer of
-``simulator.tools.REGISTRY``; a command the machine does not have is answered
+``fleet.simulator.tools.REGISTRY``; a command the machine does not have is answered
 as dash answers it: ``sh: 1: X: not found`` with exit status 127. Words are
 passed on unexpanded (the sysfs renderer expands globs against its own tree).
 """
@@ -19,10 +19,10 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 
-from simulator import agent_stream, perftest, probe_runner, switch_cli
-from simulator.pipes import FILTERS
-from simulator.session import Handler, Machine, StreamIO
-from simulator.tools import REGISTRY, ToolContext, ToolOutput, load_all
+from fleet.simulator import agent_stream, perftest, probe_runner, switch_cli
+from fleet.simulator.pipes import FILTERS
+from fleet.simulator.session import Handler, Machine, StreamIO
+from fleet.simulator.tools import REGISTRY, ToolContext, ToolOutput, load_all
 
 NODE_COMMANDS = frozenset(
     {
@@ -267,7 +267,7 @@ class Shell:
         True for stateless commands, perftest and all_reduce_perf (also under
         ``sudo`` and ``timeout``): they neither read stdin nor pace their output,
         so the server can run them without asyncssh's process streams and the
-        two helper tasks that feed them (``simulator.server``). So is the probe
+        two helper tasks that feed them (``fleet.simulator.server``). So is the probe
         runner: it reads stdin, but line by line from the session's own data
         callback (``Stdin.take_lines``), and does not pace its output. The node
         agent paces its output, and a switch change stays on the process path,

@@ -1,7 +1,7 @@
 """Snapshots of simulated machines at one instant: what the tool renderers print.
 
-The model (``simulator.model``) computes these from the scenario, the traffic
-model and the faults; the renderers in ``simulator.tools`` turn them into the
+The model (``fleet.simulator.model``) computes these from the scenario, the traffic
+model and the faults; the renderers in ``fleet.simulator.tools`` turn them into the
 exact text layout of the real tools. Renderers never compute physics, the
 model never formats text.
 """

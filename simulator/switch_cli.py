@@ -6,15 +6,15 @@ hash seed or an adaptive-routing change restarts switchd on Cumulus: the
 switch forwards nothing for ``SWITCHD_RESTART_S`` seconds and its ports go down
 and come back, which the model shows. SONiC applies ``config switch-hash
 global ecmp-hash ...`` at once, without a restart. Applying re-hashes every
-flow the switch forwards. The show commands live in ``simulator.tools.nvue``
-and ``simulator.tools.sonic``.
+flow the switch forwards. The show commands live in ``fleet.simulator.tools.nvue``
+and ``fleet.simulator.tools.sonic``.
 """
 
 from __future__ import annotations
 
-from simulator.session import Machine, StreamIO
-from simulator.tools.nvue import ECMP_FIELDS as NVUE_ECMP_FIELDS
-from simulator.traffic import SWITCHD_RESTART_S, SwitchConfig
+from fleet.simulator.session import Machine, StreamIO
+from fleet.simulator.tools.nvue import ECMP_FIELDS as NVUE_ECMP_FIELDS
+from fleet.simulator.traffic import SWITCHD_RESTART_S, SwitchConfig
 
 HASH_SEED_PATH = "system forwarding hash-seed"
 ECMP_PATH = "system forwarding ecmp-hash"

@@ -14,8 +14,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
-from fabric.naming import HEAD_NAME, RAILS_PER_NODE, leaf_name, nic_name, node_name, spine_name
-from simulator.scenario import FabricSpec
+from fleet.fabric.naming import (
+    HEAD_NAME,
+    RAILS_PER_NODE,
+    leaf_name,
+    nic_name,
+    node_name,
+    spine_name,
+)
+from fleet.simulator.scenario import FabricSpec
 
 ADDRESS_BASE = ipaddress.IPv4Address("127.42.0.0")
 """Loopback block the simulator's listeners use: host k (nodes, leaves, spines, head) gets base + k + 1."""

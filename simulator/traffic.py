@@ -25,10 +25,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 
-from fabric.naming import RAILS_PER_NODE, nic_name
-from simulator.faults import CableKey, FaultEffects, NicKey, flap_down_s
-from simulator.scenario import JobSpec
-from simulator.topology import Topology
+from fleet.fabric.naming import RAILS_PER_NODE, nic_name
+from fleet.simulator.faults import CableKey, FaultEffects, NicKey, flap_down_s
+from fleet.simulator.scenario import JobSpec
+from fleet.simulator.topology import Topology
 
 CHANNELS = 4
 """Rings per rail per job."""

@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from fabric.samples import METRICS, MetricKind, SeriesKey
-from store.codec import F64, I64, frame_head
-from store.latest import HostLatest
+from fleet.fabric.samples import METRICS, MetricKind, SeriesKey
+from fleet.store.codec import F64, I64, frame_head
+from fleet.store.latest import HostLatest
 
 NO_TS = np.int64(-1)
 
@@ -70,14 +70,14 @@ class HostSeries:
         """The newest sample time of any of its series."""
         self.row_ts = int(NO_TS)
         """``ts_ms`` of its ``latest`` row on disk (-1: no row): samples newer than that are in
-        frames only (see :mod:`store.latest`)."""
+        frames only (see :mod:`fleet.store.latest`)."""
         self.deferred = 0
         """How many samples since the row was written are in frames only."""
         self.deferred_since = int(NO_TS)
         """The time of the oldest of them: the row is written once it is MAX_DEFER_MS old."""
         self.error_set = b""
         """The error counters whose time is :attr:`newest`, as the reader finds them in the row:
-        a sample left out of the row must hold exactly these (see :mod:`store.latest`)."""
+        a sample left out of the row must hold exactly these (see :mod:`fleet.store.latest`)."""
         self.errors_of: Layout | None = None
         self.errors_bytes = b""
         """The error values of the last sample, when it came in order and had layout ``errors_of``:

@@ -9,7 +9,7 @@ from typing import Any
 
 import sqlite_utils
 
-from store.schema import SCHEMA_VERSION, check_not_newer, connect, schema_version
+from fleet.store.schema import SCHEMA_VERSION, check_not_newer, connect, schema_version
 
 COUNTED_TABLES = ("hosts", "ports", "series", "frames", "chunks", "changes", "latest", "rollup_1m",
                   "rollup_1h", "events", "probes", "jobs", "host_status", "baselines", "actions")
@@ -63,7 +63,7 @@ def db_info(path: Path | str) -> DbInfo:
         stored += rows.get("changes", 0)
         span = None
         if schema_version(db) == SCHEMA_VERSION:
-            from store.reader import StoreReader
+            from fleet.store.reader import StoreReader
 
             with StoreReader(path) as reader:
                 span = reader.time_span()

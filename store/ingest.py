@@ -9,14 +9,21 @@ from typing import Any
 
 import numpy as np
 
-from fabric.events import Event
-from fabric.records import ActionRecord, HostRecord, HostStatus, JobRecord, PortRecord, ProbeRecord
-from fabric.samples import HostSample, PackedValues
-from store import rows
-from store.catalog import Catalog, HostSeries, Layout, insert_rows
-from store.codec import encode_frame, frame_size, merge_frames
-from store.latest import MAX_DEFER_MS, MAX_DEFERRED, MAX_GAP_MS
-from store.pending import Item
+from fleet.fabric.events import Event
+from fleet.fabric.records import (
+    ActionRecord,
+    HostRecord,
+    HostStatus,
+    JobRecord,
+    PortRecord,
+    ProbeRecord,
+)
+from fleet.fabric.samples import HostSample, PackedValues
+from fleet.store import rows
+from fleet.store.catalog import Catalog, HostSeries, Layout, insert_rows
+from fleet.store.codec import encode_frame, frame_size, merge_frames
+from fleet.store.latest import MAX_DEFER_MS, MAX_DEFERRED, MAX_GAP_MS
+from fleet.store.pending import Item
 
 NEVER = 2**62
 
@@ -37,7 +44,7 @@ class Ingestor:
         self._dirty: dict[str, HostSeries] = {}
         """Hosts whose ``latest`` row is written at the end of this batch."""
         self._deferred = {host: hs for host, hs in self.catalog.hosts.items() if hs.deferred}
-        """Hosts with samples in frames only (:mod:`store.latest`)."""
+        """Hosts with samples in frames only (:mod:`fleet.store.latest`)."""
         self._recheck_ms = min((hs.deferred_since + MAX_DEFER_MS for hs in self._deferred.values()), default=NEVER)
         """When the store's clock passes this, a host's oldest sample left out of its row is due."""
 
@@ -131,7 +138,7 @@ class Ingestor:
         return len(cols)
 
     def _write_latest(self) -> None:
-        """Write the rows of the hosts that need it (:mod:`store.latest`): dirty ones, and those
+        """Write the rows of the hosts that need it (:mod:`fleet.store.latest`): dirty ones, and those
         whose oldest sample left out of the row is due by the store's clock."""
         if self.catalog.now_ms >= self._recheck_ms:
             due = self.catalog.now_ms - MAX_DEFER_MS

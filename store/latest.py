@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from store.codec import F64, I64, decode_frame
+from fleet.store.codec import F64, I64, decode_frame
 
 MAX_GAP_MS = 2_500
 """Only a host that streams (samples at most this far apart) leaves samples out of its row: one

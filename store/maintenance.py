@@ -28,10 +28,10 @@ from collections import deque
 
 import numpy as np
 
-from store.catalog import Catalog
-from store.codec import I64, decode_block, decode_frame, encode_block
-from store.rollup import rollup_cells, rollup_kind
-from store.types import Retention
+from fleet.store.catalog import Catalog
+from fleet.store.codec import I64, decode_block, decode_frame, encode_block
+from fleet.store.rollup import rollup_cells, rollup_kind
+from fleet.store.types import Retention
 
 HOUR_MS = 3_600_000
 DAY_MS = 86_400_000

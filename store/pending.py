@@ -13,7 +13,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from fabric.samples import METRICS, HostSample, MetricKind
+from fleet.fabric.samples import METRICS, HostSample, MetricKind
 
 _GAUGES = frozenset(name for name, spec in METRICS.items() if spec.kind is MetricKind.GAUGE)
 

@@ -12,8 +12,8 @@ from collections.abc import Iterable
 import numpy as np
 import numpy.typing as npt
 
-from store.codec import F64, I64, decode_block, decode_frame, member
-from store.rollup import rollup_cells
+from fleet.store.codec import F64, I64, decode_block, decode_frame, member
+from fleet.store.rollup import rollup_cells
 
 MAX_BLOCK_MS = 86_400_000
 """Chunks span at most a day (StoreWriter refuses longer blocks): bounds index range scans."""

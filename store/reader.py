@@ -22,14 +22,21 @@ import numpy as np
 import numpy.typing as npt
 import sqlite_utils
 
-from fabric.events import Event
-from fabric.records import ActionRecord, HostRecord, HostStatus, JobRecord, PortRecord, ProbeRecord
-from store import rows
-from store.codec import F64, I64
-from store.ingest import ts_to_ms
-from store.latest import MAX_DEFER_MS, HostLatest
-from store.maintenance import ROLLUP_ROWS
-from store.points import (
+from fleet.fabric.events import Event
+from fleet.fabric.records import (
+    ActionRecord,
+    HostRecord,
+    HostStatus,
+    JobRecord,
+    PortRecord,
+    ProbeRecord,
+)
+from fleet.store import rows
+from fleet.store.codec import F64, I64
+from fleet.store.ingest import ts_to_ms
+from fleet.store.latest import MAX_DEFER_MS, HostLatest
+from fleet.store.maintenance import ROLLUP_ROWS
+from fleet.store.points import (
     EMPTY,
     MAX_BLOCK_MS,
     Points,
@@ -39,11 +46,19 @@ from store.points import (
     raw_points,
     rollup_rows,
 )
-from store.replay import last_points
-from store.rollup import STAT_COUNT, STAT_MAX, STAT_MIN, STAT_P50, STAT_P99, STAT_SUM, rollup_kind
-from store.schema import check_current, connect
-from store.series_index import SeriesIndex
-from store.types import Point, PointArrays, SeriesData
+from fleet.store.replay import last_points
+from fleet.store.rollup import (
+    STAT_COUNT,
+    STAT_MAX,
+    STAT_MIN,
+    STAT_P50,
+    STAT_P99,
+    STAT_SUM,
+    rollup_kind,
+)
+from fleet.store.schema import check_current, connect
+from fleet.store.series_index import SeriesIndex
+from fleet.store.types import Point, PointArrays, SeriesData
 
 AS_OF_WINDOW_MS = 600_000
 """as_of() reports a series only if it had a value in the 10 minutes before the asked time."""
@@ -172,7 +187,7 @@ class StoreReader:
     def _latest_hosts(self, hosts: Sequence[str] | None) -> list[_HostLatest]:
         """The cached newest values of ``hosts`` (all when None), brought up to date: a host whose
         row changed is re-read, then the frames newer than what its entry holds are applied
-        (:mod:`store.latest`). One snapshot for all queries, so no row is mixed with later frames."""
+        (:mod:`fleet.store.latest`). One snapshot for all queries, so no row is mixed with later frames."""
         conn = self._conn
         began = not conn.in_transaction
         if began:
@@ -217,7 +232,7 @@ class StoreReader:
 
     def _newest_frames(self) -> dict[str, int]:
         """Per host, its newest frame of those that can be newer than its row: by the writer's rule
-        (:data:`store.latest.MAX_DEFER_MS`) these are all in the last seconds of the store's clock,
+        (:data:`fleet.store.latest.MAX_DEFER_MS`) these are all in the last seconds of the store's clock,
         a short range of the frames' time index, where one look per host into the frames table
         itself would read a page of each host's frames (a reader's page cache starts cold after
         every commit)."""
@@ -314,7 +329,7 @@ class StoreReader:
         """The sealed points of ``sids`` in (start, end], enough to take each one's last.
 
         In rounds: first every group's newest chunk, decoded together
-        (:func:`store.replay.last_points`); a series is done once it has a point newer
+        (:func:`fleet.store.replay.last_points`); a series is done once it has a point newer
         than anything its group's older chunks can hold (their ``last_ms``), and the
         next older chunk is read only for groups with series not done: normally one
         chunk per group instead of the two blocks a 10 minute window touches.
@@ -698,7 +713,7 @@ def _rollup_series(resolution: str, sid: int, cells: tuple[I64, I64, F64], kind:
 
 
 def _kind_of(metric: str) -> str:
-    from store.catalog import metric_kind
+    from fleet.store.catalog import metric_kind
 
     return str(metric_kind(metric))
 

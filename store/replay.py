@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from store.codec import (
+from fleet.store.codec import (
     ALL_PRESENT,
     BLOCK_HEADER,
     BLOCK_VERSION,
@@ -26,14 +26,14 @@ from store.codec import (
     decode_rows,
     decode_uniform_planes,
 )
-from store.points import EMPTY, Points, block_points, concat
+from fleet.store.points import EMPTY, Points, block_points, concat
 
 
 def last_points(blobs: Sequence[bytes], start_ms: int, end_ms: int) -> Points:
     """The points of ``blobs`` with start < ts <= end that an as-of answer needs.
 
     Uniform chunks give only each series' last point in the window, others all their
-    points in it: :func:`store.points.last_per_series` of the result is exactly that
+    points in it: :func:`fleet.store.points.last_per_series` of the result is exactly that
     of every point of the chunks in the window.
     """
     raws = [zlib.decompress(blob) for blob in blobs]

@@ -1,6 +1,6 @@
 """Rollup arithmetic: min/max/sum/count (and p50/p99 for latencies) per series and time bucket.
 
-A rollup block reuses :func:`store.codec.encode_block`: its rows are
+A rollup block reuses :func:`fleet.store.codec.encode_block`: its rows are
 ``sid * 8 + stat`` (see :data:`STATS`) and its columns are bucket starts.
 The sum is stored rather than the average (avg = sum / count, computed on
 read): sums of integer readings stay integers, which the codec packs in a
@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from fabric.samples import METRICS
-from store.codec import BOOL, F64, I64, decimal_scales
+from fleet.fabric.samples import METRICS
+from fleet.store.codec import BOOL, F64, I64, decimal_scales
 
 STATS = ("min", "sum", "max", "count", "p50", "p99")
 STAT_MIN, STAT_SUM, STAT_MAX, STAT_COUNT, STAT_P50, STAT_P99 = range(6)

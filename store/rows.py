@@ -5,9 +5,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from fabric.events import Event, Severity
-from fabric.records import ActionRecord, HostRecord, HostStatus, JobRecord, PortRecord, ProbeRecord
-from fabric.states import HostState
+from fleet.fabric.events import Event, Severity
+from fleet.fabric.records import (
+    ActionRecord,
+    HostRecord,
+    HostStatus,
+    JobRecord,
+    PortRecord,
+    ProbeRecord,
+)
+from fleet.fabric.states import HostState
 
 Row = tuple[Any, ...]
 

@@ -17,8 +17,8 @@ from itertools import count
 import numpy as np
 import numpy.typing as npt
 
-from store.codec import I64
-from store.types import SeriesName
+from fleet.store.codec import I64
+from fleet.store.types import SeriesName
 
 _NO_IDS = np.zeros(0, dtype=np.int64)
 

@@ -2,7 +2,7 @@
 
 Producers (the asyncio loop of the collector, probe runners, the action
 engine) call the non-blocking ``put_*`` methods; they only append to a bounded
-in-memory queue (:mod:`store.pending`). The writer thread takes batches from
+in-memory queue (:mod:`fleet.store.pending`). The writer thread takes batches from
 it, writes each batch in one transaction, and between batches runs the
 maintenance steps (sealing, rollups, retention) in slices of at most
 ``step_budget_s`` so that no write waits longer than that.
@@ -22,14 +22,21 @@ import time
 from pathlib import Path
 from typing import Any
 
-from fabric.events import Event
-from fabric.records import ActionRecord, HostRecord, HostStatus, JobRecord, PortRecord, ProbeRecord
-from fabric.samples import HostSample
-from store.ingest import Ingestor
-from store.maintenance import Maintenance
-from store.pending import Item, PendingQueue
-from store.schema import connect, open_for_writing
-from store.types import Retention, WriterStats
+from fleet.fabric.events import Event
+from fleet.fabric.records import (
+    ActionRecord,
+    HostRecord,
+    HostStatus,
+    JobRecord,
+    PortRecord,
+    ProbeRecord,
+)
+from fleet.fabric.samples import HostSample
+from fleet.store.ingest import Ingestor
+from fleet.store.maintenance import Maintenance
+from fleet.store.pending import Item, PendingQueue
+from fleet.store.schema import connect, open_for_writing
+from fleet.store.types import Retention, WriterStats
 
 
 class StoreWriter:

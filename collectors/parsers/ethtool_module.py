@@ -15,8 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from collectors.parsers.base import ParseProblem
-from collectors.parsers.problem_log import ProblemLog, to_float, to_int
+from fleet.collectors.parsers.base import ParseProblem
+from fleet.collectors.parsers.problem_log import ProblemLog, to_float, to_int
 
 _LANE_RE = re.compile(r"^(.*?)\s*\((?:Channel|Chan|Lane)\s*(\d+)\)$")
 _POWER_RE = re.compile(r"^([-+0-9.eE]+)\s*mW\s*/\s*([-+0-9.a-zA-Z]+)\s*dBm")

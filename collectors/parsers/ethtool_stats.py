@@ -15,8 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from collectors.parsers.base import ParseProblem
-from collectors.parsers.problem_log import ProblemLog
+from fleet.collectors.parsers.base import ParseProblem
+from fleet.collectors.parsers.problem_log import ProblemLog
 
 # mlx5: rx_prio3_pause, tx_prio3_pause_duration; mlx4: rx_pause_prio_3, rx_pause_duration_prio_3
 _PRIO_MLX5 = re.compile(r"^(rx|tx)_prio(\d+)_(\w+)$")

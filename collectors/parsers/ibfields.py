@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from fabric.counters import IB_SATURATING_COUNTER_BITS
+from fleet.fabric.counters import IB_SATURATING_COUNTER_BITS
 
 _RATE_RE = re.compile(r"^\s*([0-9.]+)\s*Gb/sec(?:\s*\((\d+X)\s*([A-Za-z0-9]*)\))?", re.IGNORECASE)
 _STATE_RE = re.compile(r"^\s*(\d+)\s*:\s*(\S.*?)\s*$")

@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from collectors.parsers.base import ParseProblem
-from collectors.parsers.problem_log import ProblemLog, to_float
+from fleet.collectors.parsers.base import ParseProblem
+from fleet.collectors.parsers.problem_log import ProblemLog, to_float
 
 _LINK_RE = re.compile(
     r"^(?:(0x[0-9a-fA-F]+)\s+)?(\d+)\s+(\d+)\[\s*([^\]]*?)\s*\]\s*"

@@ -22,9 +22,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from collectors.parsers.base import ParseProblem
-from collectors.parsers.ibfields import link_rate_gbps
-from collectors.parsers.problem_log import ProblemLog
+from fleet.collectors.parsers.base import ParseProblem
+from fleet.collectors.parsers.ibfields import link_rate_gbps
+from fleet.collectors.parsers.problem_log import ProblemLog
 
 _KIND = {"Switch": "SW", "Ca": "CA", "Rt": "RT", "S": "SW", "H": "CA", "R": "RT"}
 

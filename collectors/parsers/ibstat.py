@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from collectors.parsers.base import ParseProblem
-from collectors.parsers.ibfields import parse_rate, parse_state
-from collectors.parsers.problem_log import ProblemLog, to_float, to_int
+from fleet.collectors.parsers.base import ParseProblem
+from fleet.collectors.parsers.ibfields import parse_rate, parse_state
+from fleet.collectors.parsers.problem_log import ProblemLog, to_float, to_int
 
 
 @dataclass(frozen=True, slots=True)

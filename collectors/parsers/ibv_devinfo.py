@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from collectors.parsers.base import ParseProblem
-from collectors.parsers.problem_log import ProblemLog, to_float, to_int
+from fleet.collectors.parsers.base import ParseProblem
+from fleet.collectors.parsers.problem_log import ProblemLog, to_float, to_int
 
 _CODED_RE = re.compile(r"^(.*?)\s*\((-?\d+)\)\s*$")
 

@@ -17,8 +17,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from collectors.parsers.base import ParseProblem
-from collectors.parsers.problem_log import ProblemLog, to_int
+from fleet.collectors.parsers.base import ParseProblem
+from fleet.collectors.parsers.problem_log import ProblemLog, to_int
 
 _INTERFACE_RE = re.compile(
     r"^Interface:\s*([^,]+?)\s*(?:,\s*via:\s*([^,]+?))?\s*(?:,\s*RID:\s*(\d+))?\s*(?:,\s*Time:\s*(.*))?$"

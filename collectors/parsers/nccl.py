@@ -15,8 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from collectors.parsers.base import ParseProblem
-from collectors.parsers.textscan import Problems, is_na, split_lines, to_float, to_int
+from fleet.collectors.parsers.base import ParseProblem
+from fleet.collectors.parsers.textscan import Problems, is_na, split_lines, to_float, to_int
 
 KIND = "nccl"
 

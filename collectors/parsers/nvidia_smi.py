@@ -22,8 +22,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from collectors.parsers.base import ParseProblem
-from collectors.parsers.textscan import Problems, split_lines, to_float, to_int
+from fleet.collectors.parsers.base import ParseProblem
+from fleet.collectors.parsers.textscan import Problems, split_lines, to_float, to_int
 
 KIND = "nvidia-smi-query"
 

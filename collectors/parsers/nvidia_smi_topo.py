@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from collectors.parsers.base import ParseProblem
-from collectors.parsers.textscan import Problems, split_lines, strip_ansi
+from fleet.collectors.parsers.base import ParseProblem
+from fleet.collectors.parsers.textscan import Problems, split_lines, strip_ansi
 
 KIND = "nvidia-smi-topo"
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from collectors.parsers.base import ParseProblem
-from collectors.parsers.ibfields import MAD_COUNTER_BITS, U64_MAX, saturated_names
-from collectors.parsers.problem_log import ProblemLog, to_int
+from fleet.collectors.parsers.base import ParseProblem
+from fleet.collectors.parsers.ibfields import MAD_COUNTER_BITS, U64_MAX, saturated_names
+from fleet.collectors.parsers.problem_log import ProblemLog, to_int
 
 _HEADER_RE = re.compile(
     r"^#\s*(?P<kind>.+?)\s+counters:\s+Lid\s+(?P<lid>\d+)\s+port\s+(?P<port>\d+|ALL)"

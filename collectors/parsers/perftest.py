@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TypeVar
 
-from collectors.parsers.base import ParseProblem
-from collectors.parsers.textscan import Problems, split_lines, to_float, to_int
+from fleet.collectors.parsers.base import ParseProblem
+from fleet.collectors.parsers.textscan import Problems, split_lines, to_float, to_int
 
 KIND = "perftest"
 

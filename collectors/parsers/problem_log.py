@@ -8,7 +8,7 @@ says how many more were not listed, so nothing is dropped silently.
 
 from __future__ import annotations
 
-from collectors.parsers.base import ParseProblem, problem
+from fleet.collectors.parsers.base import ParseProblem, problem
 
 MAX_LISTED = 200
 """Problems listed in full; beyond this only counted (see the closing summary problem)."""

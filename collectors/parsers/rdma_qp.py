@@ -20,8 +20,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from collectors.parsers.base import ParseProblem
-from collectors.parsers.problem_log import ProblemLog, to_int
+from fleet.collectors.parsers.base import ParseProblem
+from fleet.collectors.parsers.problem_log import ProblemLog, to_int
 
 _NAMED = frozenset(
     {"link", "ifname", "ifindex", "port", "lqpn", "rqpn", "type", "subtype", "state",

@@ -14,8 +14,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from collectors.parsers.base import ParseProblem
-from collectors.parsers.problem_log import ProblemLog, to_int
+from fleet.collectors.parsers.base import ParseProblem
+from fleet.collectors.parsers.problem_log import ProblemLog, to_int
 
 _IDENTITY = frozenset({"link", "ifname", "ifindex", "port"})
 _NOT_COUNTERS = frozenset({"cntn", "pid", "lqpn", "qp-type", "comm", "mode"})  # ids, not counts

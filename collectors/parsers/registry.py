@@ -7,7 +7,7 @@ module never takes the others down.
 
 Detection: each kind has a signature, a function ``text -> confidence``
 (0..1). The signatures of the host-side kinds live in
-``collectors.parsers.signatures_a`` (``SIGNATURES_A``); those of the GPU,
+``fleet.collectors.parsers.signatures_a`` (``SIGNATURES_A``); those of the GPU,
 benchmark, Slurm and switch kinds are below. ``detect`` returns the kind with
 the highest confidence of at least ``MIN_CONFIDENCE``, or None.
 
@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from collectors.parsers.textscan import strip_ansi
+from fleet.collectors.parsers.textscan import strip_ansi
 
 MIN_CONFIDENCE = 0.5
 # Signatures look at the start of the text only: enough for every tool's header,
@@ -59,7 +59,7 @@ class ParserSpec:
 
 
 def _spec(kind: str, target: str, description: str) -> tuple[str, ParserSpec]:
-    return kind, ParserSpec(kind, f"collectors.parsers.{target}", description)
+    return kind, ParserSpec(kind, f"fleet.collectors.parsers.{target}", description)
 
 
 KINDS: dict[str, ParserSpec] = dict(
@@ -190,7 +190,7 @@ def signatures() -> dict[str, Callable[[str], float]]:
     """All signatures: the host-side ones when their module loads, and the ones above."""
     combined: dict[str, Callable[[str], float]] = {}
     try:
-        module = importlib.import_module("collectors.parsers.signatures_a")
+        module = importlib.import_module("fleet.collectors.parsers.signatures_a")
         found = getattr(module, "SIGNATURES_A", {})
         if isinstance(found, Mapping):
             combined.update({k: v for k, v in found.items() if k in KINDS and callable(v)})

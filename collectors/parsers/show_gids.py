@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from collectors.parsers.base import ParseProblem
-from collectors.parsers.problem_log import ProblemLog, to_int
+from fleet.collectors.parsers.base import ParseProblem
+from fleet.collectors.parsers.problem_log import ProblemLog, to_int
 
 _IPV4_RE = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}$")
 _GID_RE = re.compile(r"^[0-9a-fA-F]{4}(?::[0-9a-fA-F]{4}){7}$")

@@ -24,8 +24,8 @@ from typing import Any
 
 import hostlist
 
-from collectors.parsers.base import ParseProblem
-from collectors.parsers.textscan import Problems, split_lines, to_int
+from fleet.collectors.parsers.base import ParseProblem
+from fleet.collectors.parsers.textscan import Problems, split_lines, to_int
 
 KINDS = ("squeue-json", "squeue", "scontrol-job")
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from collectors.parsers.base import ParseProblem
-from collectors.parsers.textscan import (
+from fleet.collectors.parsers.base import ParseProblem
+from fleet.collectors.parsers.textscan import (
     Problems,
     column_spans,
     cut,

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from collectors.parsers.base import ParseProblem, problem
-from collectors.parsers.textscan import column_spans, cut, is_rule
+from fleet.collectors.parsers.base import ParseProblem, problem
+from fleet.collectors.parsers.textscan import column_spans, cut, is_rule
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,9 +21,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from collectors.parsers.base import ParseProblem
-from collectors.parsers.ibfields import SYSFS_COUNTER_BITS, parse_rate, parse_state, saturated_names
-from collectors.parsers.problem_log import ProblemLog, to_int
+from fleet.collectors.parsers.base import ParseProblem
+from fleet.collectors.parsers.ibfields import (
+    SYSFS_COUNTER_BITS,
+    parse_rate,
+    parse_state,
+    saturated_names,
+)
+from fleet.collectors.parsers.problem_log import ProblemLog, to_int
 
 
 @dataclass(frozen=True, slots=True)

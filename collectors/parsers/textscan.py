@@ -12,7 +12,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from collectors.parsers.base import ParseProblem, problem
+from fleet.collectors.parsers.base import ParseProblem, problem
 
 # Enough to see what went wrong; a 10 MB garbage capture must not become 10 MB of problems.
 MAX_LISTED_PROBLEMS = 200

@@ -6,7 +6,7 @@ fabric before the job owner notices. One node runs ``all_reduce_perf -g G``
 (one process, G GPUs); several run under ``mpirun -H a:G,b:G -np N`` from the
 first node, one rank per GPU. The result keeps every size's bus bandwidth
 (GB/s = 1e9 bytes/s), the peak and nccl-tests' average, and the efficiency:
-peak / the theoretical figure of :class:`fabric.hardware.HardwareTable` (the
+peak / the theoretical figure of :class:`fleet.fabric.hardware.HardwareTable` (the
 NIC models are read with ``ibstat`` on the first node). Failures are records
 with ``ok=False`` and ``result["error"]``.
 """
@@ -21,12 +21,12 @@ from typing import Any
 
 import hostlist
 
-from collectors.commands import Arg, Command, command
-from collectors.parsers.ibstat import parse_ibstat
-from collectors.parsers.nccl import Nccl, parse_nccl
-from collectors.sshpool import SshPool
-from fabric.hardware import HardwareTable
-from fabric.records import ProbeRecord
+from fleet.collectors.commands import Arg, Command, command
+from fleet.collectors.parsers.ibstat import parse_ibstat
+from fleet.collectors.parsers.nccl import Nccl, parse_nccl
+from fleet.collectors.sshpool import SshPool
+from fleet.fabric.hardware import HardwareTable
+from fleet.fabric.records import ProbeRecord
 
 
 @dataclass(frozen=True, slots=True)

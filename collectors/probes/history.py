@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fabric.baseline import Baseline, part_id
-from fabric.records import ProbeRecord
-from store.reader import StoreReader
+from fleet.fabric.baseline import Baseline, part_id
+from fleet.fabric.records import ProbeRecord
+from fleet.store.reader import StoreReader
 
 PREVIOUS_SCAN = 200
 """Probes of the same kind touching ``src`` looked at (newest first) to find the same pair's previous one."""

@@ -21,12 +21,12 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from collectors.pause import pause
-from collectors.probes.perftest_probe import GidCache, PerftestSpec, run_perftest
-from collectors.probes.ports import PortAllocator
-from collectors.sshpool import SshPool
-from fabric.naming import RAILS_PER_NODE, nic_name
-from fabric.records import JobRecord, ProbeRecord
+from fleet.collectors.pause import pause
+from fleet.collectors.probes.perftest_probe import GidCache, PerftestSpec, run_perftest
+from fleet.collectors.probes.ports import PortAllocator
+from fleet.collectors.sshpool import SshPool
+from fleet.fabric.naming import RAILS_PER_NODE, nic_name
+from fleet.fabric.records import JobRecord, ProbeRecord
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,7 @@
 """The link test: local NIC checks, then RDMA latency over node pairs on every rail, then localization.
 
 Why: "is this rented cluster wired and healthy?" in minutes, not the half
-hour of in-house scripts. Pairs come from :func:`fabric.pairing.schedule`
+hour of in-house scripts. Pairs come from :func:`fleet.fabric.pairing.schedule`
 (rounds of disjoint pairs, a full mesh of n nodes in n-1 rounds). Rounds are
 pipelined rather than fenced: a pair of round r+1 measures as soon as both of
 its NICs are done with round r, so one slow pair delays only the NICs it
@@ -14,9 +14,9 @@ modules' optics are read while the probes measure, spread over the run (``_read_
 
 Output (:class:`LinktestReport`): the local checks, a p99 matrix per rail
 (microseconds; None where a probe failed), the bad pairs (failed, or an
-outlier against the rail's reference p99 or p99.9: :func:`fabric.localize.is_outlier`; a lost
+outlier against the rail's reference p99 or p99.9: :func:`fleet.fabric.localize.is_outlier`; a lost
 packet costs a retransmission that shows in the 99.9th percentile first), and
-the suspects of :func:`fabric.localize.localize`. Each probe is also a
+the suspects of :func:`fleet.fabric.localize.localize`. Each probe is also a
 ``ProbeRecord`` (kind "lat", shared ``run_id``) for the store, and the report
 one of kind "linktest".
 """
@@ -32,9 +32,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from collectors.inventory import CablingRow
-from collectors.probe_sessions import Launcher, ProbeSessions
-from collectors.probes.nic_checks import (
+from fleet.collectors.inventory import CablingRow
+from fleet.collectors.probe_sessions import Launcher, ProbeSessions
+from fleet.collectors.probes.nic_checks import (
     NicCheck,
     NodeChecks,
     check_after,
@@ -43,13 +43,13 @@ from collectors.probes.nic_checks import (
     judge,
     read_optics,
 )
-from collectors.probes.perftest_probe import GidCache, PerftestSpec, run_perftest
-from collectors.probes.ports import PortAllocator
-from collectors.sshpool import SshPool
-from fabric.localize import Probe, Suspect, is_outlier, localize, rail_references
-from fabric.naming import RAILS_PER_NODE, nic_name
-from fabric.pairing import PairTest, schedule
-from fabric.records import ProbeRecord
+from fleet.collectors.probes.perftest_probe import GidCache, PerftestSpec, run_perftest
+from fleet.collectors.probes.ports import PortAllocator
+from fleet.collectors.sshpool import SshPool
+from fleet.fabric.localize import Probe, Suspect, is_outlier, localize, rail_references
+from fleet.fabric.naming import RAILS_PER_NODE, nic_name
+from fleet.fabric.pairing import PairTest, schedule
+from fleet.fabric.records import ProbeRecord
 
 OPTICS_READ_EVERY_S = 0.1
 """While the probes run, one node's optics are read at a time, this far apart (see ``_read_optics``)."""
@@ -60,11 +60,11 @@ SERVER_START_AFTER_S = 0.1
 """How long after its NICs' previous probes started measuring a probe starts its server.
 
 The server may wait for its client while those probes end (see
-``collectors.probes.perftest_probe``), so its start need not lie between one
+``fleet.collectors.probes.perftest_probe``), so its start need not lie between one
 probe and the next. It is not started at once either: the probes of a round
 start together, and the servers' starts would queue with their clients' on
 the fleet's CPUs (and, simulated, on the simulator's one). A perftest run lasts
-at least its report's calibration, 0.219 s (``simulator.perftest.CPU_MHZ_CALIBRATION_S``),
+at least its report's calibration, 0.219 s (``fleet.simulator.perftest.CPU_MHZ_CALIBRATION_S``),
 so 0.1 s later the round's clients have started and its ends are still to come;
 a previous probe that ends sooner lets the server start at once.
 """

@@ -17,14 +17,14 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from collectors.commands import Command, Glob, command, sequence
-from collectors.inventory import CablingRow
-from collectors.parsers.ethtool_module import parse_ethtool_module
-from collectors.parsers.lldp import parse_lldp
-from collectors.parsers.show_gids import parse_show_gids
-from collectors.parsers.sysfs import parse_sysfs
-from collectors.probe_sessions import Launcher
-from collectors.sshpool import SshPool
+from fleet.collectors.commands import Command, Glob, command, sequence
+from fleet.collectors.inventory import CablingRow
+from fleet.collectors.parsers.ethtool_module import parse_ethtool_module
+from fleet.collectors.parsers.lldp import parse_lldp
+from fleet.collectors.parsers.show_gids import parse_show_gids
+from fleet.collectors.parsers.sysfs import parse_sysfs
+from fleet.collectors.probe_sessions import Launcher
+from fleet.collectors.sshpool import SshPool
 
 ERROR_COUNTERS = (
     "symbol_error", "link_error_recovery", "link_downed", "port_rcv_errors",
@@ -97,7 +97,7 @@ def after_command(checks: NodeChecks | None = None) -> Command:
     """The error counters again: the very files the checks before read, when they named them.
 
     Named files need no shell to expand a pattern, so a probe runner starts the
-    ``grep`` on the session it already has (``collectors.probe_sessions``), where a
+    ``grep`` on the session it already has (``fleet.collectors.probe_sessions``), where a
     new SSH session per node cost both ends more than the read.
     """
     files = _counter_files(checks) if checks is not None else []

@@ -11,7 +11,7 @@ client (``src``) starts once the server listens. The server ALWAYS goes away:
   even when our SSH channel is gone;
 - it is stopped in a ``finally`` on success, failure, timeout and asyncio
   cancellation (Ctrl-C): its SSH channel closed, or, started by the node's
-  probe runner (``collectors.probe_sessions``, which ``launcher`` may be),
+  probe runner (``fleet.collectors.probe_sessions``, which ``launcher`` may be),
   its process group ended.
 
 A link test starts a probe's server while its two NICs are still in their
@@ -37,13 +37,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from collectors.commands import Arg, Command, command, gated, sequence
-from collectors.parsers.perftest import parse_perftest
-from collectors.parsers.show_gids import parse_show_gids
-from collectors.probe_sessions import Launcher
-from collectors.probes.ports import PortAllocator
-from collectors.sshpool import RunResult
-from fabric.records import ProbeRecord
+from fleet.collectors.commands import Arg, Command, command, gated, sequence
+from fleet.collectors.parsers.perftest import parse_perftest
+from fleet.collectors.parsers.show_gids import parse_show_gids
+from fleet.collectors.probe_sessions import Launcher
+from fleet.collectors.probes.ports import PortAllocator
+from fleet.collectors.sshpool import RunResult
+from fleet.fabric.records import ProbeRecord
 
 LAT_TESTS = ("ib_send_lat", "ib_write_lat", "ib_read_lat")
 BW_TESTS = ("ib_send_bw", "ib_write_bw", "ib_read_bw")
@@ -341,7 +341,7 @@ async def _client(
     launcher: Launcher, spec: PerftestSpec, gid: int | None, port: int, budget_s: float, server: _Server,
     raw: list[str], gate: asyncio.Future[None],
 ) -> str:
-    """The client, staged at once and started when ``gate`` is done (``collectors.commands.gated``:
+    """The client, staged at once and started when ``gate`` is done (``fleet.collectors.commands.gated``:
     its SSH session is opened while the NICs' previous probes still measure), then retried, started
     at once, while the server has not yet listened (its banner may be buffered)."""
     args = [*perftest_argv(spec, spec.src_nic, gid, port), spec.peer_address or spec.dst]

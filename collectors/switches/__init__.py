@@ -1,10 +1,10 @@
-"""Switch drivers, one per switch OS, behind ``collectors.switches.base.SwitchDriver``."""
+"""Switch drivers, one per switch OS, behind ``fleet.collectors.switches.base.SwitchDriver``."""
 
 from __future__ import annotations
 
-from collectors.switches.base import SwitchDriver
-from collectors.switches.nvue import NvueDriver
-from collectors.switches.sonic import SonicDriver
+from fleet.collectors.switches.base import SwitchDriver
+from fleet.collectors.switches.nvue import NvueDriver
+from fleet.collectors.switches.sonic import SonicDriver
 
 DRIVERS: dict[str, type[NvueDriver] | type[SonicDriver]] = {"cumulus": NvueDriver, "sonic": SonicDriver}
 

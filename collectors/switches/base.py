@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from collectors.commands import Command, command
-from fabric.records import PortRecord
-from fabric.samples import HostSample
+from fleet.collectors.commands import Command, command
+from fleet.fabric.records import PortRecord
+from fleet.fabric.samples import HostSample
 
 MAX_CLOCK_SKEW_S = 30.0
 """A switch clock further than this from the collector's is wrong (NTP lost, never set): its

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collectors.commands import Command, command
-from collectors.parsers.switch_nvue import parse_nvue_counters
-from collectors.parsers.switch_tables import parse_switch_table
-from collectors.sections import sectioned, split_sections
-from collectors.switches.base import SwitchPoll, clock_part, poll_time, speed_gbps
-from fabric.records import PortRecord
-from fabric.samples import HostSample, SeriesKey
+from fleet.collectors.commands import Command, command
+from fleet.collectors.parsers.switch_nvue import parse_nvue_counters
+from fleet.collectors.parsers.switch_tables import parse_switch_table
+from fleet.collectors.sections import sectioned, split_sections
+from fleet.collectors.switches.base import SwitchPoll, clock_part, poll_time, speed_gbps
+from fleet.fabric.records import PortRecord
+from fleet.fabric.samples import HostSample, SeriesKey
 
 RDMA_PRIORITY = "3"
 """RoCE's lossless priority, whose PFC pause frames matter (DOMAIN.md)."""

@@ -7,13 +7,13 @@ the switch) instead of from counter deltas.
 
 from __future__ import annotations
 
-from collectors.commands import Command, command
-from collectors.parsers.switch_sonic import parse_sonic_counters, parse_sonic_pfc
-from collectors.parsers.switch_tables import parse_switch_table
-from collectors.sections import sectioned, split_sections
-from collectors.switches.base import SwitchPoll, clock_part, poll_time
-from fabric.records import PortRecord
-from fabric.samples import HostSample, SeriesKey
+from fleet.collectors.commands import Command, command
+from fleet.collectors.parsers.switch_sonic import parse_sonic_counters, parse_sonic_pfc
+from fleet.collectors.parsers.switch_tables import parse_switch_table
+from fleet.collectors.sections import sectioned, split_sections
+from fleet.collectors.switches.base import SwitchPoll, clock_part, poll_time
+from fleet.fabric.records import PortRecord
+from fleet.fabric.samples import HostSample, SeriesKey
 
 RDMA_PRIORITY = 3
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import click
 import hostlist
 
-from collectors.accept_run import run_acceptance
-from console.cli.common import (
+from fleet.collectors.accept_run import run_acceptance
+from fleet.console.cli.common import (
     db_option,
     db_path_or_default,
     fail,
@@ -27,11 +27,11 @@ from console.cli.common import (
     print_json,
     run_async,
 )
-from console.cli.suite_progress import ProgressView
-from console.report_write import write_report
-from fabric.acceptance import CriteriaError, parse_criteria
-from fabric.report_model import acceptance_report
-from store.writer import StoreWriter
+from fleet.console.cli.suite_progress import ProgressView
+from fleet.console.report_write import write_report
+from fleet.fabric.acceptance import CriteriaError, parse_criteria
+from fleet.fabric.report_model import acceptance_report
+from fleet.store.writer import StoreWriter
 
 
 @click.command()

@@ -1,6 +1,6 @@
 """`fleet baseline take|list|diff`: the monthly network baseline, stored in the history and compared.
 
-``take`` runs the standard suite (``collectors.baseline_run``) and stores the
+``take`` runs the standard suite (``fleet.collectors.baseline_run``) and stores the
 baseline (shape, software versions, every part's numbers) under its label;
 ``list`` shows the stored ones, numbered oldest first; ``diff A B`` compares
 two (A and B: a label, newest of that label, or a number from ``list``) and,
@@ -16,8 +16,8 @@ from pathlib import Path
 import click
 import hostlist
 
-from collectors.baseline_run import SuiteSettings, run_suite
-from console.cli.common import (
+from fleet.collectors.baseline_run import SuiteSettings, run_suite
+from fleet.console.cli.common import (
     db_option,
     db_path_or_default,
     fail,
@@ -27,14 +27,14 @@ from console.cli.common import (
     print_json,
     run_async,
 )
-from console.cli.suite_progress import ProgressView
-from console.report_write import write_report
-from fabric.acceptance import CriteriaError, parse_rails
-from fabric.baseline import Baseline, diff
-from fabric.pairing import MODES
-from fabric.report_model import diff_report, utc_words
-from store.reader import StoreReader
-from store.writer import StoreWriter
+from fleet.console.cli.suite_progress import ProgressView
+from fleet.console.report_write import write_report
+from fleet.fabric.acceptance import CriteriaError, parse_rails
+from fleet.fabric.baseline import Baseline, diff
+from fleet.fabric.pairing import MODES
+from fleet.fabric.report_model import diff_report, utc_words
+from fleet.store.reader import StoreReader
+from fleet.store.writer import StoreWriter
 
 
 @click.group()

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import click
 
-from console.cli import LazyGroup
+from fleet.console.cli import LazyGroup
 
 BENCHMARKS: dict[str, str] = {
-    "sim": "console.cli.bench_sim:bench_sim",
-    "collect": "console.cli.bench_collect:bench_collect",
-    "store": "console.cli.bench_store:bench_store",
-    "ui": "console.cli.bench_ui:bench_ui",
-    "linktest": "console.cli.bench_linktest:bench_linktest",
-    "export": "console.cli.bench_export:bench_export",
+    "sim": "fleet.console.cli.bench_sim:bench_sim",
+    "collect": "fleet.console.cli.bench_collect:bench_collect",
+    "store": "fleet.console.cli.bench_store:bench_store",
+    "ui": "fleet.console.cli.bench_ui:bench_ui",
+    "linktest": "fleet.console.cli.bench_linktest:bench_linktest",
+    "export": "fleet.console.cli.bench_export:bench_export",
 }
 
 

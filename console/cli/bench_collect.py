@@ -31,16 +31,16 @@ from typing import Any
 import click
 import hostlist
 
-from collectors.commands import Command, Glob, command
-from collectors.engine import Collector
-from collectors.inventory import Inventory, InventoryHost, load_inventory
-from collectors.node_poller import CollectSettings
-from collectors.sshpool import PoolSettings, SshPool
-from console.cli.bench_sim import bench_scenario
-from console.cli.common import print_json, run_async
-from console.cli.sim_process import SimulatorFailed, start_sim
-from simulator.main import collection_interval_s
-from store.writer import StoreWriter
+from fleet.collectors.commands import Command, Glob, command
+from fleet.collectors.engine import Collector
+from fleet.collectors.inventory import Inventory, InventoryHost, load_inventory
+from fleet.collectors.node_poller import CollectSettings
+from fleet.collectors.sshpool import PoolSettings, SshPool
+from fleet.console.cli.bench_sim import bench_scenario
+from fleet.console.cli.common import print_json, run_async
+from fleet.console.cli.sim_process import SimulatorFailed, start_sim
+from fleet.simulator.main import collection_interval_s
+from fleet.store.writer import StoreWriter
 
 ROUND_COMMAND: Command = command("grep", "-H", ".", Glob("/sys/class/infiniband/*/ports/*/counters/*"))
 WRITER_THREAD = "fleet-store-writer"

@@ -19,13 +19,13 @@ from typing import Any
 
 import click
 
-from collectors.openmetrics import GZIP_LEVEL, StoreMetrics
-from console.cli.bench_store_fleet import SyntheticFleet
-from console.cli.bench_ui import _fill
-from console.cli.common import print_json
-from fabric.records import JobRecord
-from store.reader import StoreReader
-from store.writer import StoreWriter
+from fleet.collectors.openmetrics import GZIP_LEVEL, StoreMetrics
+from fleet.console.cli.bench_store_fleet import SyntheticFleet
+from fleet.console.cli.bench_ui import _fill
+from fleet.console.cli.common import print_json
+from fleet.fabric.records import JobRecord
+from fleet.store.reader import StoreReader
+from fleet.store.writer import StoreWriter
 
 NODES_PER_JOB = 32
 

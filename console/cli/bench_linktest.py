@@ -59,14 +59,14 @@ seed = 1
 
 async def _measure(inventory_path: Path, rail: int, iterations: int | None, sample: int,
                    max_parallel: int, sim_pid: int) -> dict[str, Any]:
-    from collectors.commands import command
-    from collectors.inventory import load_inventory
-    from collectors.probe_sessions import ProbeSessions
-    from collectors.probes.linktest import LinktestSpec, run_linktest
-    from collectors.probes.perftest_probe import GidCache, PerftestSpec, run_perftest
-    from collectors.sshpool import PoolSettings, SshPool
-    from fabric.naming import nic_name
-    from fabric.pairing import schedule
+    from fleet.collectors.commands import command
+    from fleet.collectors.inventory import load_inventory
+    from fleet.collectors.probe_sessions import ProbeSessions
+    from fleet.collectors.probes.linktest import LinktestSpec, run_linktest
+    from fleet.collectors.probes.perftest_probe import GidCache, PerftestSpec, run_perftest
+    from fleet.collectors.sshpool import PoolSettings, SshPool
+    from fleet.fabric.naming import nic_name
+    from fleet.fabric.pairing import schedule
 
     inventory = load_inventory(inventory_path)
     pool = SshPool(inventory.hosts, known_hosts=inventory.known_hosts, settings=PoolSettings(ssh_config=()))
@@ -151,8 +151,8 @@ def _cpu_s(pid: int) -> float:
 def _bench(nodes: int, rail: int, iterations: int | None, sample: int, max_parallel: int,
            sim_tree: Path | None) -> dict[str, Any]:
     """One benchmark against a fresh ``fleet sim``; ``sim_tree``: run the simulator from that source tree."""
-    from console.cli.common import fail, run_async
-    from console.cli.sim_process import SimulatorFailed, start_sim
+    from fleet.console.cli.common import fail, run_async
+    from fleet.console.cli.sim_process import SimulatorFailed, start_sim
 
     with tempfile.TemporaryDirectory(prefix="fleet-bench-linktest-") as temp:
         scenario = Path(temp) / "bench.toml"

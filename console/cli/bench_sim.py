@@ -53,7 +53,7 @@ async def _command_s(inventory: Path, host: str, command: str) -> float:
     """Seconds for one SSH command on ``host`` (connect included), as the console would run it."""
     import asyncssh
 
-    from collectors.inventory import load_inventory
+    from fleet.collectors.inventory import load_inventory
 
     loaded = load_inventory(inventory)
     target = loaded.host(host)
@@ -73,8 +73,8 @@ async def _command_s(inventory: Path, host: str, command: str) -> float:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document (the only output on stdout).")
 def bench_sim(nodes: int, window_s: float, as_json: bool) -> None:
     """Start a fleet of --nodes, measure start-up time, idle CPU and memory, then the first commands."""
-    from console.cli.common import run_async
-    from console.cli.sim_process import SimulatorFailed, start_sim
+    from fleet.console.cli.common import run_async
+    from fleet.console.cli.sim_process import SimulatorFailed, start_sim
 
     with tempfile.TemporaryDirectory(prefix="fleet-bench-sim-") as temp:
         scenario = Path(temp) / "bench.toml"

@@ -33,9 +33,9 @@ from typing import Any
 import click
 import numpy as np
 
-from console.cli.bench_store_fleet import INTERVAL_S, SERIES_PER_NODE, SyntheticFleet
-from store.reader import StoreReader
-from store.writer import StoreWriter
+from fleet.console.cli.bench_store_fleet import INTERVAL_S, SERIES_PER_NODE, SyntheticFleet
+from fleet.store.reader import StoreReader
+from fleet.store.writer import StoreWriter
 
 TARGETS = {
     "ingest_samples_per_s": (">=", 300_000),
@@ -202,7 +202,7 @@ def _day_phase(path: Path, nodes: int, hours: float, repeats: int) -> dict[str, 
 
 MIN_MINUTES = 12.0
 """The fleet phase seals its first block (``StoreWriter``'s 600 s) once the store's clock is past the
-block's end and the seal's grace (``store.maintenance.SEAL_GRACE_MS``, 60 s): 11 minutes, and a
+block's end and the seal's grace (``fleet.store.maintenance.SEAL_GRACE_MS``, 60 s): 11 minutes, and a
 minute's margin. Bytes per sample are measured on sealed blocks, so a shorter run has none."""
 
 MIN_DAY_HOURS = 2.5

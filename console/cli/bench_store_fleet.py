@@ -20,7 +20,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from fabric.samples import HostSample, SeriesKey
+from fleet.fabric.samples import HostSample, SeriesKey
 
 NICS, GPUS = 8, 8
 INTERVAL_S = 10.0

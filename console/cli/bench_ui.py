@@ -27,10 +27,10 @@ TICKS = 3
 
 def _fill(path: str, nodes: int, start_ts: float) -> None:
     """Write the synthetic fleet (in a child process, so its memory is not the console's)."""
-    from console.cli.bench_store_fleet import SyntheticFleet
-    from fabric.records import HostRecord, HostStatus
-    from fabric.states import HostState
-    from store.writer import StoreWriter
+    from fleet.console.cli.bench_store_fleet import SyntheticFleet
+    from fleet.fabric.records import HostRecord, HostStatus
+    from fleet.fabric.states import HostState
+    from fleet.store.writer import StoreWriter
 
     fleet = SyntheticFleet(nodes, start_ts)
     with StoreWriter(path) as writer:
@@ -56,11 +56,11 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 async def _measure(db: Path, now_ts: float, refreshes: int, size: tuple[int, int]) -> dict[str, object]:
-    from console.app import FleetApp
-    from console.config import Config
-    from console.feed import Feed, open_store_loader
-    from console.screens.fleet import FleetScreen
-    from console.widgets.fleet_table import FleetTable
+    from fleet.console.app import FleetApp
+    from fleet.console.config import Config
+    from fleet.console.feed import Feed, open_store_loader
+    from fleet.console.screens.fleet import FleetScreen
+    from fleet.console.widgets.fleet_table import FleetTable
 
     opening = time.perf_counter()
     open_store_loader(db)

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import click
 
-from collectors.engine import Collector, RoundSummary
-from collectors.inventory import Inventory
-from console.cli.common import (
+from fleet.collectors.engine import Collector, RoundSummary
+from fleet.collectors.inventory import Inventory
+from fleet.console.cli.common import (
     db_option,
     db_path_or_default,
     inventory_option,
@@ -22,8 +22,8 @@ from console.cli.common import (
     print_json,
     run_async,
 )
-from fabric.records import JobRecord
-from store.writer import StoreWriter
+from fleet.fabric.records import JobRecord
+from fleet.store.writer import StoreWriter
 
 
 @click.command()
@@ -97,7 +97,7 @@ async def _with_job_sampler(collector: Collector, writer: StoreWriter, collectin
                             stop: asyncio.Event, first_round: asyncio.Event) -> None:
     """The per-job latency sampler beside the collector, over its SSH pool, on the jobs its Slurm poller saw
     (from the end of the first round, when it has seen them); it stops when the collector does."""
-    from collectors.probes.job_latency import JobLatencySampler
+    from fleet.collectors.probes.job_latency import JobLatencySampler
 
     def running_jobs() -> list[JobRecord]:
         jobs = collector.slurm.jobs if collector.slurm is not None else ()

@@ -18,8 +18,13 @@ from typing import Any, NoReturn, TypeVar
 import click
 import uvloop
 
-from collectors.inventory import Inventory, InventoryError, default_inventory_path, load_inventory
-from store.paths import default_db_path
+from fleet.collectors.inventory import (
+    Inventory,
+    InventoryError,
+    default_inventory_path,
+    load_inventory,
+)
+from fleet.store.paths import default_db_path
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 import click
 
 if TYPE_CHECKING:
-    from collectors.inventory import Inventory
-    from console.app import FleetApp
-    from console.config import Config
+    from fleet.collectors.inventory import Inventory
+    from fleet.console.app import FleetApp
+    from fleet.console.config import Config
 
 
 @click.command()
@@ -29,8 +29,8 @@ if TYPE_CHECKING:
 def console(inventory: Path | None, db: Path | None, read_only: bool | None, theme: str | None,
             at: str | None, refresh_s: float | None) -> None:
     """Open the fleet console (flags > FLEET_* env > $XDG_CONFIG_HOME/fleet/config.toml)."""
-    from console.config import ConfigError, load_config
-    from console.theming import load_themes
+    from fleet.console.config import ConfigError, load_config
+    from fleet.console.theming import load_themes
 
     try:
         config = load_config(
@@ -45,7 +45,7 @@ def console(inventory: Path | None, db: Path | None, read_only: bool | None, the
         raise click.UsageError(f"unknown theme {config.theme!r}; choose one of {', '.join(names)}")
     loaded = None
     if config.inventory_path is not None:
-        from collectors.inventory import InventoryError, load_inventory
+        from fleet.collectors.inventory import InventoryError, load_inventory
 
         try:
             loaded = load_inventory(config.inventory_path)
@@ -61,8 +61,8 @@ def console(inventory: Path | None, db: Path | None, read_only: bool | None, the
 def make_app(config: Config, inventory: Inventory | None = None) -> FleetApp:
     """The console for ``config``; with ``inventory`` (and no ``--at``) it collects live into
     ``config.db_path``. ``fleet demo`` calls this too."""
-    from console.app import FleetApp
-    from console.feed import Feed, open_store_loader
+    from fleet.console.app import FleetApp
+    from fleet.console.feed import Feed, open_store_loader
 
     feed = Feed(lambda: open_store_loader(config.db_path), refresh_s=config.refresh_s)
     return FleetApp(config, feed, inventory)

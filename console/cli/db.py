@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
-from console.cli.common import db_option, fail, json_option
-from store.paths import default_db_path
+from fleet.console.cli.common import db_option, fail, json_option
+from fleet.store.paths import default_db_path
 
 
 def _human(size: float) -> str:
@@ -34,8 +34,8 @@ def db() -> None:
 @json_option
 def info(db_path: Path | None, as_json: bool) -> None:
     """Size, row counts, time span, schema version and bytes per stored sample."""
-    from store.info import db_info
-    from store.schema import SchemaTooNewError
+    from fleet.store.info import db_info
+    from fleet.store.schema import SchemaTooNewError
 
     path = db_path or default_db_path()
     try:
@@ -65,8 +65,8 @@ def info(db_path: Path | None, as_json: bool) -> None:
 @db_option
 def vacuum(db_path: Path | None) -> None:
     """Checkpoint the write-ahead log and rebuild the file without free pages."""
-    from store.info import vacuum as run_vacuum
-    from store.schema import SchemaTooNewError
+    from fleet.store.info import vacuum as run_vacuum
+    from fleet.store.schema import SchemaTooNewError
 
     path = db_path or default_db_path()
     try:

@@ -14,8 +14,8 @@ import click
 @click.option("--nodes", type=click.IntRange(1, 4096), default=None, help="Override the scenario's node count.")
 def demo(scenario: str, nodes: int | None) -> None:
     """Start `fleet sim` in a temporary state directory, open the console on it, stop the simulator on exit."""
-    from console.cli.console_cmd import console
-    from console.cli.sim_process import SimulatorFailed, start_sim
+    from fleet.console.cli.console_cmd import console
+    from fleet.console.cli.sim_process import SimulatorFailed, start_sim
 
     with tempfile.TemporaryDirectory(prefix="fleet-demo-") as temp:
         state = Path(temp)

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import click
 
-from collectors.diagnose_input import read_input
-from collectors.engine import Collector
-from collectors.inventory import CablingRow, Inventory
-from collectors.node_poller import CollectSettings
-from console.cli.common import (
+from fleet.collectors.diagnose_input import read_input
+from fleet.collectors.engine import Collector
+from fleet.collectors.inventory import CablingRow, Inventory
+from fleet.collectors.node_poller import CollectSettings
+from fleet.console.cli.common import (
     db_option,
     db_path_or_default,
     fail,
@@ -31,12 +31,12 @@ from console.cli.common import (
     print_json,
     run_async,
 )
-from fabric.diagnosis import Thresholds, finding_event, finding_json
-from fabric.diagnosis import diagnose as run_rules
-from fabric.events import Finding
-from fabric.rules.thresholds import with_overrides
-from store.reader import StoreReader
-from store.writer import StoreWriter
+from fleet.fabric.diagnosis import Thresholds, finding_event, finding_json
+from fleet.fabric.diagnosis import diagnose as run_rules
+from fleet.fabric.events import Finding
+from fleet.fabric.rules.thresholds import with_overrides
+from fleet.store.reader import StoreReader
+from fleet.store.writer import StoreWriter
 
 DEFAULT_WINDOW_S = 300.0
 """Five minutes: long enough for a flapping link to go down again and for counters to move past

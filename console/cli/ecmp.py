@@ -21,17 +21,17 @@ from typing import Any
 
 import click
 
-from collectors.ecmp_apply import ApplySettings
-from collectors.ecmp_status import (
+from fleet.collectors.ecmp_apply import ApplySettings
+from fleet.collectors.ecmp_status import (
     collect_switches,
     guarded_apply,
     leaf_balances,
     plan_leaf,
     switch_data_age_s,
 )
-from collectors.inventory import Inventory
-from collectors.sshpool import SshPool
-from console.cli.common import (
+from fleet.collectors.inventory import Inventory
+from fleet.collectors.sshpool import SshPool
+from fleet.console.cli.common import (
     db_option,
     db_path_or_default,
     fail,
@@ -41,11 +41,11 @@ from console.cli.common import (
     print_json,
     run_async,
 )
-from console.config import ConfigError, load_config
-from fabric.ecmp import EcmpThresholds, LeafBalance
-from fabric.ecmp_plan import Remedy, default_remedy
-from store.reader import StoreReader
-from store.writer import StoreWriter
+from fleet.console.config import ConfigError, load_config
+from fleet.fabric.ecmp import EcmpThresholds, LeafBalance
+from fleet.fabric.ecmp_plan import Remedy, default_remedy
+from fleet.store.reader import StoreReader
+from fleet.store.writer import StoreWriter
 
 _DEFAULTS = EcmpThresholds()
 RECENT_S = 30.0

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import click
 
-from collectors.engine import Collector
-from collectors.inventory import Inventory
-from collectors.openmetrics import serve_metrics
-from console.cli.common import (
+from fleet.collectors.engine import Collector
+from fleet.collectors.inventory import Inventory
+from fleet.collectors.openmetrics import serve_metrics
+from fleet.console.cli.common import (
     db_option,
     db_path_or_default,
     fail,
@@ -26,8 +26,8 @@ from console.cli.common import (
     open_inventory,
     run_async,
 )
-from store.reader import StoreReader
-from store.writer import StoreWriter
+from fleet.store.reader import StoreReader
+from fleet.store.writer import StoreWriter
 
 READY_PREFIX = "fleet export: serving "
 

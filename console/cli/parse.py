@@ -15,8 +15,8 @@ from typing import Any, NoReturn
 
 import click
 
-from collectors.parsers.registry import KINDS, ParserUnavailable, detect, to_jsonable
-from collectors.parsers.registry import parse as run_parser
+from fleet.collectors.parsers.registry import KINDS, ParserUnavailable, detect, to_jsonable
+from fleet.collectors.parsers.registry import parse as run_parser
 
 # Larger inputs are refused rather than read into memory: no tool prints this much.
 MAX_INPUT_BYTES = 256 * 1024 * 1024

@@ -19,13 +19,13 @@ from typing import Any, TypeVar
 import click
 import hostlist
 
-from collectors.inventory import Inventory
-from collectors.probes.allreduce import AllreduceSpec, run_allreduce
-from collectors.probes.history import previous_probe
-from collectors.probes.linktest import LinktestReport, LinktestSpec, run_linktest
-from collectors.probes.perftest_probe import BW_TESTS, LAT_TESTS, PerftestSpec, run_perftest
-from collectors.sshpool import SshPool
-from console.cli.common import (
+from fleet.collectors.inventory import Inventory
+from fleet.collectors.probes.allreduce import AllreduceSpec, run_allreduce
+from fleet.collectors.probes.history import previous_probe
+from fleet.collectors.probes.linktest import LinktestReport, LinktestSpec, run_linktest
+from fleet.collectors.probes.perftest_probe import BW_TESTS, LAT_TESTS, PerftestSpec, run_perftest
+from fleet.collectors.sshpool import SshPool
+from fleet.console.cli.common import (
     db_option,
     db_path_or_default,
     fail,
@@ -35,10 +35,10 @@ from console.cli.common import (
     print_json,
     run_async,
 )
-from fabric.pairing import MODES
-from fabric.records import ProbeRecord
-from store.reader import StoreReader
-from store.writer import StoreWriter
+from fleet.fabric.pairing import MODES
+from fleet.fabric.records import ProbeRecord
+from fleet.store.reader import StoreReader
+from fleet.store.writer import StoreWriter
 
 T = TypeVar("T")
 

@@ -24,10 +24,10 @@ def default_state_dir() -> Path:
 @click.option("--list-scenarios", is_flag=True, help="List the built-in scenarios and exit.")
 def sim(scenario_name: str, nodes: int | None, state_dir: Path | None, list_scenarios: bool) -> None:
     """Run the simulated fleet until Ctrl-C; prints one ready line when every machine listens."""
-    from collectors.ssh_logging import quiet_when_off
-    from console.cli.common import collect_less_often
-    from simulator.main import run
-    from simulator.scenario import ScenarioError, builtin_scenarios, load_scenario
+    from fleet.collectors.ssh_logging import quiet_when_off
+    from fleet.console.cli.common import collect_less_often
+    from fleet.simulator.main import run
+    from fleet.simulator.scenario import ScenarioError, builtin_scenarios, load_scenario
 
     if list_scenarios:
         builtin = builtin_scenarios()

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from collectors.baseline_run import SuiteProgress
-from fabric.acceptance import CheckResult
+from fleet.collectors.baseline_run import SuiteProgress
+from fleet.fabric.acceptance import CheckResult
 
 
 class ProgressView:

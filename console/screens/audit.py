@@ -19,9 +19,9 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
-from console.ecmp_ops import read_audit
-from console.screens.base import FleetScreenBase, fixed_columns
-from fabric.records import ActionRecord
+from fleet.console.ecmp_ops import read_audit
+from fleet.console.screens.base import FleetScreenBase, fixed_columns
+from fleet.fabric.records import ActionRecord
 
 
 def detail_text(row: ActionRecord) -> Text:

@@ -12,13 +12,13 @@ from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer
 
-from console.actions import is_machine_changing
-from console.view_model import ConsoleView
-from console.widgets.header import FleetHeader
-from console.widgets.summary_bar import SummaryBar
+from fleet.console.actions import is_machine_changing
+from fleet.console.view_model import ConsoleView
+from fleet.console.widgets.header import FleetHeader
+from fleet.console.widgets.summary_bar import SummaryBar
 
 if TYPE_CHECKING:
-    from console.app import FleetApp
+    from fleet.console.app import FleetApp
 
 
 def fixed_columns(table: DataTable[Any], *columns: tuple[str, int]) -> None:
@@ -33,7 +33,7 @@ class FleetScreenBase(Screen[None]):
 
     @property
     def fleet_app(self) -> FleetApp:
-        from console.app import FleetApp
+        from fleet.console.app import FleetApp
 
         return cast(FleetApp, self.app)
 

@@ -1,7 +1,7 @@
 """`B`: the stored baselines; pick two and see what regressed or improved, and write the report.
 
 ``space`` marks the highlighted baseline as "before", the next ``space`` marks
-"after" and the diff (``fabric.baseline.diff``: worst first, new and gone
+"after" and the diff (``fleet.fabric.baseline.diff``: worst first, new and gone
 parts, software and cabling changes) is shown below; ``w`` writes the diff's
 HTML report and the Markdown beside it. Labels and part names come from
 machines and the user: ``Text`` only.
@@ -21,12 +21,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Static
 
-from console.report_write import write_report
-from console.screens.base import FleetScreenBase, fixed_columns
-from console.screens.path_prompt import PathPrompt
-from fabric.baseline import Baseline, BaselineDiff, Rank, diff
-from fabric.report_model import diff_report, utc_words
-from store.reader import StoreReader
+from fleet.console.report_write import write_report
+from fleet.console.screens.base import FleetScreenBase, fixed_columns
+from fleet.console.screens.path_prompt import PathPrompt
+from fleet.fabric.baseline import Baseline, BaselineDiff, Rank, diff
+from fleet.fabric.report_model import diff_report, utc_words
+from fleet.store.reader import StoreReader
 
 
 def stored_baselines(db_path: Path) -> list[Baseline]:

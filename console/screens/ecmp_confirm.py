@@ -17,7 +17,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Static
 
-from fabric.ecmp_plan import Remedy
+from fleet.fabric.ecmp_plan import Remedy
 
 
 def confirmation_text(leaf: str, remedy: Remedy, theme_variables: Mapping[str, str]) -> Text:

@@ -21,19 +21,19 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import DataTable, Static
 
-from collectors.ecmp_apply import ApplyOutcome
-from collectors.ecmp_status import LeafPlan
-from console.actions import changes_machine
-from console.ecmp_ops import EcmpOps, EcmpSettings
-from console.messages import EcmpStepReported
-from console.screens.audit import AuditScreen
-from console.screens.base import FleetScreenBase, fixed_columns
-from console.screens.ecmp_confirm import ConfirmApplyScreen
-from console.widgets.uplink_bars import UplinkBars
-from fabric.ecmp_plan import Remedy
+from fleet.collectors.ecmp_apply import ApplyOutcome
+from fleet.collectors.ecmp_status import LeafPlan
+from fleet.console.actions import changes_machine
+from fleet.console.ecmp_ops import EcmpOps, EcmpSettings
+from fleet.console.messages import EcmpStepReported
+from fleet.console.screens.audit import AuditScreen
+from fleet.console.screens.base import FleetScreenBase, fixed_columns
+from fleet.console.screens.ecmp_confirm import ConfirmApplyScreen
+from fleet.console.widgets.uplink_bars import UplinkBars
+from fleet.fabric.ecmp_plan import Remedy
 
 STEP_ORDER = ("snapshot", "measure", "apply", "verify", "rollback", "verdict")
-"""The steps of ``collectors.ecmp_apply`` in the order they happen (rollback only when needed)."""
+"""The steps of ``fleet.collectors.ecmp_apply`` in the order they happen (rollback only when needed)."""
 
 
 def remedy_text(remedy: Remedy) -> Text:

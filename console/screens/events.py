@@ -11,11 +11,11 @@ from textual.binding import Binding, BindingType
 from textual.reactive import reactive
 from textual.widgets import DataTable, Input
 
-from console.messages import JobChosen, NodeChosen, SwitchChosen
-from console.screens.base import FleetScreenBase, fixed_columns
-from console.timespec import format_moment
-from console.view_model import ConsoleView
-from fabric.events import Event, Severity
+from fleet.console.messages import JobChosen, NodeChosen, SwitchChosen
+from fleet.console.screens.base import FleetScreenBase, fixed_columns
+from fleet.console.timespec import format_moment
+from fleet.console.view_model import ConsoleView
+from fleet.fabric.events import Event, Severity
 
 SEVERITY_VARIABLE = {Severity.INFO: "foreground", Severity.WARNING: "warning", Severity.CRITICAL: "error"}
 

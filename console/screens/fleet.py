@@ -11,16 +11,16 @@ from textual.binding import Binding, BindingType
 from textual.reactive import reactive
 from textual.widgets import Input, Static
 
-from console.filtering import FilterError, NodeFilter, parse_filter
-from console.formatting import health_text
-from console.messages import NodeChosen
-from console.screens.base import FleetScreenBase
-from console.screens.probe_keys import ProbeKeys
-from console.view_model import ConsoleView, NodeRow
-from console.widgets.fleet_columns import COLUMN_BY_KEY, COLUMNS
-from console.widgets.fleet_table import FleetTable
-from console.widgets.legend import HealthLegend
-from console.widgets.probe_panel import ProbePanel
+from fleet.console.filtering import FilterError, NodeFilter, parse_filter
+from fleet.console.formatting import health_text
+from fleet.console.messages import NodeChosen
+from fleet.console.screens.base import FleetScreenBase
+from fleet.console.screens.probe_keys import ProbeKeys
+from fleet.console.view_model import ConsoleView, NodeRow
+from fleet.console.widgets.fleet_columns import COLUMN_BY_KEY, COLUMNS
+from fleet.console.widgets.fleet_table import FleetTable
+from fleet.console.widgets.legend import HealthLegend
+from fleet.console.widgets.probe_panel import ProbePanel
 
 
 class FleetScreen(ProbeKeys, FleetScreenBase):

@@ -12,11 +12,11 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.widgets import DataTable
 
-from console.formatting import number
-from console.messages import JobChosen
-from console.screens.base import FleetScreenBase, fixed_columns
-from console.view_model import ConsoleView
-from console.widgets.plot import PlotData, PlotSeries, PlotWidget
+from fleet.console.formatting import number
+from fleet.console.messages import JobChosen
+from fleet.console.screens.base import FleetScreenBase, fixed_columns
+from fleet.console.view_model import ConsoleView
+from fleet.console.widgets.plot import PlotData, PlotSeries, PlotWidget
 
 LATENCY_WINDOW_S = 3600.0
 LATENCY_BUCKET_S = 60.0

@@ -12,7 +12,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label
 
-from console.timespec import TimeSpecError, format_moment, parse_moment
+from fleet.console.timespec import TimeSpecError, format_moment, parse_moment
 
 
 class JumpScreen(ModalScreen[float | None]):

@@ -18,7 +18,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label
 
-from fabric.naming import RAILS_PER_NODE
+from fleet.fabric.naming import RAILS_PER_NODE
 
 
 def parse_rails(text: str) -> tuple[int, ...]:

@@ -13,16 +13,16 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import DataTable, Static
 
-from console.formatting import count, health_text, number
-from console.node_history import NodeHistory, load_history, load_values
-from console.screens.base import FleetScreenBase, fixed_columns
-from console.screens.probe_keys import ProbeKeys
-from console.timespec import format_moment
-from console.view_model import ConsoleView
-from console.widgets.plot import PlotData, PlotWidget
-from console.widgets.probe_panel import ProbePanel
-from fabric.health import HealthThresholds, NodeSummary, optics_margin_db, summarize_node
-from fabric.samples import SeriesKey
+from fleet.console.formatting import count, health_text, number
+from fleet.console.node_history import NodeHistory, load_history, load_values
+from fleet.console.screens.base import FleetScreenBase, fixed_columns
+from fleet.console.screens.probe_keys import ProbeKeys
+from fleet.console.timespec import format_moment
+from fleet.console.view_model import ConsoleView
+from fleet.console.widgets.plot import PlotData, PlotWidget
+from fleet.console.widgets.probe_panel import ProbePanel
+from fleet.fabric.health import HealthThresholds, NodeSummary, optics_margin_db, summarize_node
+from fleet.fabric.samples import SeriesKey
 
 HISTORY_REREAD_S = 10.0
 """The plots span an hour; re-reading them more often than every 10 s shows nothing new."""

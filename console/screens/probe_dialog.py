@@ -18,7 +18,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label, OptionList, Select
 from textual.widgets.option_list import Option
 
-from fabric.naming import RAILS_PER_NODE, nic_name
+from fleet.fabric.naming import RAILS_PER_NODE, nic_name
 
 MATCHES_SHOWN = 8
 

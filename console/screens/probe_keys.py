@@ -11,15 +11,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
-from console.actions import changes_machine
-from console.probe_control import ProbeUnavailable
-from console.screens.linktest_dialog import LinktestDialog
-from console.screens.probe_dialog import ProbeDialog
+from fleet.console.actions import changes_machine
+from fleet.console.probe_control import ProbeUnavailable
+from fleet.console.screens.linktest_dialog import LinktestDialog
+from fleet.console.screens.probe_dialog import ProbeDialog
 
 if TYPE_CHECKING:
     from textual.screen import Screen
 
-    from console.app import FleetApp
+    from fleet.console.app import FleetApp
 
 WHAT = {"lat": "Latency (ib_send_lat)", "bw": "Bandwidth (ib_send_bw)"}
 
@@ -32,7 +32,7 @@ class ProbeKeys:
         raise NotImplementedError
 
     def _fleet(self) -> FleetApp:
-        from console.app import FleetApp
+        from fleet.console.app import FleetApp
 
         return cast(FleetApp, cast("Screen[None]", self).app)
 

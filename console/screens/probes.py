@@ -18,15 +18,15 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import DataTable, Static
 
-from console.messages import NodeChosen
-from console.probe_control import ProbeState
-from console.screens.base import FleetScreenBase, fixed_columns
-from console.screens.probe_keys import ProbeKeys
-from console.timespec import format_moment
-from console.view_model import ConsoleView
-from console.widgets.pair_matrix import PairMatrix
-from console.widgets.probe_panel import ProbePanel
-from fabric.records import ProbeRecord
+from fleet.console.messages import NodeChosen
+from fleet.console.probe_control import ProbeState
+from fleet.console.screens.base import FleetScreenBase, fixed_columns
+from fleet.console.screens.probe_keys import ProbeKeys
+from fleet.console.timespec import format_moment
+from fleet.console.view_model import ConsoleView
+from fleet.console.widgets.pair_matrix import PairMatrix
+from fleet.console.widgets.probe_panel import ProbePanel
+from fleet.fabric.records import ProbeRecord
 
 HISTORY_ROWS = 200
 """Probes listed; the store keeps them all (``fleet db`` / the CLI's ``--json`` for more)."""

@@ -1,7 +1,7 @@
 """The Topology screen: spines and leaves by group and rail, uplink balance per leaf (ECMP),
 each switch's links coloured by utilization and errors, cables that differ from the plan.
 
-The uplink balance is ``collectors.ecmp_status.leaf_balances`` over the configured window
+The uplink balance is ``fleet.collectors.ecmp_status.leaf_balances`` over the configured window
 (the numbers `fleet ecmp status` and the ECMP plan judge), read on the reader thread at most
 every ``BALANCE_EVERY_S`` (or ten times its own cost, on a big fleet); ``e`` on a leaf opens its
 ECMP plan."""
@@ -18,19 +18,19 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import DataTable, Static
 
-from console.ecmp_ops import LastChange, read_balances_and_changes, roles_inventory
-from console.formatting import count, number
-from console.screens.base import FleetScreenBase, fixed_columns
-from console.screens.ecmp_plan import EcmpPlanScreen, settings_of
-from console.topology_model import (
+from fleet.console.ecmp_ops import LastChange, read_balances_and_changes, roles_inventory
+from fleet.console.formatting import count, number
+from fleet.console.screens.base import FleetScreenBase, fixed_columns
+from fleet.console.screens.ecmp_plan import EcmpPlanScreen, settings_of
+from fleet.console.topology_model import (
     PlannedCable,
     SwitchRow,
     TopologyView,
     balance_bars,
     build_topology,
 )
-from console.view_model import ConsoleView
-from fabric.ecmp import LeafBalance
+from fleet.console.view_model import ConsoleView
+from fleet.fabric.ecmp import LeafBalance
 
 UTIL_BUSY_PCT = 80.0
 """Links above 80% are where the incident study's balanced fabrics sat; above it queues build."""

@@ -1,7 +1,7 @@
 """`W`: the acceptance walkthrough, run in front of the customer on the high-contrast theme.
 
 Opening it measures once (the criteria's suite through
-``collectors.accept_run.run_acceptance``, progress shown as it goes), then
+``fleet.collectors.accept_run.run_acceptance``, progress shown as it goes), then
 each ``space`` turns the next agreed check PASS or FAIL with its evidence:
 the measured numbers (min / median / max) against the threshold, and every
 failing part. ``a`` shows the rest at once, ``w`` writes the report (HTML and
@@ -27,15 +27,15 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
-from collectors.accept_run import AcceptanceRun, run_acceptance
-from collectors.baseline_run import SuiteProgress
-from collectors.inventory import Inventory
-from console.messages import SuiteProgressed
-from console.report_write import write_report
-from console.screens.base import FleetScreenBase, fixed_columns
-from console.screens.path_prompt import PathPrompt
-from fabric.acceptance import CheckResult, Criteria, CriteriaError, parse_criteria
-from fabric.report_model import acceptance_report
+from fleet.collectors.accept_run import AcceptanceRun, run_acceptance
+from fleet.collectors.baseline_run import SuiteProgress
+from fleet.collectors.inventory import Inventory
+from fleet.console.messages import SuiteProgressed
+from fleet.console.report_write import write_report
+from fleet.console.screens.base import FleetScreenBase, fixed_columns
+from fleet.console.screens.path_prompt import PathPrompt
+from fleet.fabric.acceptance import CheckResult, Criteria, CriteriaError, parse_criteria
+from fleet.fabric.report_model import acceptance_report
 
 WALKTHROUGH_THEME = "fleet-high-contrast"
 """Readable on a projector; the theme in use before is restored when the screen closes."""

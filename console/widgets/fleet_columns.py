@@ -12,8 +12,8 @@ from typing import Any
 
 from rich.text import Text
 
-from console.formatting import count, health_text, number, plain
-from console.view_model import NodeRow
+from fleet.console.formatting import count, health_text, number, plain
+from fleet.console.view_model import NodeRow
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,8 +27,8 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from console.view_model import NodeRow
-from console.widgets.fleet_columns import COLUMNS, row_cells, same_cell
+from fleet.console.view_model import NodeRow
+from fleet.console.widgets.fleet_columns import COLUMNS, row_cells, same_cell
 
 PADDING = 1
 """Blank cells on each side of every cell, as ``DataTable``'s ``cell_padding``."""

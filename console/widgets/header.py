@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from console.timespec import format_moment
+from fleet.console.timespec import format_moment
 
 
 class FleetHeader(Static):

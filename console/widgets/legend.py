@@ -5,8 +5,8 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from console.formatting import HEALTH_GLYPH, health_style
-from fabric.health import Health
+from fleet.console.formatting import HEALTH_GLYPH, health_style
+from fleet.fabric.health import Health
 
 MEANING = {
     Health.OK: "ok",

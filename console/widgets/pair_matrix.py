@@ -17,7 +17,7 @@ from textual.widgets import Static
 
 SLOW_FACTOR = 1.5
 """A cell above 1.5x the rail's reference p99 is drawn as slow (below the outlier rule of
-``fabric.localize``, so a pair drifting towards a problem shows before it is flagged)."""
+``fleet.fabric.localize``, so a pair drifting towards a problem shows before it is flagged)."""
 NUMBERS_UP_TO_NODES = 16
 """Up to this many nodes a cell shows its p99 in usec; larger matrices draw one block per pair."""
 

@@ -14,12 +14,12 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import ProgressBar, Static
 
-from console.probe_control import ProbeState
-from console.timespec import format_moment
-from fabric.records import ProbeRecord
+from fleet.console.probe_control import ProbeState
+from fleet.console.timespec import format_moment
+from fleet.fabric.records import ProbeRecord
 
 if TYPE_CHECKING:
-    from console.app import FleetApp
+    from fleet.console.app import FleetApp
 
 
 def result_words(record: ProbeRecord) -> str:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from console.formatting import HEALTH_GLYPH, health_style
-from console.view_model import FleetSummary
-from fabric.health import Health
+from fleet.console.formatting import HEALTH_GLYPH, health_style
+from fleet.console.view_model import FleetSummary
+from fleet.fabric.health import Health
 
 
 class SummaryBar(Static):

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from rich.text import Text
 from textual.widgets import Static
 
-from fabric.ecmp import LeafBalance
+from fleet.fabric.ecmp import LeafBalance
 
 BAR_CELLS = 24
 

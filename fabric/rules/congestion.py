@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from fabric.ecmp import UplinkSeries, assess_leaf
-from fabric.events import Finding, Severity
-from fabric.rules.context import Context, rounded
+from fleet.fabric.ecmp import UplinkSeries, assess_leaf
+from fleet.fabric.events import Finding, Severity
+from fleet.fabric.rules.context import Context, rounded
 
 
 def rules(ctx: Context) -> list[Finding]:

@@ -1,7 +1,7 @@
 """What the diagnosis rules read: the fleet over one window, and helpers to ask it questions.
 
 ``DiagnosisInput`` is plain data the collectors side builds from the store
-(``collectors.diagnose_input``); ``Context`` indexes it once for the rules.
+(``fleet.collectors.diagnose_input``); ``Context`` indexes it once for the rules.
 Deltas and rates come from the first and the last value of each series in the
 window, never from one sample, so a single late or missing sample does not
 make or hide a finding. A counter that went down was reset (driver reload):
@@ -16,10 +16,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fabric.events import Event, Finding, Severity
-from fabric.records import HostStatus, JobRecord, PortRecord, ProbeRecord
-from fabric.rules.thresholds import Thresholds
-from fabric.topology import Endpoint, FabricGraph, PlannedCable, TopologyComparison
+from fleet.fabric.events import Event, Finding, Severity
+from fleet.fabric.records import HostStatus, JobRecord, PortRecord, ProbeRecord
+from fleet.fabric.rules.thresholds import Thresholds
+from fleet.fabric.topology import Endpoint, FabricGraph, PlannedCable, TopologyComparison
 
 SeriesId = tuple[str, str, str, str]
 """(host, metric, device, port), as the store names a series."""

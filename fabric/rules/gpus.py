@@ -9,8 +9,8 @@ queues running dry.
 
 from __future__ import annotations
 
-from fabric.events import Finding, Severity
-from fabric.rules.context import Context
+from fleet.fabric.events import Finding, Severity
+from fleet.fabric.rules.context import Context
 
 QP_ERROR_COUNTERS = ("req_cqe_error", "resp_cqe_error", "rnr_nak_retry_err")
 

@@ -13,10 +13,10 @@ import re
 import statistics
 from collections import defaultdict
 
-from fabric.events import Finding, Severity
-from fabric.records import HostStatus
-from fabric.rules.context import Context
-from fabric.states import HostState
+from fleet.fabric.events import Finding, Severity
+from fleet.fabric.records import HostStatus
+from fleet.fabric.rules.context import Context
+from fleet.fabric.states import HostState
 
 _SECONDS = re.compile(r"(\d+(?:\.\d+)?) s\b")
 """The collector's reasons say how long a host took: "answered in 2.99 s (slow above 2 s)"."""

@@ -12,9 +12,9 @@ import statistics
 from collections import defaultdict
 from collections.abc import Sequence
 
-from fabric.events import Finding, Severity
-from fabric.records import ProbeRecord
-from fabric.rules.context import Context, rounded
+from fleet.fabric.events import Finding, Severity
+from fleet.fabric.records import ProbeRecord
+from fleet.fabric.rules.context import Context, rounded
 
 PairKey = tuple[str, str, str, str]
 

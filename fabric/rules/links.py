@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from fabric.events import Finding, Severity
-from fabric.rules.context import PHYS_LINK_UP, PORT_ACTIVE, Context, median, rounded
-from fabric.topology import Endpoint
+from fleet.fabric.events import Finding, Severity
+from fleet.fabric.rules.context import PHYS_LINK_UP, PORT_ACTIVE, Context, median, rounded
+from fleet.fabric.topology import Endpoint
 
 LINK_DOWN_COUNTERS = ("link_downed", "link_down_events_phy")
 POST_FEC_COUNTERS = ("rx_pcs_symbol_err_phy", "symbol_error")

@@ -21,8 +21,8 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping
 
-from fabric.events import Finding, Severity
-from fabric.rules.context import Context, rounded
+from fleet.fabric.events import Finding, Severity
+from fleet.fabric.rules.context import Context, rounded
 
 FIT_MARGIN = 2.0
 """The runner-up spine must leave at least twice the unexplained loss of the best one: with an even

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 
-from fabric.ecmp import EcmpThresholds
+from fleet.fabric.ecmp import EcmpThresholds
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,7 @@
 
 Each stateless tool is a function ``(ToolContext, argv) -> ToolOutput`` in
 ``REGISTRY`` under the command name (``argv[0]`` is that name). The shell in
-``simulator.shell`` splits ``a; b; c``, looks each command up here (or in its
+``fleet.simulator.shell`` splits ``a; b; c``, looks each command up here (or in its
 own stateful handlers: perftest, all_reduce_perf, switch configuration, the
 node agent) and answers ``sh: 1: X: not found`` with exit 127 otherwise.
 Tool modules register themselves through ``register``; ``load_all`` imports
@@ -16,11 +16,11 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from simulator.state import JobView, LldpNeighbor, NicView, NodeView, OpticsView, SwitchView
+from fleet.simulator.state import JobView, LldpNeighbor, NicView, NodeView, OpticsView, SwitchView
 
 
 class LazyNode(Protocol):
-    """A node at one instant whose parts are computed on first use (``simulator.model.NodeParts``).
+    """A node at one instant whose parts are computed on first use (``fleet.simulator.model.NodeParts``).
 
     A renderer that reads a small part of a node (sysfs counters) asks for
     that part instead of the whole ``NodeView``; ``view()`` is built from the
@@ -120,16 +120,16 @@ ToolFn = Callable[[ToolContext, list[str]], ToolOutput]
 REGISTRY: dict[str, ToolFn] = {}
 
 TOOL_MODULES: tuple[str, ...] = (
-    "simulator.tools.ib",
-    "simulator.tools.sysfs",
-    "simulator.tools.ethtool",
-    "simulator.tools.rdma",
-    "simulator.tools.lldp",
-    "simulator.tools.nvidia_smi",
-    "simulator.tools.slurm",
-    "simulator.tools.nvue",
-    "simulator.tools.sonic",
-    "simulator.tools.system",
+    "fleet.simulator.tools.ib",
+    "fleet.simulator.tools.sysfs",
+    "fleet.simulator.tools.ethtool",
+    "fleet.simulator.tools.rdma",
+    "fleet.simulator.tools.lldp",
+    "fleet.simulator.tools.nvidia_smi",
+    "fleet.simulator.tools.slurm",
+    "fleet.simulator.tools.nvue",
+    "fleet.simulator.tools.sonic",
+    "fleet.simulator.tools.system",
 )
 
 

@@ -22,8 +22,8 @@ import functools
 import math
 from collections.abc import Iterable, Sequence
 
-from simulator.state import NicView, OpticsLane, OpticsView
-from simulator.tools import ToolContext, ToolOutput, register
+from fleet.simulator.state import NicView, OpticsLane, OpticsView
+from fleet.simulator.tools import ToolContext, ToolOutput, register
 
 # --- counter names -------------------------------------------------------------
 

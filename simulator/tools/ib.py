@@ -19,8 +19,8 @@ import re
 import time
 from dataclasses import dataclass
 
-from simulator.state import NicView, NodeView, SwitchPortView, SwitchView
-from simulator.tools import ToolContext, ToolOutput, register
+from fleet.simulator.state import NicView, NodeView, SwitchPortView, SwitchView
+from fleet.simulator.tools import ToolContext, ToolOutput, register
 
 PORT_STATE_NUM: dict[str, int] = {"DOWN": 1, "INIT": 2, "ARMED": 3, "ACTIVE": 4}
 IBSTAT_STATE: dict[str, str] = {

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 import orjson
 
-from simulator.state import LldpNeighbor, NicView, NodeView, SwitchView
-from simulator.tools import LazyNode, ToolContext, ToolOutput, register
+from fleet.simulator.state import LldpNeighbor, NicView, NodeView, SwitchView
+from fleet.simulator.tools import LazyNode, ToolContext, ToolOutput, register
 
 SEPARATOR = "-" * 79
 # lldpd's default tx-interval 30 s times tx-hold 4.

@@ -36,8 +36,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from simulator.state import GpuView, NicView, NodeView
-from simulator.tools import ToolContext, ToolOutput, register
+from fleet.simulator.state import GpuView, NicView, NodeView
+from fleet.simulator.tools import ToolContext, ToolOutput, register
 
 NO_DRIVER = (
     "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "

@@ -35,9 +35,9 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from simulator.state import SwitchPortView, SwitchView
-from simulator.tools import ToolContext, ToolOutput, register
-from simulator.tools.tables import natural_key, simple_table
+from fleet.simulator.state import SwitchPortView, SwitchView
+from fleet.simulator.tools import ToolContext, ToolOutput, register
+from fleet.simulator.tools.tables import natural_key, simple_table
 
 ECMP_FIELDS: tuple[str, ...] = (
     "destination-ip",

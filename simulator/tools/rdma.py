@@ -16,9 +16,9 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from simulator.state import NicView, NodeView, QpView
-from simulator.tools import ToolContext, ToolOutput, register
-from simulator.tools.ib import guid_colon
+from fleet.simulator.state import NicView, NodeView, QpView
+from fleet.simulator.tools import ToolContext, ToolOutput, register
+from fleet.simulator.tools.ib import guid_colon
 
 # hw_counters of an mlx5 RoCE port in the driver's order, the order ``rdma statistic
 # show`` prints (tests/fixtures/rdma/cn-notes-rdma-statistic-show-4x-mlx5-errors.txt).

@@ -33,8 +33,8 @@ from dataclasses import dataclass
 
 import hostlist
 
-from simulator.state import JobView
-from simulator.tools import ToolContext, ToolOutput, register
+from fleet.simulator.state import JobView
+from fleet.simulator.tools import ToolContext, ToolOutput, register
 
 SLURM_RELEASE = (23, 11, 4)
 DATA_PARSER = "data_parser/v0.0.40"

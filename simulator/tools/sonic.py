@@ -28,9 +28,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from simulator.state import SwitchPortView, SwitchView
-from simulator.tools import ToolContext, ToolOutput, register
-from simulator.tools.tables import natural_key, simple_table
+from fleet.simulator.state import SwitchPortView, SwitchView
+from fleet.simulator.tools import ToolContext, ToolOutput, register
+from fleet.simulator.tools.tables import natural_key, simple_table
 
 PORTSTAT_HEADER: tuple[str, ...] = (
     "IFACE",

@@ -19,9 +19,9 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from simulator.state import NicView, NodeView
-from simulator.tools import LazyNode, ToolContext, ToolOutput, register
-from simulator.tools.ib import (
+from fleet.simulator.state import NicView, NodeView
+from fleet.simulator.tools import LazyNode, ToolContext, ToolOutput, register
+from fleet.simulator.tools.ib import (
     guid_colon,
     guid_int,
     sysfs_phys_state,

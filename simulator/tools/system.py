@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import time
 
-from simulator.tools import ToolContext, ToolOutput, register
+from fleet.simulator.tools import ToolContext, ToolOutput, register
 
 
 @register("hostname")

@@ -20,7 +20,7 @@ from typing import Any
 import pynvml as real_pynvml
 import pytest
 
-from collectors.agent_reader import agent_source
+from fleet.collectors.agent_reader import agent_source
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 FAKE_NVML = Path(__file__).parent / "fake_nvml"

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import asyncssh
 
-from collectors.commands import Command, command
-from collectors.sshpool import PoolSettings
+from fleet.collectors.commands import Command, command
+from fleet.collectors.sshpool import PoolSettings
 
 Handler = Callable[[asyncssh.SSHServerProcess[bytes]], Awaitable[None]]
 FAST = PoolSettings(connect_timeout_s=2.0, slow_threshold_s=5.0, ssh_config=())

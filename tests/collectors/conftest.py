@@ -20,8 +20,8 @@ import asyncssh
 import pytest
 from byte_ssh import FAST, ByteServer
 
-from collectors.inventory import InventoryHost
-from collectors.sshpool import SshPool
+from fleet.collectors.inventory import InventoryHost
+from fleet.collectors.sshpool import SshPool
 
 sys.path.insert(0, str(Path(__file__).parent))  # agent_harness, however pytest imports tests
 

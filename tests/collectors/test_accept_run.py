@@ -16,18 +16,18 @@ from pathlib import Path
 
 import pytest
 
-from collectors.accept_run import AcceptanceRun, run_acceptance
-from collectors.baseline_run import SuiteProgress, SuiteSettings, run_suite
-from collectors.inventory import Inventory, load_inventory
-from collectors.sshpool import PoolSettings, SshPool
-from fabric.acceptance import parse_criteria
-from fabric.baseline import Baseline, diff
-from simulator.main import write_state
-from simulator.model import FleetModel
-from simulator.scenario import SCENARIO_DIR, parse_scenario
-from simulator.server import FleetServer
-from store.reader import StoreReader
-from store.writer import StoreWriter
+from fleet.collectors.accept_run import AcceptanceRun, run_acceptance
+from fleet.collectors.baseline_run import SuiteProgress, SuiteSettings, run_suite
+from fleet.collectors.inventory import Inventory, load_inventory
+from fleet.collectors.sshpool import PoolSettings, SshPool
+from fleet.fabric.acceptance import parse_criteria
+from fleet.fabric.baseline import Baseline, diff
+from fleet.simulator.main import write_state
+from fleet.simulator.model import FleetModel
+from fleet.simulator.scenario import SCENARIO_DIR, parse_scenario
+from fleet.simulator.server import FleetServer
+from fleet.store.reader import StoreReader
+from fleet.store.writer import StoreWriter
 
 pytestmark = [pytest.mark.timeout(90), pytest.mark.slow]
 

@@ -14,7 +14,7 @@ import pynvml as real_pynvml
 import pytest
 from agent_harness import FIXTURES, agent_env, build_sysfs, run_agent
 
-from collectors.agent_reader import agent_source
+from fleet.collectors.agent_reader import agent_source
 
 
 def port(line: dict[str, Any], device: str) -> dict[str, Any]:

@@ -13,14 +13,19 @@ import pytest
 from agent_harness import run_agent
 from helpers.agent_reference import agent_line
 
-from collectors import agent
-from collectors.agent_reader import AgentLineError, AgentStream, decode_agent_line, host_sample
-from collectors.optics import optics_values
-from fabric.rates import RateTracker
-from fabric.samples import HostSample, PackedValues
-from simulator import agent_stream
-from simulator.model import FleetModel
-from simulator.scenario import parse_scenario
+from fleet.collectors import agent
+from fleet.collectors.agent_reader import (
+    AgentLineError,
+    AgentStream,
+    decode_agent_line,
+    host_sample,
+)
+from fleet.collectors.optics import optics_values
+from fleet.fabric.rates import RateTracker
+from fleet.fabric.samples import HostSample, PackedValues
+from fleet.simulator import agent_stream
+from fleet.simulator.model import FleetModel
+from fleet.simulator.scenario import parse_scenario
 
 SCENARIO = """
 [fabric]
@@ -348,7 +353,7 @@ def test_a_port_with_gauges_and_counters_reads_as_its_full_line() -> None:
 def test_streams_share_key_tables_and_a_garbled_one_cannot_grow_them() -> None:
     """Every stream files a device's values under the same key objects (one table for the fleet);
     GPU indexes out of a garbled line are not kept beyond ``_MAX_TABLES``."""
-    from collectors import agent_reader
+    from fleet.collectors import agent_reader
     lines = simulated_lines(2)
     first, second = AgentStream("n1"), AgentStream("n2")
     one, two = first.read(json.dumps(lines[0])).sample, second.read(json.dumps(lines[0])).sample

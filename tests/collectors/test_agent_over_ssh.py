@@ -10,12 +10,12 @@ from typing import Any
 
 from agent_harness import agent_env, build_sysfs
 
-from collectors.agent_reader import agent_source, decode_agent_line, host_sample
-from collectors.commands import agent_command
-from collectors.inventory import InventoryHost
-from collectors.sshpool import PoolSettings, SshPool
-from fabric.rates import DerivedRates, RateFlag, RateTracker
-from fabric.states import HostState
+from fleet.collectors.agent_reader import agent_source, decode_agent_line, host_sample
+from fleet.collectors.commands import agent_command
+from fleet.collectors.inventory import InventoryHost
+from fleet.collectors.sshpool import PoolSettings, SshPool
+from fleet.fabric.rates import DerivedRates, RateFlag, RateTracker
+from fleet.fabric.states import HostState
 
 MakeHost = Callable[..., Coroutine[Any, Any, Any]]
 

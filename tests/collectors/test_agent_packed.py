@@ -14,15 +14,15 @@ import numpy as np
 import pytest
 from test_agent_changed_only import full_samples, reshaped, simulated_lines
 
-from collectors import agent
-from collectors.agent_reader import (
+from fleet.collectors import agent
+from fleet.collectors.agent_reader import (
     WRITE_TOGETHER_FROM,
     AgentLineError,
     AgentStream,
     StreamSample,
     write_slots,
 )
-from collectors.optics import optics_values
+from fleet.collectors.optics import optics_values
 
 
 def packed_texts(lines: list[dict[str, Any]], full_every: int, host: str = "n1") -> list[str]:

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from agent_harness import run_agent
 
-from collectors.agent_reader import AgentLineError, decode_agent_line, host_sample
-from fabric.samples import METRICS
+from fleet.collectors.agent_reader import AgentLineError, decode_agent_line, host_sample
+from fleet.fabric.samples import METRICS
 
 
 @pytest.fixture(scope="module")

@@ -19,10 +19,10 @@ from agent_harness import agent_env, build_sysfs
 from test_agent import _old_pythons
 from test_agent_changed_only import full_samples, sent, simulated_lines
 
-from collectors import agent
-from collectors.agent_reader import AgentLineError, AgentStream, agent_source
-from collectors.optics import optics_values
-from fabric.rates import RateTracker
+from fleet.collectors import agent
+from fleet.collectors.agent_reader import AgentLineError, AgentStream, agent_source
+from fleet.collectors.optics import optics_values
+from fleet.fabric.rates import RateTracker
 
 
 def test_slots_number_every_number_of_the_counted_sections_in_the_line_order() -> None:
@@ -160,7 +160,7 @@ def test_slots_of_what_fleet_does_not_keep_are_read_and_skipped() -> None:
 
 
 def test_streams_of_one_shape_share_a_slot_table() -> None:
-    from collectors import agent_reader
+    from fleet.collectors import agent_reader
     lines = simulated_lines(1)
     one, two = AgentStream("n1"), AgentStream("n2")
     one.read(json.dumps(lines[0]))

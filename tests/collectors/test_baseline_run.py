@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from collectors.baseline_run import (
+from fleet.collectors.baseline_run import (
     SuiteSettings,
     bandwidth_pairs,
     counters_command,
     missed_rendezvous,
 )
-from fabric.acceptance import CriteriaError
-from fabric.records import ProbeRecord
+from fleet.fabric.acceptance import CriteriaError
+from fleet.fabric.records import ProbeRecord
 
 
 def test_bandwidth_pairs_cross_to_the_far_half_and_keep_an_odd_node() -> None:

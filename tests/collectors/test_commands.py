@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from collectors.commands import Command, CommandError, Glob, agent_command, command, sequence
+from fleet.collectors.commands import Command, CommandError, Glob, agent_command, command, sequence
 
 HOSTILE = ["eth0; rm -rf /", "$(reboot)", "`id`", "a'b\"c", "x && touch pwned", "-rf", "a\nb", "|cat /etc/shadow", "*"]
 

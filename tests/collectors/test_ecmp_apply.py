@@ -10,18 +10,18 @@ from typing import Any
 
 import pytest
 
-from collectors.commands import command
-from collectors.ecmp_apply import ApplySettings, EcmpApply
-from collectors.ecmp_status import plan_leaf
-from collectors.inventory import load_inventory
-from collectors.sshpool import SshPool
-from fabric.ecmp import EcmpThresholds
-from fabric.records import ActionRecord
-from simulator.main import write_state
-from simulator.model import FleetModel
-from simulator.scenario import load_scenario
-from simulator.server import FleetServer
-from simulator.session import StreamIO
+from fleet.collectors.commands import command
+from fleet.collectors.ecmp_apply import ApplySettings, EcmpApply
+from fleet.collectors.ecmp_status import plan_leaf
+from fleet.collectors.inventory import load_inventory
+from fleet.collectors.sshpool import SshPool
+from fleet.fabric.ecmp import EcmpThresholds
+from fleet.fabric.records import ActionRecord
+from fleet.simulator.main import write_state
+from fleet.simulator.model import FleetModel
+from fleet.simulator.scenario import load_scenario
+from fleet.simulator.server import FleetServer
+from fleet.simulator.session import StreamIO
 
 
 @pytest.mark.timeout(60)

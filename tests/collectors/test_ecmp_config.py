@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collectors.ecmp_config import (
+from fleet.collectors.ecmp_config import (
     parse_nvue_adaptive_routing,
     parse_nvue_forwarding,
     parse_sonic_switch_hash,

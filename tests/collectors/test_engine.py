@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from helpers.simfleet import running_fleet, small_scenario
 
-from collectors.engine import Collector
-from collectors.inventory import load_inventory
-from collectors.node_poller import CollectSettings
-from fabric.states import HostState
-from store.reader import StoreReader
-from store.writer import StoreWriter
+from fleet.collectors.engine import Collector
+from fleet.collectors.inventory import load_inventory
+from fleet.collectors.node_poller import CollectSettings
+from fleet.fabric.states import HostState
+from fleet.store.reader import StoreReader
+from fleet.store.writer import StoreWriter
 
 FAULTS = """
 [[faults]]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from collectors.inventory import (
+from fleet.collectors.inventory import (
     CablingRow,
     InventoryError,
     default_inventory_path,

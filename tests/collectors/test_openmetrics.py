@@ -17,14 +17,14 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
 from prometheus_client.parser import text_string_to_metric_families as parse_prometheus
 
-from collectors.engine import Collector
-from collectors.inventory import load_inventory
-from collectors.node_poller import CollectSettings
-from collectors.openmetrics import EXPORTED, metrics_table, serve_metrics
-from console.cli import main
-from console.cli.export import READY_PREFIX, parse_listen
-from store.reader import StoreReader
-from store.writer import StoreWriter
+from fleet.collectors.engine import Collector
+from fleet.collectors.inventory import load_inventory
+from fleet.collectors.node_poller import CollectSettings
+from fleet.collectors.openmetrics import EXPORTED, metrics_table, serve_metrics
+from fleet.console.cli import main
+from fleet.console.cli.export import READY_PREFIX, parse_listen
+from fleet.store.reader import StoreReader
+from fleet.store.writer import StoreWriter
 
 DOC = Path(__file__).parents[2] / "docs" / "metrics.md"
 OPENMETRICS = "application/openmetrics-text; version=1.0.0; charset=utf-8"

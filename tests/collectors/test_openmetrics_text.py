@@ -18,12 +18,12 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.openmetrics import exposition as om_exposition
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from collectors.openmetrics import EXPORTED, HOST_UP_HELP, StoreMetrics, serve_metrics
-from fabric.records import HostStatus, JobRecord
-from fabric.samples import METRICS, HostSample, MetricKind
-from fabric.states import HostState
-from store.reader import StoreReader
-from store.writer import StoreWriter
+from fleet.collectors.openmetrics import EXPORTED, HOST_UP_HELP, StoreMetrics, serve_metrics
+from fleet.fabric.records import HostStatus, JobRecord
+from fleet.fabric.samples import METRICS, HostSample, MetricKind
+from fleet.fabric.states import HostState
+from fleet.store.reader import StoreReader
+from fleet.store.writer import StoreWriter
 
 NOW = 1_790_000_000.0
 ODD = 'gpu"9\\x\n\u00e9'

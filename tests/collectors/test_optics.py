@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from collectors.agent import optics_readings
-from collectors.optics import (
+from fleet.collectors.agent import optics_readings
+from fleet.collectors.optics import (
     _LINES,
     _MAX_LINES,
     _TEMPLATES,
@@ -21,11 +21,11 @@ from collectors.optics import (
     module_values,
     optics_values,
 )
-from collectors.parsers.ethtool_module import parse_ethtool_module
-from simulator.model import FleetModel
-from simulator.scenario import parse_scenario
-from simulator.state import OpticsLane
-from simulator.tools.ethtool import render_module
+from fleet.collectors.parsers.ethtool_module import parse_ethtool_module
+from fleet.simulator.model import FleetModel
+from fleet.simulator.scenario import parse_scenario
+from fleet.simulator.state import OpticsLane
+from fleet.simulator.tools.ethtool import render_module
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "ethtool"
 FLEET = """

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from test_agent import _old_pythons
 
-from collectors.probe_sessions import runner_source
+from fleet.collectors.probe_sessions import runner_source
 
 pytestmark = pytest.mark.timeout(60)
 

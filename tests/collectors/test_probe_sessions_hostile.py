@@ -15,10 +15,10 @@ import asyncssh
 import pytest
 from byte_ssh import ByteServer, Handler, named, writes
 
-from collectors import probe_sessions
-from collectors.probe_sessions import ProbeSessions
-from collectors.sshpool import SshPool
-from fabric.states import HostState
+from fleet.collectors import probe_sessions
+from fleet.collectors.probe_sessions import ProbeSessions
+from fleet.collectors.sshpool import SshPool
+from fleet.fabric.states import HostState
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -7,12 +7,12 @@ import asyncio
 from test_agent_changed_only import simulated_lines
 from test_agent_packed import _bad, _packed_of, packed_texts
 
-from collectors.agent_reader import WRITE_TOGETHER_FROM, AgentStream
-from collectors.optics import optics_values
-from collectors.rate_batch import RateBatch
-from fabric.rates import DerivedRates, RateTracker
-from fabric.rates_batch import BATCH_FROM
-from fabric.samples import HostSample, PackedValues, SeriesKey, packed
+from fleet.collectors.agent_reader import WRITE_TOGETHER_FROM, AgentStream
+from fleet.collectors.optics import optics_values
+from fleet.collectors.rate_batch import RateBatch
+from fleet.fabric.rates import DerivedRates, RateTracker
+from fleet.fabric.rates_batch import BATCH_FROM
+from fleet.fabric.samples import HostSample, PackedValues, SeriesKey, packed
 
 _KEYS: list[SeriesKey] = [(metric, device, "1") for device in ("mlx5_0", "mlx5_1")
                           for metric in ("tx_bytes", "rx_bytes", "rx_bits_phy", "rx_corrected_bits_phy",

@@ -7,7 +7,7 @@ import pytest
 from asyncssh.constants import MSG_CHANNEL_OPEN, MSG_IGNORE
 from helpers.packets import received_packet_types
 
-from collectors.ssh_ignore import only_for_cbc
+from fleet.collectors.ssh_ignore import only_for_cbc
 
 
 class _Server(asyncssh.SSHServer):

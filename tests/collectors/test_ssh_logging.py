@@ -1,4 +1,4 @@
-"""asyncssh's logging with :func:`collectors.ssh_logging.quiet_when_off`: free when off, unchanged when on."""
+"""asyncssh's logging with :func:`fleet.collectors.ssh_logging.quiet_when_off`: free when off, unchanged when on."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from asyncssh.logging import SSHLogger
 from asyncssh.packet import SSHPacketLogger
 
-from collectors.ssh_logging import quiet_when_off
+from fleet.collectors.ssh_logging import quiet_when_off
 
 
 class _Capture(logging.Handler):

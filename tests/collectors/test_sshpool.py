@@ -13,11 +13,11 @@ from typing import Any
 import asyncssh
 import pytest
 
-from collectors.commands import agent_command, command
-from collectors.inventory import InventoryHost
-from collectors.sshpool import PoolSettings, SshPool
-from fabric.events import Event
-from fabric.states import HostState
+from fleet.collectors.commands import agent_command, command
+from fleet.collectors.inventory import InventoryHost
+from fleet.collectors.sshpool import PoolSettings, SshPool
+from fleet.fabric.events import Event
+from fleet.fabric.states import HostState
 
 FakeHost = Any  # tests/collectors/conftest.py: FakeHost (conftest modules are not importable)
 MakeHost = Callable[..., Coroutine[Any, Any, FakeHost]]

@@ -14,9 +14,9 @@ import asyncssh
 import pytest
 from byte_ssh import WINDOW_BYTES, ByteServer, Handler, named, writes
 
-from collectors.commands import CommandError, command, gated, sequence
-from collectors.sshpool import STDERR_KEEP_BYTES, RunResult, SshPool
-from fabric.states import HostState
+from fleet.collectors.commands import CommandError, command, gated, sequence
+from fleet.collectors.sshpool import STDERR_KEEP_BYTES, RunResult, SshPool
+from fleet.fabric.states import HostState
 
 SPLIT = (b"caf\xc3", b"\xa9 \xe2\x82", b"\xac\n", b"x\n\n", b"bad \xff byte\r\n", b"no newline \xf0\x9f", b"\x98\x80")
 """UTF-8 characters cut between packets, an empty line, an invalid byte, a CR, a last line without newline."""

@@ -8,11 +8,11 @@ from pathlib import Path
 
 from helpers.simfleet import running_fleet, small_scenario
 
-from collectors.engine import Collector
-from collectors.inventory import load_inventory
-from collectors.node_poller import CollectSettings
-from store.reader import StoreReader
-from store.writer import StoreWriter
+from fleet.collectors.engine import Collector
+from fleet.collectors.inventory import load_inventory
+from fleet.collectors.node_poller import CollectSettings
+from fleet.store.reader import StoreReader
+from fleet.store.writer import StoreWriter
 
 
 async def test_changed_only_stream_keeps_counters_and_rates_of_every_line(tmp_path: Path) -> None:

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 from helpers.simfleet import running_fleet
 
-from collectors.inventory import load_inventory
-from collectors.sections import split_sections
-from collectors.sshpool import PoolSettings, SshPool
-from collectors.switches.base import MAX_CLOCK_SKEW_S, poll_time
-from collectors.switches.nvue import NvueDriver
-from collectors.switches.sonic import SonicDriver
-from simulator.scenario import load_scenario
+from fleet.collectors.inventory import load_inventory
+from fleet.collectors.sections import split_sections
+from fleet.collectors.sshpool import PoolSettings, SshPool
+from fleet.collectors.switches.base import MAX_CLOCK_SKEW_S, poll_time
+from fleet.collectors.switches.nvue import NvueDriver
+from fleet.collectors.switches.sonic import SonicDriver
+from fleet.simulator.scenario import load_scenario
 
 ARRIVED = 1_764_435_600.0
 

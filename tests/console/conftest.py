@@ -9,10 +9,10 @@ import pytest
 from console_waits import NOW
 from fleetstore import fill_store
 
-from console.app import FleetApp
-from console.config import Config
-from console.feed import Feed, open_store_loader
-from store.writer import StoreWriter
+from fleet.console.app import FleetApp
+from fleet.console.config import Config
+from fleet.console.feed import Feed, open_store_loader
+from fleet.store.writer import StoreWriter
 
 
 @pytest.fixture

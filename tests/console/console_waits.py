@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 from fleetstore import T0
 
-from console.app import FleetApp
-from console.view_model import ConsoleView
+from fleet.console.app import FleetApp
+from fleet.console.view_model import ConsoleView
 
 NOW = T0 + 1.0
 """The fixed clock the test apps read the store at."""

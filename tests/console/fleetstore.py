@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fabric.events import Event, Severity
-from fabric.naming import leaf_name, node_name, spine_name
-from fabric.records import HostRecord, HostStatus, JobRecord, PortRecord, ProbeRecord
-from fabric.samples import HostSample, SeriesKey
-from fabric.states import HostState
-from store.writer import StoreWriter
+from fleet.fabric.events import Event, Severity
+from fleet.fabric.naming import leaf_name, node_name, spine_name
+from fleet.fabric.records import HostRecord, HostStatus, JobRecord, PortRecord, ProbeRecord
+from fleet.fabric.samples import HostSample, SeriesKey
+from fleet.fabric.states import HostState
+from fleet.store.writer import StoreWriter
 
 T0 = 1_800_000_000.0
 NODES = 8

@@ -12,19 +12,19 @@ from fleetstore import T0
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Input
 
-from console.actions import changes_machine
-from console.app import FleetApp
-from console.screens.fleet import FleetScreen
-from console.screens.help import HelpScreen
-from console.screens.node import NodeScreen
-from console.widgets.fleet_table import FleetTable
-from console.widgets.header import FleetHeader
-from console.widgets.plot import PlotWidget
-from console.widgets.summary_bar import SummaryBar
-from fabric.health import Health
-from fabric.records import HostStatus
-from fabric.states import HostState
-from store.writer import StoreWriter
+from fleet.console.actions import changes_machine
+from fleet.console.app import FleetApp
+from fleet.console.screens.fleet import FleetScreen
+from fleet.console.screens.help import HelpScreen
+from fleet.console.screens.node import NodeScreen
+from fleet.console.widgets.fleet_table import FleetTable
+from fleet.console.widgets.header import FleetHeader
+from fleet.console.widgets.plot import PlotWidget
+from fleet.console.widgets.summary_bar import SummaryBar
+from fleet.fabric.health import Health
+from fleet.fabric.records import HostStatus
+from fleet.fabric.states import HostState
+from fleet.store.writer import StoreWriter
 
 SIZE = (160, 40)
 MakeApp = Callable[..., FleetApp]

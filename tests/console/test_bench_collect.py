@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from collectors.inventory import InventoryHost
-from console.cli.bench_collect import WRITER_THREAD, _thread_cpu_s, node_set, ssh_config_for
-from store.writer import StoreWriter
+from fleet.collectors.inventory import InventoryHost
+from fleet.console.cli.bench_collect import WRITER_THREAD, _thread_cpu_s, node_set, ssh_config_for
+from fleet.store.writer import StoreWriter
 
 
 @pytest.mark.timeout(90)

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from console.cli import main
-from console.cli.sim_process import start_sim
-from console.report_html import embedded_data
+from fleet.console.cli import main
+from fleet.console.cli.sim_process import start_sim
+from fleet.console.report_html import embedded_data
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.slow]
 

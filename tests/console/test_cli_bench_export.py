@@ -6,8 +6,8 @@ import json
 
 from click.testing import CliRunner
 
-from console.cli import main
-from console.cli.bench_store_fleet import host_keys
+from fleet.console.cli import main
+from fleet.console.cli.bench_store_fleet import host_keys
 
 
 def test_bench_export_json_on_four_nodes() -> None:

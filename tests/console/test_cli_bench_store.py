@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from console.cli import main
+from fleet.console.cli import main
 
 
 @pytest.mark.slow

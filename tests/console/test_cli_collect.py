@@ -10,9 +10,9 @@ import pytest
 from click.testing import CliRunner
 from helpers.simfleet import running_fleet
 
-from console.cli import main
-from simulator.scenario import load_scenario
-from store.reader import StoreReader
+from fleet.console.cli import main
+from fleet.simulator.scenario import load_scenario
+from fleet.store.reader import StoreReader
 
 
 @pytest.mark.timeout(90)

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from console.cli import main
-from fabric.samples import HostSample
-from store.schema import SCHEMA_VERSION
-from store.writer import StoreWriter
+from fleet.console.cli import main
+from fleet.fabric.samples import HostSample
+from fleet.store.schema import SCHEMA_VERSION
+from fleet.store.writer import StoreWriter
 
 
 def _history(path: Path) -> None:
@@ -65,7 +65,7 @@ def test_vacuum_keeps_the_data(tmp_path: Path) -> None:
 def test_info_describes_an_older_file_without_upgrading_it(tmp_path: Path) -> None:
     import sqlite_utils
 
-    from store.schema import MIGRATIONS
+    from fleet.store.schema import MIGRATIONS
 
     path = tmp_path / "old.db"
     MIGRATIONS.apply(sqlite_utils.Database(path), stop_before="m002_rollups")

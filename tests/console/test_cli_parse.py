@@ -9,7 +9,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from console.cli import main
+from fleet.console.cli import main
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 NCCL = FIXTURES / "nccl" / "autodl-2x2080ti-pcie-all_reduce_perf-no-p2p.txt"

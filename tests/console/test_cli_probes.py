@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from console.cli import main
-from console.cli.sim_process import SimProcess, start_sim
-from store.reader import StoreReader
+from fleet.console.cli import main
+from fleet.console.cli.sim_process import SimProcess, start_sim
+from fleet.store.reader import StoreReader
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from console.cli.bench_sim import bench_scenario
-from console.cli.sim import sim
-from console.cli.sim_process import SimulatorFailed, start_sim
-from simulator.scenario import parse_scenario
+from fleet.console.cli.bench_sim import bench_scenario
+from fleet.console.cli.sim import sim
+from fleet.console.cli.sim_process import SimulatorFailed, start_sim
+from fleet.simulator.scenario import parse_scenario
 
 
 def test_list_scenarios() -> None:
@@ -49,9 +49,9 @@ def test_demo_opens_the_console_on_a_live_simulator_and_stops_it(monkeypatch: py
     import asyncssh
     import click
 
-    from collectors.inventory import load_inventory
-    from console.cli import console_cmd
-    from console.cli.demo import demo
+    from fleet.collectors.inventory import load_inventory
+    from fleet.console.cli import console_cmd
+    from fleet.console.cli.demo import demo
 
     seen: dict[str, object] = {}
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from console.config import ConfigError, load_config
-from console.timespec import TimeSpecError, format_moment, parse_moment
+from fleet.console.config import ConfigError, load_config
+from fleet.console.timespec import TimeSpecError, format_moment, parse_moment
 
 NOW = 1_800_000_000.0
 

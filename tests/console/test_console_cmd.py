@@ -6,7 +6,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from console.cli import main
+from fleet.console.cli import main
 
 
 def run(args: list[str], tmp_path: Path) -> tuple[int, str]:

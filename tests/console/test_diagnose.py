@@ -17,16 +17,16 @@ import pytest
 from click.testing import CliRunner
 from helpers.simfleet import running_fleet
 
-import simulator.main
-from collectors.inventory import load_inventory
-from collectors.node_poller import CollectSettings
-from console.cli import main
-from console.cli.diagnose import collect_for, diagnose_store
-from fabric.events import Finding
-from simulator.model import FleetModel
-from simulator.scenario import load_scenario
-from store.reader import StoreReader
-from store.writer import StoreWriter
+import fleet.simulator.main
+from fleet.collectors.inventory import load_inventory
+from fleet.collectors.node_poller import CollectSettings
+from fleet.console.cli import main
+from fleet.console.cli.diagnose import collect_for, diagnose_store
+from fleet.fabric.events import Finding
+from fleet.simulator.model import FleetModel
+from fleet.simulator.scenario import load_scenario
+from fleet.store.reader import StoreReader
+from fleet.store.writer import StoreWriter
 
 SETTINGS = CollectSettings(interval_s=1.0, hung_after_s=10.0, slow_after_s=2.0, facts_every_s=60.0, optics_every=2)
 COLLECT_S = 4.0
@@ -43,7 +43,7 @@ async def _diagnose(scenario: str, tmp_path: Path, monkeypatch: pytest.MonkeyPat
                     running_for_s: float = 0.0) -> list[Finding]:
     if running_for_s:
         started = functools.partial(FleetModel, start_unix=time.time() - running_for_s)
-        monkeypatch.setattr(simulator.main, "FleetModel", started)
+        monkeypatch.setattr(fleet.simulator.main, "FleetModel", started)
     db = tmp_path / "fleet.db"
     writer = StoreWriter(db).start()
     try:
@@ -136,7 +136,7 @@ async def test_incident_after_the_storm(tmp_path: Path, monkeypatch: pytest.Monk
 
 def test_cli_json_lists_the_findings_and_the_events_screen_gets_them(tmp_path: Path) -> None:
     """`fleet diagnose --json` on a stored history: a JSON list, exit 0, findings stored as events."""
-    from fabric.samples import HostSample
+    from fleet.fabric.samples import HostSample
 
     db = tmp_path / "fleet.db"
     with StoreWriter(db) as writer:

@@ -12,21 +12,21 @@ from console_waits import view_where
 from helpers.simfleet import running_fleet
 from textual.widgets import DataTable
 
-from collectors.inventory import load_inventory
-from collectors.node_poller import CollectSettings
-from console.app import FleetApp
-from console.cli.diagnose import collect_for
-from console.config import Config
-from console.diagnosis_watch import DiagnosisWatch, event_key, open_findings
-from console.feed import Feed, open_store_loader
-from console.screens.events import EventsScreen
-from console.screens.node import NodeScreen
-from console.widgets.summary_bar import SummaryBar
-from fabric.diagnosis import finding_event
-from fabric.events import Finding, Severity
-from simulator.scenario import parse_scenario
-from store.reader import StoreReader
-from store.writer import StoreWriter
+from fleet.collectors.inventory import load_inventory
+from fleet.collectors.node_poller import CollectSettings
+from fleet.console.app import FleetApp
+from fleet.console.cli.diagnose import collect_for
+from fleet.console.config import Config
+from fleet.console.diagnosis_watch import DiagnosisWatch, event_key, open_findings
+from fleet.console.feed import Feed, open_store_loader
+from fleet.console.screens.events import EventsScreen
+from fleet.console.screens.node import NodeScreen
+from fleet.console.widgets.summary_bar import SummaryBar
+from fleet.fabric.diagnosis import finding_event
+from fleet.fabric.events import Finding, Severity
+from fleet.simulator.scenario import parse_scenario
+from fleet.store.reader import StoreReader
+from fleet.store.writer import StoreWriter
 
 SIZE = (160, 40)
 SETTINGS = CollectSettings(interval_s=1.0, hung_after_s=10.0, slow_after_s=2.0, facts_every_s=60.0, optics_every=2)

@@ -15,8 +15,8 @@ import pytest
 from click.testing import CliRunner, Result
 from helpers.simfleet import running_fleet
 
-from console.cli import main
-from simulator.scenario import SCENARIO_DIR, load_scenario, parse_scenario
+from fleet.console.cli import main
+from fleet.simulator.scenario import SCENARIO_DIR, load_scenario, parse_scenario
 
 SHORT = ["--window", "10", "--interval", "1", "--sustain", "3"]
 """A window of 10 s for an imbalance that must hold 3 s, polled every second: on two loaded cores

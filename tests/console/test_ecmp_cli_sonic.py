@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner, Result
 from helpers.simfleet import running_fleet
 
-from console.cli import main
-from simulator.scenario import parse_scenario
+from fleet.console.cli import main
+from fleet.simulator.scenario import parse_scenario
 
 SONIC_COLLISION = """
 [fabric]

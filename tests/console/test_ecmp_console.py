@@ -11,18 +11,18 @@ import pytest
 from helpers.simfleet import running_fleet
 from textual.widgets import DataTable, Static
 
-from collectors.ecmp_status import collect_switches
-from collectors.inventory import load_inventory
-from console.app import FleetApp
-from console.config import Config
-from console.ecmp_ops import EcmpOps, EcmpSettings, read_audit
-from console.feed import Feed, open_store_loader
-from console.screens.audit import AuditScreen
-from console.screens.ecmp_confirm import ConfirmApplyScreen
-from console.screens.ecmp_plan import EcmpPlanScreen
-from console.screens.topology import TopologyScreen
-from simulator.scenario import load_scenario
-from store.writer import StoreWriter
+from fleet.collectors.ecmp_status import collect_switches
+from fleet.collectors.inventory import load_inventory
+from fleet.console.app import FleetApp
+from fleet.console.config import Config
+from fleet.console.ecmp_ops import EcmpOps, EcmpSettings, read_audit
+from fleet.console.feed import Feed, open_store_loader
+from fleet.console.screens.audit import AuditScreen
+from fleet.console.screens.ecmp_confirm import ConfirmApplyScreen
+from fleet.console.screens.ecmp_plan import EcmpPlanScreen
+from fleet.console.screens.topology import TopologyScreen
+from fleet.simulator.scenario import load_scenario
+from fleet.store.writer import StoreWriter
 
 SIZE = (160, 45)
 SETTINGS = EcmpSettings(window_s=4.0, sustain_s=2.0, verify_window_s=3.0, interval_s=0.5)

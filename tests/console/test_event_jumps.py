@@ -8,10 +8,10 @@ from pathlib import Path
 from console_waits import NOW, view_where
 from textual.widgets import DataTable
 
-from console.app import FleetApp
-from console.screens.topology import TopologyScreen
-from fabric.events import Event, Severity
-from store.writer import StoreWriter
+from fleet.console.app import FleetApp
+from fleet.console.screens.topology import TopologyScreen
+from fleet.fabric.events import Event, Severity
+from fleet.store.writer import StoreWriter
 
 SIZE = (160, 40)
 

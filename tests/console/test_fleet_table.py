@@ -19,13 +19,18 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.renderables.styled import Styled
 
-from console.app import FleetApp
-from console.screens.fleet import FleetScreen
-from console.screens.node import NodeScreen
-from console.view_model import NodeRow
-from console.widgets.fleet_columns import COLUMN_BY_KEY
-from console.widgets.fleet_table import COLUMN_STARTS, COLUMN_WIDTHS, FleetTable, cell_segments
-from fabric.health import Health
+from fleet.console.app import FleetApp
+from fleet.console.screens.fleet import FleetScreen
+from fleet.console.screens.node import NodeScreen
+from fleet.console.view_model import NodeRow
+from fleet.console.widgets.fleet_columns import COLUMN_BY_KEY
+from fleet.console.widgets.fleet_table import (
+    COLUMN_STARTS,
+    COLUMN_WIDTHS,
+    FleetTable,
+    cell_segments,
+)
+from fleet.fabric.health import Health
 
 SIZE = (170, 24)
 NODES = 400

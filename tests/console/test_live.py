@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 from console_waits import view_where
 
-from collectors.inventory import load_inventory
-from console.app import FleetApp
-from console.config import Config
-from console.feed import Feed, open_store_loader
-from console.view_model import ConsoleView
-from fabric.health import Health
-from simulator.main import serve
-from simulator.scenario import parse_scenario
+from fleet.collectors.inventory import load_inventory
+from fleet.console.app import FleetApp
+from fleet.console.config import Config
+from fleet.console.feed import Feed, open_store_loader
+from fleet.console.view_model import ConsoleView
+from fleet.fabric.health import Health
+from fleet.simulator.main import serve
+from fleet.simulator.scenario import parse_scenario
 
 SCENARIO = """
 [fabric]

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from console.filtering import FilterError, parse_filter
-from console.snapshot import Snapshot
-from console.topology_model import PlannedCable, balance_bars, build_topology, leaf_group_rail
-from console.view_model import NodeRow
-from fabric.health import Health
-from fabric.records import HostRecord, PortRecord
+from fleet.console.filtering import FilterError, parse_filter
+from fleet.console.snapshot import Snapshot
+from fleet.console.topology_model import PlannedCable, balance_bars, build_topology, leaf_group_rail
+from fleet.console.view_model import NodeRow
+from fleet.fabric.health import Health
+from fleet.fabric.records import HostRecord, PortRecord
 
 
 def node(name: str, health: Health = Health.OK, state: str = "ok", group: int = 0,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from console.node_history import thin
-from console.widgets.plot import PlotData, PlotSeries, build_plot
+from fleet.console.node_history import thin
+from fleet.console.widgets.plot import PlotData, PlotSeries, build_plot
 
 
 def test_long_series_are_thinned_by_averaging_runs() -> None:

@@ -12,19 +12,19 @@ from console_waits import view_where
 from helpers.simfleet import running_fleet
 from textual.widgets import DataTable, OptionList, Select
 
-from collectors.inventory import load_inventory
-from console.app import FleetApp
-from console.config import Config
-from console.feed import Feed, open_store_loader
-from console.probe_control import ProbeState
-from console.screens.node import NodeScreen
-from console.screens.probe_dialog import ProbeDialog
-from console.screens.probes import ProbesScreen
-from console.widgets.fleet_table import FleetTable
-from console.widgets.pair_matrix import PairMatrix
-from console.widgets.probe_panel import ProbePanel
-from simulator.scenario import parse_scenario
-from store.reader import StoreReader
+from fleet.collectors.inventory import load_inventory
+from fleet.console.app import FleetApp
+from fleet.console.config import Config
+from fleet.console.feed import Feed, open_store_loader
+from fleet.console.probe_control import ProbeState
+from fleet.console.screens.node import NodeScreen
+from fleet.console.screens.probe_dialog import ProbeDialog
+from fleet.console.screens.probes import ProbesScreen
+from fleet.console.widgets.fleet_table import FleetTable
+from fleet.console.widgets.pair_matrix import PairMatrix
+from fleet.console.widgets.probe_panel import ProbePanel
+from fleet.simulator.scenario import parse_scenario
+from fleet.store.reader import StoreReader
 
 SIZE = (160, 48)
 SCENARIO = """

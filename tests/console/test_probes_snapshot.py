@@ -13,12 +13,12 @@ from console_waits import view_where
 from fleetstore import T0
 from textual.pilot import Pilot
 
-from collectors.probes.linktest import LinktestReport, LinktestSpec, PairOutcome
-from console.app import FleetApp
-from console.screens.probes import ProbesScreen
-from fabric.localize import Suspect
-from fabric.records import ProbeRecord
-from store.writer import StoreWriter
+from fleet.collectors.probes.linktest import LinktestReport, LinktestSpec, PairOutcome
+from fleet.console.app import FleetApp
+from fleet.console.screens.probes import ProbesScreen
+from fleet.fabric.localize import Suspect
+from fleet.fabric.records import ProbeRecord
+from fleet.store.writer import StoreWriter
 
 SIZE = (160, 44)
 NODES = ("gpu001", "gpu002", "gpu003", "gpu004")

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from console.report_html import embedded_data, render_html
-from console.report_markdown import render_markdown
-from console.report_write import write_report
-from fabric.acceptance import evaluate, parse_criteria
-from fabric.baseline import Baseline, CableCheck, FleetShape, diff, part_id
-from fabric.events import Finding, Severity
-from fabric.report_model import Report, acceptance_report, diff_report
+from fleet.console.report_html import embedded_data, render_html
+from fleet.console.report_markdown import render_markdown
+from fleet.console.report_write import write_report
+from fleet.fabric.acceptance import evaluate, parse_criteria
+from fleet.fabric.baseline import Baseline, CableCheck, FleetShape, diff, part_id
+from fleet.fabric.events import Finding, Severity
+from fleet.fabric.report_model import Report, acceptance_report, diff_report
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "acceptance-criteria.example.toml"
 NODES = tuple(f"gpu{i:03d}" for i in range(1, 9))

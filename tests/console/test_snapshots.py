@@ -12,9 +12,9 @@ from typing import Any
 from console_waits import view_where
 from textual.pilot import Pilot
 
-from console.app import FleetApp
-from console.screens.node import NodeScreen
-from console.widgets.fleet_table import FleetTable
+from fleet.console.app import FleetApp
+from fleet.console.screens.node import NodeScreen
+from fleet.console.widgets.fleet_table import FleetTable
 
 SIZE = (160, 40)
 MakeApp = Callable[..., FleetApp]

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import io
 
-from collectors.baseline_run import SuiteProgress
-from console.cli.suite_progress import ProgressView
-from fabric.acceptance import evaluate_check, parse_criteria
-from fabric.baseline import Baseline, FleetShape
+from fleet.collectors.baseline_run import SuiteProgress
+from fleet.console.cli.suite_progress import ProgressView
+from fleet.fabric.acceptance import evaluate_check, parse_criteria
+from fleet.fabric.baseline import Baseline, FleetShape
 
 
 def test_off_a_terminal_each_step_logs_its_start_and_end_only() -> None:

@@ -13,18 +13,18 @@ from console_waits import view_where
 from textual.widgets import DataTable, Static
 from tooldata import T_BASE, baseline, leaf01_plan
 
-from collectors.accept_run import AcceptanceRun
-from collectors.baseline_run import SuiteRun
-from console.app import FleetApp
-from console.ecmp_ops import EcmpOps, EcmpSettings, roles_inventory
-from console.screens.baselines import BaselinesScreen
-from console.screens.ecmp_confirm import ConfirmApplyScreen
-from console.screens.ecmp_plan import EcmpPlanScreen
-from console.screens.path_prompt import PathPrompt
-from console.screens.walkthrough import WALKTHROUGH_THEME, WalkthroughScreen
-from fabric.acceptance import evaluate, parse_criteria
-from fabric.ecmp_plan import plan_remedies
-from store.writer import StoreWriter
+from fleet.collectors.accept_run import AcceptanceRun
+from fleet.collectors.baseline_run import SuiteRun
+from fleet.console.app import FleetApp
+from fleet.console.ecmp_ops import EcmpOps, EcmpSettings, roles_inventory
+from fleet.console.screens.baselines import BaselinesScreen
+from fleet.console.screens.ecmp_confirm import ConfirmApplyScreen
+from fleet.console.screens.ecmp_plan import EcmpPlanScreen
+from fleet.console.screens.path_prompt import PathPrompt
+from fleet.console.screens.walkthrough import WALKTHROUGH_THEME, WalkthroughScreen
+from fleet.fabric.acceptance import evaluate, parse_criteria
+from fleet.fabric.ecmp_plan import plan_remedies
+from fleet.store.writer import StoreWriter
 
 SIZE = (160, 40)
 MakeApp = Callable[..., FleetApp]

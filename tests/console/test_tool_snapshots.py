@@ -16,11 +16,11 @@ from test_tool_screens import EXAMPLE, fixed_run
 from textual.pilot import Pilot
 from tooldata import T_BASE, baseline, leaf01_plan
 
-from console.app import FleetApp
-from console.screens.baselines import BaselinesScreen
-from console.screens.ecmp_plan import EcmpPlanScreen
-from console.screens.walkthrough import WalkthroughScreen
-from store.writer import StoreWriter
+from fleet.console.app import FleetApp
+from fleet.console.screens.baselines import BaselinesScreen
+from fleet.console.screens.ecmp_plan import EcmpPlanScreen
+from fleet.console.screens.walkthrough import WalkthroughScreen
+from fleet.store.writer import StoreWriter
 
 SIZE = (160, 40)
 MakeApp = Callable[..., FleetApp]

@@ -11,13 +11,13 @@ import pytest
 from helpers.simfleet import running_fleet
 from textual.widgets import DataTable, Static
 
-from collectors.inventory import load_inventory
-from console.app import FleetApp
-from console.config import Config
-from console.feed import Feed, open_store_loader
-from console.screens.baselines import stored_baselines
-from console.screens.walkthrough import WalkthroughScreen
-from simulator.scenario import load_scenario
+from fleet.collectors.inventory import load_inventory
+from fleet.console.app import FleetApp
+from fleet.console.config import Config
+from fleet.console.feed import Feed, open_store_loader
+from fleet.console.screens.baselines import stored_baselines
+from fleet.console.screens.walkthrough import WalkthroughScreen
+from fleet.simulator.scenario import load_scenario
 
 SIZE = (160, 45)
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "acceptance-criteria.example.toml"

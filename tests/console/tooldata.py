@@ -3,11 +3,11 @@ numbers chosen here, so the screenshots do not move with the simulator's noise."
 
 from __future__ import annotations
 
-from collectors.ecmp_config import ConfigSnapshot
-from collectors.ecmp_status import LeafPlan
-from fabric.baseline import Baseline, CableCheck, FleetShape
-from fabric.ecmp import LeafBalance, UplinkLoad
-from fabric.ecmp_plan import HashConfig, plan_remedies
+from fleet.collectors.ecmp_config import ConfigSnapshot
+from fleet.collectors.ecmp_status import LeafPlan
+from fleet.fabric.baseline import Baseline, CableCheck, FleetShape
+from fleet.fabric.ecmp import LeafBalance, UplinkLoad
+from fleet.fabric.ecmp_plan import HashConfig, plan_remedies
 
 T_BASE = 1_790_000_000.0
 NODES = ("gpu001", "gpu002")

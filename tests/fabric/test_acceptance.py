@@ -6,9 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from fabric.acceptance import CriteriaError, evaluate, evaluate_check, loss_pct, parse_criteria
-from fabric.baseline import Baseline, CableCheck, FleetShape
-from fabric.events import Finding, Severity
+from fleet.fabric.acceptance import (
+    CriteriaError,
+    evaluate,
+    evaluate_check,
+    loss_pct,
+    parse_criteria,
+)
+from fleet.fabric.baseline import Baseline, CableCheck, FleetShape
+from fleet.fabric.events import Finding, Severity
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "acceptance-criteria.example.toml"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fabric.baseline import (
+from fleet.fabric.baseline import (
     Baseline,
     CableCheck,
     FleetShape,

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import pytest
 
-from fabric.diagnosis import (
+from fleet.fabric.diagnosis import (
     DiagnosisInput,
     Reading,
     Thresholds,
@@ -19,11 +19,11 @@ from fabric.diagnosis import (
     finding_event,
     finding_json,
 )
-from fabric.events import Event, Severity
-from fabric.records import HostStatus, JobRecord, PortRecord, ProbeRecord
-from fabric.rules.thresholds import with_overrides
-from fabric.states import HostState
-from fabric.topology import PlannedCable, build_graph, compare
+from fleet.fabric.events import Event, Severity
+from fleet.fabric.records import HostStatus, JobRecord, PortRecord, ProbeRecord
+from fleet.fabric.rules.thresholds import with_overrides
+from fleet.fabric.states import HostState
+from fleet.fabric.topology import PlannedCable, build_graph, compare
 
 T0, T1 = 1_000.0, 1_060.0
 NODES = ("gpu001", "gpu002", "gpu003", "gpu004")

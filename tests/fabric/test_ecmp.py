@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from fabric.ecmp import EcmpThresholds, UplinkSeries, assess_leaf, improved, jobs_across
-from fabric.ecmp_plan import HashConfig, default_remedy, plan_remedies
-from fabric.records import JobRecord
+from fleet.fabric.ecmp import EcmpThresholds, UplinkSeries, assess_leaf, improved, jobs_across
+from fleet.fabric.ecmp_plan import HashConfig, default_remedy, plan_remedies
+from fleet.fabric.records import JobRecord
 
 T = EcmpThresholds(sustain_s=5.0)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fabric.hardware import HardwareTable
+from fleet.fabric.hardware import HardwareTable
 
 
 def test_gpu_names_match_the_most_specific_model() -> None:

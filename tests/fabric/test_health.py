@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from fabric.health import Health, HealthThresholds, classify, summarize_node
-from fabric.records import HostStatus
-from fabric.states import HostState
+from fleet.fabric.health import Health, HealthThresholds, classify, summarize_node
+from fleet.fabric.records import HostStatus
+from fleet.fabric.states import HostState
 
 OK = HostStatus("gpu001", HostState.OK, 0.0)
 

@@ -7,7 +7,7 @@ from itertools import combinations
 
 import pytest
 
-from fabric.localize import Probe, Suspect, is_outlier, localize, rail_references
+from fleet.fabric.localize import Probe, Suspect, is_outlier, localize, rail_references
 
 NODES = [f"gpu{i:03d}" for i in range(1, 9)]
 LEAF_OF = {(n, 0): ("leaf01" if i < 4 else "leaf09") for i, n in enumerate(NODES)}

@@ -6,8 +6,8 @@ from array import array
 
 import pytest
 
-from fabric import samples
-from fabric.samples import PackedValues, SeriesKey, layout_of, packed
+from fleet.fabric import samples
+from fleet.fabric.samples import PackedValues, SeriesKey, layout_of, packed
 
 A: SeriesKey = ("tx_bytes", "mlx5_0", "1")
 B: SeriesKey = ("rx_bytes", "mlx5_0", "1")

@@ -6,7 +6,7 @@ from itertools import combinations
 
 import pytest
 
-from fabric.pairing import PairTest, circle_rounds, rounds_are_disjoint, schedule
+from fleet.fabric.pairing import PairTest, circle_rounds, rounds_are_disjoint, schedule
 
 
 def names(n: int) -> list[str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fabric.rates import (
+from fleet.fabric.rates import (
     WRAP32,
     WRAP64,
     CounterDelta,
@@ -14,7 +14,7 @@ from fabric.rates import (
     counter_delta,
     spec_for,
 )
-from fabric.samples import METRICS, HostSample, SeriesKey
+from fleet.fabric.samples import METRICS, HostSample, SeriesKey
 
 P = ("mlx5_0", "1")
 

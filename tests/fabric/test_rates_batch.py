@@ -6,9 +6,9 @@ import random
 
 import pytest
 
-from fabric.rates import RateTracker, spec_for
-from fabric.rates_batch import BATCH_FROM
-from fabric.samples import HostSample, PackedValues, SeriesKey, packed
+from fleet.fabric.rates import RateTracker, spec_for
+from fleet.fabric.rates_batch import BATCH_FROM
+from fleet.fabric.samples import HostSample, PackedValues, SeriesKey, packed
 
 _COUNTERS = ("tx_bytes", "rx_bytes", "tx_packets", "rx_prio3_pause", "np_cnp_sent", "symbol_error",
              "link_downed", "port_rcv_errors", "rx_discards_phy", "rx_bits_phy", "rx_corrected_bits_phy",

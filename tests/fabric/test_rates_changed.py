@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from fabric.rates import RateTracker
-from fabric.samples import HostSample, SeriesKey, packed
+from fleet.fabric.rates import RateTracker
+from fleet.fabric.samples import HostSample, SeriesKey, packed
 
 _COUNTERS = ("tx_bytes", "rx_bytes", "tx_packets", "rx_prio3_pause", "np_cnp_sent", "symbol_error",
              "link_downed", "port_rcv_errors", "rx_discards_phy", "rx_bits_phy", "rx_corrected_bits_phy",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from fabric.report_model import canonical_json, make_report
+from fleet.fabric.report_model import canonical_json, make_report
 
 
 def test_canonical_text_is_order_free_and_script_safe() -> None:

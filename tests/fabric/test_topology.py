@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from collectors.parsers.ibnetdiscover import parse_ibnetdiscover
-from fabric.records import PortRecord
-from fabric.topology import Endpoint, PlannedCable, build_graph, compare, ib_port_records
+from fleet.collectors.parsers.ibnetdiscover import parse_ibnetdiscover
+from fleet.fabric.records import PortRecord
+from fleet.fabric.topology import Endpoint, PlannedCable, build_graph, compare, ib_port_records
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "topology"
 

@@ -2,7 +2,7 @@
 
 ``agent_line`` turns a node's whole ``NodeView`` into one ``fleet-agent/1``
 document, key for key as the real agent (``collectors/agent.py``) prints it;
-``collectors.agent.changed_line`` diffs two of them. ``simulator.agent_stream.AgentLines``
+``fleet.collectors.agent.changed_line`` diffs two of them. ``fleet.simulator.agent_stream.AgentLines``
 prints the same text from only the parts a line carries; the tests compare the two.
 """
 
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from simulator.agent_stream import SCHEMA, optics_readings
-from simulator.state import NodeView
-from simulator.tools.ethtool import render_module
-from simulator.tools.ib import PHYS_STATE_NUM, PORT_STATE_NUM, sysfs_rate
+from fleet.simulator.agent_stream import SCHEMA, optics_readings
+from fleet.simulator.state import NodeView
+from fleet.simulator.tools.ethtool import render_module
+from fleet.simulator.tools.ib import PHYS_STATE_NUM, PORT_STATE_NUM, sysfs_rate
 
 
 def agent_line(view: NodeView, ts: float, seq: int, interval_s: float, *, optics: bool,

@@ -12,8 +12,8 @@ import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from simulator.main import serve
-from simulator.scenario import Scenario, parse_scenario
+from fleet.simulator.main import serve
+from fleet.simulator.scenario import Scenario, parse_scenario
 
 SMALL_FLEET = """
 [fabric]

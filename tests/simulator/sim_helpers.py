@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from simulator.model import FleetModel
-from simulator.scenario import Scenario, parse_scenario
+from fleet.simulator.model import FleetModel
+from fleet.simulator.scenario import Scenario, parse_scenario
 
 SMALL = """
 [fabric]

@@ -10,10 +10,10 @@ import pytest
 from helpers.agent_reference import agent_line
 from sim_helpers import small_model
 
-from collectors.agent_reader import AgentStream, decode_agent_line, host_sample
-from simulator.agent_stream import AgentOptions, _options
-from simulator.session import Machine, Rendezvous, StreamIO
-from simulator.shell import Shell
+from fleet.collectors.agent_reader import AgentStream, decode_agent_line, host_sample
+from fleet.simulator.agent_stream import AgentOptions, _options
+from fleet.simulator.session import Machine, Rendezvous, StreamIO
+from fleet.simulator.shell import Shell
 
 
 def test_options_parse_changed_only() -> None:

@@ -17,18 +17,18 @@ import pytest
 from helpers.agent_reference import agent_line
 from sim_helpers import small_model
 
-from collectors.agent import changed_line, slot_paths
-from collectors.agent_reader import ETHTOOL_COUNTERS
-from simulator.agent_stream import (
+from fleet.collectors.agent import changed_line, slot_paths
+from fleet.collectors.agent_reader import ETHTOOL_COUNTERS
+from fleet.simulator.agent_stream import (
     AgentLines,
     AgentOptions,
     ModuleReadings,
     optics_readings,
 )
-from simulator.model import FleetModel
-from simulator.session import Machine, Rendezvous, StreamIO
-from simulator.shell import Shell
-from simulator.tools.ethtool import render_module
+from fleet.simulator.model import FleetModel
+from fleet.simulator.session import Machine, Rendezvous, StreamIO
+from fleet.simulator.shell import Shell
+from fleet.simulator.tools.ethtool import render_module
 
 FAULTS = {
     "link_down_and_qps": (

@@ -15,10 +15,10 @@ import asyncssh
 import pytest
 from sim_helpers import small_model
 
-from simulator import perftest
-from simulator.server import FleetServer
-from simulator.session import Machine, Rendezvous
-from simulator.shell import Shell
+from fleet.simulator import perftest
+from fleet.simulator.server import FleetServer
+from fleet.simulator.session import Machine, Rendezvous
+from fleet.simulator.shell import Shell
 
 pytestmark = pytest.mark.timeout(30)
 

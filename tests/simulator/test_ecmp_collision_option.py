@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from simulator.model import FleetModel
-from simulator.scenario import SCENARIO_DIR, parse_scenario
-from simulator.traffic import SwitchConfig
+from fleet.simulator.model import FleetModel
+from fleet.simulator.scenario import SCENARIO_DIR, parse_scenario
+from fleet.simulator.traffic import SwitchConfig
 
 
 def model(sticky: bool) -> FleetModel:

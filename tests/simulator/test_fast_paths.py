@@ -14,13 +14,13 @@ from __future__ import annotations
 import pytest
 from sim_helpers import small_model
 
-from collectors.command_mode import CommandModeNode
-from simulator.model import FleetModel
-from simulator.session import Machine, Rendezvous, StreamIO
-from simulator.shell import Shell
-from simulator.tools import ToolContext
-from simulator.tools.sysfs import Layout
-from simulator.traffic import SwitchConfig
+from fleet.collectors.command_mode import CommandModeNode
+from fleet.simulator.model import FleetModel
+from fleet.simulator.session import Machine, Rendezvous, StreamIO
+from fleet.simulator.shell import Shell
+from fleet.simulator.tools import ToolContext
+from fleet.simulator.tools.sysfs import Layout
+from fleet.simulator.traffic import SwitchConfig
 
 SYS = "/sys/class/infiniband"
 NODE_LINES = (

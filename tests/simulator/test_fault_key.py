@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from simulator import faults as fault_rules
-from simulator.model import FleetModel
-from simulator.scenario import load_scenario
+from fleet.simulator import faults as fault_rules
+from fleet.simulator.model import FleetModel
+from fleet.simulator.scenario import load_scenario
 
 SCENARIOS = sorted(p.stem for p in (Path(__file__).parents[2] / "simulator" / "scenarios").glob("*.toml"))
 

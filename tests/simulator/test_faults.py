@@ -14,8 +14,8 @@ from dataclasses import replace
 import pytest
 from sim_helpers import small_model
 
-from simulator.model import FleetModel
-from simulator.state import NicView, NodeView
+from fleet.simulator.model import FleetModel
+from fleet.simulator.state import NicView, NodeView
 
 T = 60.0  # seconds after start; faults start at 10
 BYSTANDERS = ("gpu007", "gpu008")

@@ -7,9 +7,9 @@ import itertools
 import pytest
 from sim_helpers import START, small_model
 
-from simulator.model import FleetModel
-from simulator.scenario import builtin_scenarios, load_scenario
-from simulator.traffic import PKT_BYTES
+from fleet.simulator.model import FleetModel
+from fleet.simulator.scenario import builtin_scenarios, load_scenario
+from fleet.simulator.traffic import PKT_BYTES
 
 
 def test_same_seed_same_numbers() -> None:

@@ -8,10 +8,10 @@ import time
 import pytest
 from sim_helpers import small_model
 
-from simulator import perftest
-from simulator.perftest import CPU_MHZ_CALIBRATION_S, MAX_RUN_S, parse_perftest, run_seconds
-from simulator.session import Machine, Rendezvous, StreamIO
-from simulator.shell import Shell, run_collect
+from fleet.simulator import perftest
+from fleet.simulator.perftest import CPU_MHZ_CALIBRATION_S, MAX_RUN_S, parse_perftest, run_seconds
+from fleet.simulator.session import Machine, Rendezvous, StreamIO
+from fleet.simulator.shell import Shell, run_collect
 
 pytestmark = pytest.mark.timeout(20)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from simulator.pipes import grep, head, sort, tail, uniq, wc
+from fleet.simulator.pipes import grep, head, sort, tail, uniq, wc
 
 TEXT = "rx_prio3_pause: 5\ntx_prio3_pause: 0\nrx_discards_phy: 2\nRX_BYTES: 9\n"
 

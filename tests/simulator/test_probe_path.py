@@ -12,10 +12,10 @@ import itertools
 import pytest
 from sim_helpers import small_model
 
-from simulator.model import FleetModel
-from simulator.session import Machine, Rendezvous
-from simulator.shell import Shell, run_collect
-from simulator.traffic import SwitchConfig
+from fleet.simulator.model import FleetModel
+from fleet.simulator.session import Machine, Rendezvous
+from fleet.simulator.shell import Shell, run_collect
+from fleet.simulator.traffic import SwitchConfig
 
 COUNTER = "/sys/class/infiniband/mlx5_0/ports/1/counters/port_xmit_data"
 

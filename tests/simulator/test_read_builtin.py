@@ -7,11 +7,11 @@ import asyncio
 
 from sim_helpers import small_model
 
-from collectors.agent_reader import agent_source
-from collectors.commands import agent_command, runner_command
-from collectors.probe_sessions import runner_source
-from simulator.server import FleetServer
-from simulator.session import Stdin, StreamIO
+from fleet.collectors.agent_reader import agent_source
+from fleet.collectors.commands import agent_command, runner_command
+from fleet.collectors.probe_sessions import runner_source
+from fleet.simulator.server import FleetServer
+from fleet.simulator.session import Stdin, StreamIO
 
 
 async def _run(line: str, feed: list[str | None]) -> tuple[str, int]:

@@ -11,21 +11,21 @@ from typing import Any
 
 import pytest
 
-from collectors.parsers.ethtool_module import parse_ethtool_module
-from collectors.parsers.ethtool_stats import parse_ethtool_stats
-from collectors.parsers.ibstat import parse_ibstat
-from collectors.parsers.lldp import parse_lldp
-from collectors.parsers.nvidia_smi import parse_nvidia_smi_query
-from collectors.parsers.rdma_qp import parse_rdma_qp
-from collectors.parsers.show_gids import parse_show_gids
-from collectors.parsers.slurm import parse_squeue_json
-from collectors.parsers.switch_nvue import parse_nvue_counters
-from collectors.parsers.switch_sonic import parse_sonic_counters, parse_sonic_pfc
-from collectors.parsers.sysfs import parse_sysfs
-from simulator.model import FleetModel
-from simulator.scenario import load_scenario
-from simulator.session import Machine, Rendezvous
-from simulator.shell import Shell, run_collect
+from fleet.collectors.parsers.ethtool_module import parse_ethtool_module
+from fleet.collectors.parsers.ethtool_stats import parse_ethtool_stats
+from fleet.collectors.parsers.ibstat import parse_ibstat
+from fleet.collectors.parsers.lldp import parse_lldp
+from fleet.collectors.parsers.nvidia_smi import parse_nvidia_smi_query
+from fleet.collectors.parsers.rdma_qp import parse_rdma_qp
+from fleet.collectors.parsers.show_gids import parse_show_gids
+from fleet.collectors.parsers.slurm import parse_squeue_json
+from fleet.collectors.parsers.switch_nvue import parse_nvue_counters
+from fleet.collectors.parsers.switch_sonic import parse_sonic_counters, parse_sonic_pfc
+from fleet.collectors.parsers.sysfs import parse_sysfs
+from fleet.simulator.model import FleetModel
+from fleet.simulator.scenario import load_scenario
+from fleet.simulator.session import Machine, Rendezvous
+from fleet.simulator.shell import Shell, run_collect
 
 T = 130.0  # after the storm began; the flap and the XID have happened
 
@@ -78,8 +78,8 @@ async def test_weak_optics_show_in_ethtool_m(model: FleetModel) -> None:
 async def test_infiniband_fabric_tools(command: str) -> None:
     from sim_helpers import small_model
 
-    from collectors.parsers.ibnetdiscover import parse_ibnetdiscover
-    from collectors.parsers.perfquery import parse_perfquery
+    from fleet.collectors.parsers.ibnetdiscover import parse_ibnetdiscover
+    from fleet.collectors.parsers.perfquery import parse_perfquery
 
     parsers: dict[str, Callable[[str], Any]] = {
         "ibstat": parse_ibstat, "ibnetdiscover": parse_ibnetdiscover, "perfquery -x": parse_perfquery,

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from sim_helpers import small_scenario
 
-from simulator.scenario import ScenarioError, builtin_scenarios, load_scenario, parse_scenario
+from fleet.simulator.scenario import ScenarioError, builtin_scenarios, load_scenario, parse_scenario
 
 GOOD = """\
 [fabric]

@@ -19,8 +19,8 @@ from asyncssh.constants import MSG_IGNORE
 from helpers.packets import received_packet_types
 from sim_helpers import small_scenario
 
-from collectors.inventory import load_inventory
-from simulator.main import READY_LINE, serve
+from fleet.collectors.inventory import load_inventory
+from fleet.simulator.main import READY_LINE, serve
 
 FAULTS = """
 [[faults]]
@@ -227,7 +227,7 @@ async def test_openssh_client(fleet: Path, tmp_path: Path) -> None:
     )  # fmt: skip
     out, err = await asyncio.wait_for(good.communicate(), 20)
     assert good.returncode == 0, err
-    from collectors.parsers.ibstat import parse_ibstat
+    from fleet.collectors.parsers.ibstat import parse_ibstat
 
     assert len(parse_ibstat(out.decode()).devices) == 8
     empty = tmp_path / "empty_known_hosts"

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from sim_helpers import small_model
 
-from collectors.parsers.ibstat import parse_ibstat
-from simulator.model import FleetModel
-from simulator.session import Machine, Rendezvous
-from simulator.shell import Shell, parse_line, run_collect
+from fleet.collectors.parsers.ibstat import parse_ibstat
+from fleet.simulator.model import FleetModel
+from fleet.simulator.session import Machine, Rendezvous
+from fleet.simulator.shell import Shell, parse_line, run_collect
 
 
 @pytest.fixture(scope="module")

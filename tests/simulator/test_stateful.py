@@ -8,12 +8,12 @@ import json
 import pytest
 from sim_helpers import small_model
 
-from collectors.parsers.nccl import parse_nccl
-from collectors.parsers.perftest import parse_perftest
-from simulator.model import FleetModel
-from simulator.session import Machine, Rendezvous, StreamIO
-from simulator.shell import Shell, run_collect
-from simulator.traffic import SWITCHD_RESTART_S
+from fleet.collectors.parsers.nccl import parse_nccl
+from fleet.collectors.parsers.perftest import parse_perftest
+from fleet.simulator.model import FleetModel
+from fleet.simulator.session import Machine, Rendezvous, StreamIO
+from fleet.simulator.shell import Shell, run_collect
+from fleet.simulator.traffic import SWITCHD_RESTART_S
 
 ECMP = '[[faults]]\nkind = "ecmp_collision"\ntarget = "leaf01"\nat = 0\n'
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from store.schema import open_for_writing
-from store.writer import StoreWriter
+from fleet.store.schema import open_for_writing
+from fleet.store.writer import StoreWriter
 
 
 @pytest.fixture

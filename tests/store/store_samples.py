@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fabric.samples import HostSample
+from fleet.fabric.samples import HostSample
 
 T0 = 1_699_999_200.0
 """A start time (unix seconds) on an hour boundary."""

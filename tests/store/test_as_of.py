@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from store_samples import T0, nic_sample
 
-from fabric.samples import HostSample
-from store.reader import StoreReader
-from store.types import Point
-from store.writer import StoreWriter
+from fleet.fabric.samples import HostSample
+from fleet.store.reader import StoreReader
+from fleet.store.types import Point
+from fleet.store.writer import StoreWriter
 
 
 def _by_key(points: list[Point]) -> dict[tuple[str, str, str, str], tuple[float, float]]:

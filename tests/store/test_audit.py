@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from fabric.records import ActionRecord
-from store.reader import StoreReader
-from store.writer import StoreWriter
+from fleet.fabric.records import ActionRecord
+from fleet.store.reader import StoreReader
+from fleet.store.writer import StoreWriter
 
 
 def test_actions_are_kept_in_order_and_cannot_be_changed(fresh_db: Path) -> None:

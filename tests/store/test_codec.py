@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from store.codec import decode_block, decode_frame, encode_block, encode_frame
+from fleet.store.codec import decode_block, decode_frame, encode_block, encode_frame
 
 
 def _walk(rng: np.random.Generator, kind: int, m: int) -> np.ndarray:

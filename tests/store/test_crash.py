@@ -9,12 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from store.reader import StoreReader
+from fleet.store.reader import StoreReader
 
 WRITER = r"""
 import sys
-from fabric.samples import HostSample
-from store.writer import StoreWriter
+from fleet.fabric.samples import HostSample
+from fleet.store.writer import StoreWriter
 
 writer = StoreWriter(sys.argv[1], batch_samples=2000).start()
 k = 0

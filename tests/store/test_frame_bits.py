@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 from store_samples import T0
 
-from fabric.samples import HostSample, SeriesKey
-from store.codec import decode_frame, encode_frame
-from store.ingest import Ingestor, ts_to_ms
-from store.pending import Item
-from store.schema import connect
+from fleet.fabric.samples import HostSample, SeriesKey
+from fleet.store.codec import decode_frame, encode_frame
+from fleet.store.ingest import Ingestor, ts_to_ms
+from fleet.store.pending import Item
+from fleet.store.schema import connect
 
 _KEYS: list[SeriesKey] = [
     *[(metric, f"mlx5_{n}", "1") for n in range(4) for metric in ("tx_bytes", "tx_gbps", "symbol_error")],

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from store_samples import T0
 
-from fabric.samples import HostSample
-from store.reader import StoreReader
-from store.writer import StoreWriter
+from fleet.fabric.samples import HostSample
+from fleet.store.reader import StoreReader
+from fleet.store.writer import StoreWriter
 
 RAW = ("tx_bytes", "mlx5_0", "1")
 RATE = ("tx_gbps", "mlx5_0", "1")

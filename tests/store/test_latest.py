@@ -7,9 +7,9 @@ from pathlib import Path
 
 from store_samples import T0, nic_sample
 
-from fabric.samples import HostSample
-from store.reader import StoreReader
-from store.writer import StoreWriter
+from fleet.fabric.samples import HostSample
+from fleet.store.reader import StoreReader
+from fleet.store.writer import StoreWriter
 
 
 def test_latest_is_upserted_one_row_per_host(fresh_db: Path) -> None:

@@ -10,12 +10,12 @@ from pathlib import Path
 
 from store_samples import T0
 
-from fabric.samples import HostSample, SeriesKey
-from store.latest import MAX_DEFER_MS, MAX_DEFERRED, MAX_GAP_MS
-from store.maintenance import SEAL_GRACE_MS
-from store.reader import StoreReader
-from store.types import Retention
-from store.writer import StoreWriter
+from fleet.fabric.samples import HostSample, SeriesKey
+from fleet.store.latest import MAX_DEFER_MS, MAX_DEFERRED, MAX_GAP_MS
+from fleet.store.maintenance import SEAL_GRACE_MS
+from fleet.store.reader import StoreReader
+from fleet.store.types import Retention
+from fleet.store.writer import StoreWriter
 
 Newest = dict[tuple[str, str, str, str], tuple[float, bytes]]
 

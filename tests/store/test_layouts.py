@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from store_samples import T0
 
-from fabric.samples import HostSample, SeriesKey, packed
-from store.reader import StoreReader
-from store.writer import StoreWriter
+from fleet.fabric.samples import HostSample, SeriesKey, packed
+from fleet.store.reader import StoreReader
+from fleet.store.writer import StoreWriter
 
 _KEYS: list[SeriesKey] = [
     *[(metric, f"mlx5_{n}", "1") for n in range(3) for metric in ("tx_bytes", "tx_gbps", "symbol_error")],

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from store_samples import T0, nic_sample
 
-from store.reader import StoreReader
-from store.writer import StoreWriter
+from fleet.store.reader import StoreReader
+from fleet.store.writer import StoreWriter
 
 
 def test_flush_and_close_cut_the_linger_short(fresh_db: Path) -> None:

@@ -7,12 +7,12 @@ from pathlib import Path
 
 from store_samples import T0, nic_sample
 
-from store.ingest import Ingestor
-from store.maintenance import Maintenance
-from store.pending import Item
-from store.schema import connect
-from store.types import Retention
-from store.writer import StoreWriter
+from fleet.store.ingest import Ingestor
+from fleet.store.maintenance import Maintenance
+from fleet.store.pending import Item
+from fleet.store.schema import connect
+from fleet.store.types import Retention
+from fleet.store.writer import StoreWriter
 
 
 def test_a_step_past_its_deadline_does_one_unit(fresh_db: Path) -> None:

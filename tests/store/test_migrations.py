@@ -9,10 +9,10 @@ import pytest
 import sqlite_utils
 from store_samples import T0, nic_sample
 
-from store.ingest import Ingestor
-from store.pending import Item
-from store.reader import StoreReader
-from store.schema import (
+from fleet.store.ingest import Ingestor
+from fleet.store.pending import Item
+from fleet.store.reader import StoreReader
+from fleet.store.schema import (
     MIGRATIONS,
     SCHEMA_VERSION,
     SchemaTooNewError,
@@ -21,7 +21,7 @@ from store.schema import (
     open_for_writing,
     schema_version,
 )
-from store.writer import StoreWriter
+from fleet.store.writer import StoreWriter
 
 
 def test_new_file_gets_every_migration_and_wal(tmp_path: Path) -> None:

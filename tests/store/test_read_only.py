@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from store_samples import T0, nic_sample
 
-from store.reader import StoreReader
-from store.writer import StoreWriter
+from fleet.store.reader import StoreReader
+from fleet.store.writer import StoreWriter
 
 
 def _set_read_only(path: Path, read_only: bool) -> None:

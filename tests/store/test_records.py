@@ -6,11 +6,11 @@ from pathlib import Path
 
 import numpy as np
 
-from fabric.events import Event, Severity
-from fabric.records import HostRecord, HostStatus, JobRecord, PortRecord, ProbeRecord
-from fabric.states import HostState
-from store.reader import StoreReader
-from store.writer import StoreWriter
+from fleet.fabric.events import Event, Severity
+from fleet.fabric.records import HostRecord, HostStatus, JobRecord, PortRecord, ProbeRecord
+from fleet.fabric.states import HostState
+from fleet.store.reader import StoreReader
+from fleet.store.writer import StoreWriter
 
 
 def test_hosts_and_ports_are_upserted(fresh_db: Path) -> None:

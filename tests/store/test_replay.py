@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from store.codec import encode_block
-from store.points import block_points, concat, last_per_series
-from store.replay import last_points
+from fleet.store.codec import encode_block
+from fleet.store.points import block_points, concat, last_per_series
+from fleet.store.replay import last_points
 
 
 def _block(rng: np.random.Generator, first_sid: int, n: int, m: int, sparse: bool) -> bytes:

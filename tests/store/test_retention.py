@@ -10,10 +10,10 @@ from pathlib import Path
 
 from store_samples import T0
 
-from fabric.samples import HostSample
-from store.reader import StoreReader
-from store.types import Retention
-from store.writer import StoreWriter
+from fleet.fabric.samples import HostSample
+from fleet.store.reader import StoreReader
+from fleet.store.types import Retention
+from fleet.store.writer import StoreWriter
 
 HOUR = 3600.0
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 from store_samples import T0
 
-from fabric.samples import HostSample
-from store.reader import StoreReader
-from store.writer import StoreWriter
+from fleet.fabric.samples import HostSample
+from fleet.store.reader import StoreReader
+from fleet.store.writer import StoreWriter
 
 LATENCY = ("collect_seconds", "", "")
 GAUGE = ("gpu_power_w", "gpu0", "")

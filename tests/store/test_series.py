@@ -6,8 +6,8 @@ from pathlib import Path
 
 from store_samples import T0, nic_sample
 
-from store.reader import StoreReader
-from store.writer import StoreWriter
+from fleet.store.reader import StoreReader
+from fleet.store.writer import StoreWriter
 
 
 def test_raw_series_is_exact_across_frames_and_chunks(fresh_db: Path) -> None:

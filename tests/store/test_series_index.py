@@ -7,11 +7,11 @@ from pathlib import Path
 
 from store_samples import T0, nic_sample
 
-from fabric.samples import HostSample
-from store.reader import StoreReader
-from store.schema import connect
-from store.series_index import SeriesIndex
-from store.writer import StoreWriter
+from fleet.fabric.samples import HostSample
+from fleet.store.reader import StoreReader
+from fleet.store.schema import connect
+from fleet.store.series_index import SeriesIndex
+from fleet.store.writer import StoreWriter
 
 
 def _table(path: Path) -> list[tuple[int, str, str, str, str, str, int]]:

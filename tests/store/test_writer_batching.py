@@ -9,10 +9,10 @@ from pathlib import Path
 
 from store_samples import T0, nic_sample
 
-from fabric.events import Event, Severity
-from fabric.samples import HostSample
-from store.reader import StoreReader
-from store.writer import StoreWriter
+from fleet.fabric.events import Event, Severity
+from fleet.fabric.samples import HostSample
+from fleet.store.reader import StoreReader
+from fleet.store.writer import StoreWriter
 
 
 def test_many_samples_in_small_batches_are_all_written(fresh_db: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from collectors.parsers.ethtool_module import parse_ethtool_module
+from fleet.collectors.parsers.ethtool_module import parse_ethtool_module
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "ethtool"
 

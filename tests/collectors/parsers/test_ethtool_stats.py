@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from collectors.parsers.ethtool_stats import parse_ethtool_stats
+from fleet.collectors.parsers.ethtool_stats import parse_ethtool_stats
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "ethtool"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from collectors.parsers.iblinkinfo import parse_iblinkinfo
+from fleet.collectors.parsers.iblinkinfo import parse_iblinkinfo
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "topology"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from collectors.parsers.ibnetdiscover import parse_ibnetdiscover
+from fleet.collectors.parsers.ibnetdiscover import parse_ibnetdiscover
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "topology"
 

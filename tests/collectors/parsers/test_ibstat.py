@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from collectors.parsers.ibstat import parse_ibstat, parse_ibstatus
+from fleet.collectors.parsers.ibstat import parse_ibstat, parse_ibstatus
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "ibstat"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from collectors.parsers.ibv_devinfo import parse_ibv_devinfo
+from fleet.collectors.parsers.ibv_devinfo import parse_ibv_devinfo
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "rdma"
 

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from collectors.parsers.lldp import parse_lldp
+from fleet.collectors.parsers.lldp import parse_lldp
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "topology"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from collectors.parsers.nccl import Nccl, parse_nccl
+from fleet.collectors.parsers.nccl import Nccl, parse_nccl
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "nccl"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from collectors.parsers.nvidia_smi_nvlink import parse_nvidia_smi_nvlink
+from fleet.collectors.parsers.nvidia_smi_nvlink import parse_nvidia_smi_nvlink
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "nvidia-smi"
 

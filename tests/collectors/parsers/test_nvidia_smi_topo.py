@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from collectors.parsers.nvidia_smi_topo import NvidiaSmiTopo, parse_nvidia_smi_topo
+from fleet.collectors.parsers.nvidia_smi_topo import NvidiaSmiTopo, parse_nvidia_smi_topo
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "nvidia-smi"
 

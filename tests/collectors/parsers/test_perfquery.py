@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from collectors.parsers.perfquery import parse_ibqueryerrors, parse_perfquery
+from fleet.collectors.parsers.perfquery import parse_ibqueryerrors, parse_perfquery
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "perfquery"
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from collectors.parsers.perftest import Perftest, parse_perftest
+from fleet.collectors.parsers.perftest import Perftest, parse_perftest
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "perftest"
 

@@ -11,8 +11,8 @@ walk gave before the shortcuts existed.
 
 from __future__ import annotations
 
-from collectors.parsers.perftest import parse_perftest
-from simulator.tools.perftest_format import (
+from fleet.collectors.parsers.perftest import parse_perftest
+from fleet.simulator.tools.perftest_format import (
     LatRow,
     PerftestEndpoint,
     PerftestParams,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from collectors.parsers.rdma_qp import parse_rdma_qp
+from fleet.collectors.parsers.rdma_qp import parse_rdma_qp
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "rdma"
 

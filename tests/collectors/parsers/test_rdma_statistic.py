@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from collectors.parsers.rdma_statistic import parse_rdma_statistic
+from fleet.collectors.parsers.rdma_statistic import parse_rdma_statistic
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "rdma"
 

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from collectors.parsers import registry
-from collectors.parsers.base import ParseProblem
-from collectors.parsers.registry import (
+from fleet.collectors.parsers import registry
+from fleet.collectors.parsers.base import ParseProblem
+from fleet.collectors.parsers.registry import (
     KINDS,
     ParserSpec,
     ParserUnavailable,
@@ -146,7 +146,7 @@ def test_every_kind_of_this_module_loads(kind: str) -> None:
 
 
 def test_a_missing_parser_module_breaks_only_its_kind(monkeypatch: pytest.MonkeyPatch) -> None:
-    broken = ParserSpec("perftest", "collectors.parsers.no_such_module:parse_x", "nothing")
+    broken = ParserSpec("perftest", "fleet.collectors.parsers.no_such_module:parse_x", "nothing")
     monkeypatch.setitem(KINDS, "perftest", broken)
     with pytest.raises(ParserUnavailable, match="no_such_module"):
         parse("perftest", "x")
@@ -169,7 +169,7 @@ def test_detect_every_fixture(path: Path) -> None:
     assert expected is not None, "a new fixture: add its kind to _EXPECTED"
     if expected not in DATA_FIELDS:
         try:
-            __import__("collectors.parsers.signatures_a")
+            __import__("fleet.collectors.parsers.signatures_a")
         except ImportError:
             pytest.skip("host-side signatures (collectors.parsers.signatures_a) not present")
     assert detect(_text(path)) == expected

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from collectors.parsers.show_gids import GidEntry, parse_show_gids
+from fleet.collectors.parsers.show_gids import GidEntry, parse_show_gids
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "rdma"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from test_hostile_a import OWN_SAMPLES
 
-from collectors.parsers.signatures_a import SIGNATURES_A
+from fleet.collectors.parsers.signatures_a import SIGNATURES_A
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
 

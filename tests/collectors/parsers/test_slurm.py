@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from collectors.parsers.slurm import parse_scontrol_job, parse_squeue, parse_squeue_json
+from fleet.collectors.parsers.slurm import parse_scontrol_job, parse_squeue, parse_squeue_json
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "slurm"
 

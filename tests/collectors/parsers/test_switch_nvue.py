@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from collectors.parsers.switch_nvue import parse_nvue_counters
+from fleet.collectors.parsers.switch_nvue import parse_nvue_counters
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "switch"
 

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from collectors.parsers.switch_sonic import parse_sonic_counters, parse_sonic_pfc, parse_sonic_queue
+from fleet.collectors.parsers.switch_sonic import (
+    parse_sonic_counters,
+    parse_sonic_pfc,
+    parse_sonic_queue,
+)
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "switch"
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collectors.parsers.switch_tables import parse_switch_table
+from fleet.collectors.parsers.switch_tables import parse_switch_table
 
 NVUE = """\
 Interface  State  Speed  MTU    Type      Remote Host  Remote Port  Summary

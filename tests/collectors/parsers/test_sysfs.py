@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from collectors.parsers.sysfs import parse_sysfs
+from fleet.collectors.parsers.sysfs import parse_sysfs
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "sysfs"
 

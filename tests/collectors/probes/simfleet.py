@@ -13,12 +13,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from collectors.inventory import Inventory, load_inventory
-from collectors.sshpool import PoolSettings, SshPool
-from simulator.main import write_state
-from simulator.model import FleetModel
-from simulator.scenario import parse_scenario
-from simulator.server import FleetServer
+from fleet.collectors.inventory import Inventory, load_inventory
+from fleet.collectors.sshpool import PoolSettings, SshPool
+from fleet.simulator.main import write_state
+from fleet.simulator.model import FleetModel
+from fleet.simulator.scenario import parse_scenario
+from fleet.simulator.server import FleetServer
 
 
 def fabric_text(nodes: int = 4, link_layer: str = "roce", faults: str = "") -> str:

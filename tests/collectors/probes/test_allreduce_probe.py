@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from simfleet import Fleet, fabric_text, start_fleet
 
-from collectors.probes.allreduce import AllreduceSpec, allreduce_command, run_allreduce
-from fabric.hardware import HardwareTable
+from fleet.collectors.probes.allreduce import AllreduceSpec, allreduce_command, run_allreduce
+from fleet.fabric.hardware import HardwareTable
 
 pytestmark = pytest.mark.timeout(30)
 

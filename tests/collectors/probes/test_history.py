@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from collectors.probes.history import BaselineValue, baseline_value, previous_probe
-from fabric.baseline import Baseline, FleetShape, part_id
-from fabric.records import ProbeRecord
-from store.reader import StoreReader
-from store.writer import StoreWriter
+from fleet.collectors.probes.history import BaselineValue, baseline_value, previous_probe
+from fleet.fabric.baseline import Baseline, FleetShape, part_id
+from fleet.fabric.records import ProbeRecord
+from fleet.store.reader import StoreReader
+from fleet.store.writer import StoreWriter
 
 
 def lat(ts: float, src: str = "gpu001", dst: str = "gpu002", nic: str = "mlx5_0", ok: bool = True,

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from simfleet import Fleet
 
-from collectors.probes.job_latency import JobLatencySampler, JobSamplerSettings, job_pairs
-from fabric.records import JobRecord, ProbeRecord
-from store.reader import StoreReader
-from store.writer import StoreWriter
+from fleet.collectors.probes.job_latency import JobLatencySampler, JobSamplerSettings, job_pairs
+from fleet.fabric.records import JobRecord, ProbeRecord
+from fleet.store.reader import StoreReader
+from fleet.store.writer import StoreWriter
 
 pytestmark = pytest.mark.timeout(30)
 

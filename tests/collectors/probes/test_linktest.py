@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 from simfleet import Fleet, fabric_text, start_fleet
 
-from collectors.commands import Command
-from collectors.probes.linktest import LinktestSpec, run_linktest
-from collectors.probes.nic_checks import check_before
-from collectors.sshpool import RunResult
-from fabric.records import ProbeRecord
+from fleet.collectors.commands import Command
+from fleet.collectors.probes.linktest import LinktestSpec, run_linktest
+from fleet.collectors.probes.nic_checks import check_before
+from fleet.collectors.sshpool import RunResult
+from fleet.fabric.records import ProbeRecord
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -82,7 +82,7 @@ async def test_optics_left_unread_when_the_probes_end_are_read_at_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Optics are read one node at a time, spaced, while the probes run; the rest at their end, not later."""
-    monkeypatch.setattr("collectors.probes.linktest.OPTICS_READ_EVERY_S", 600.0)
+    monkeypatch.setattr("fleet.collectors.probes.linktest.OPTICS_READ_EVERY_S", 600.0)
     faults = '[[faults]]\nkind = "optics_attenuation"\ntarget = "gpu004:mlx5_0"\ndb = 9\nat = 0\n'
     fleet = await start_fleet(tmp_path, fabric_text(faults=faults))
     try:

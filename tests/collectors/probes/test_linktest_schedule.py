@@ -21,15 +21,15 @@ from typing import Any
 
 import pytest
 
-import collectors.probes.linktest as linktest
-from collectors.inventory import CablingRow
-from collectors.probes.linktest import LinktestReport, LinktestSpec, run_linktest
-from collectors.probes.perftest_probe import GidCache, PerftestSpec
-from collectors.probes.ports import PortAllocator
-from collectors.sshpool import SshPool
-from fabric.naming import nic_name
-from fabric.pairing import schedule
-from fabric.records import ProbeRecord
+import fleet.collectors.probes.linktest as linktest
+from fleet.collectors.inventory import CablingRow
+from fleet.collectors.probes.linktest import LinktestReport, LinktestSpec, run_linktest
+from fleet.collectors.probes.perftest_probe import GidCache, PerftestSpec
+from fleet.collectors.probes.ports import PortAllocator
+from fleet.collectors.sshpool import SshPool
+from fleet.fabric.naming import nic_name
+from fleet.fabric.pairing import schedule
+from fleet.fabric.records import ProbeRecord
 
 pytestmark = pytest.mark.timeout(20)
 

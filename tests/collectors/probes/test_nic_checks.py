@@ -4,15 +4,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from collectors.inventory import CablingRow
-from collectors.parsers.ethtool_module import EthtoolModule, parse_ethtool_module
-from collectors.parsers.sysfs import parse_sysfs
-from collectors.probes import nic_checks
-from collectors.probes.nic_checks import NodeChecks, expected_rate, judge, netdevs_of, sections
-from simulator.model import FleetModel
-from simulator.scenario import parse_scenario
-from simulator.session import Machine, Rendezvous
-from simulator.shell import Shell, run_collect
+from fleet.collectors.inventory import CablingRow
+from fleet.collectors.parsers.ethtool_module import EthtoolModule, parse_ethtool_module
+from fleet.collectors.parsers.sysfs import parse_sysfs
+from fleet.collectors.probes import nic_checks
+from fleet.collectors.probes.nic_checks import (
+    NodeChecks,
+    expected_rate,
+    judge,
+    netdevs_of,
+    sections,
+)
+from fleet.simulator.model import FleetModel
+from fleet.simulator.scenario import parse_scenario
+from fleet.simulator.session import Machine, Rendezvous
+from fleet.simulator.shell import Shell, run_collect
 
 
 def node(**overrides: object) -> NodeChecks:

@@ -10,15 +10,15 @@ from pathlib import Path
 import pytest
 from simfleet import Fleet, fabric_text, start_fleet
 
-from collectors.commands import Command, command
-from collectors.probe_sessions import Launcher, ProbeSessions
-from collectors.probes import perftest_probe
-from collectors.probes.perftest_probe import GidCache, PerftestSpec, run_perftest
-from collectors.probes.ports import PortAllocator
-from collectors.sshpool import RunResult
-from fabric.states import HostState
-from store.reader import StoreReader
-from store.writer import StoreWriter
+from fleet.collectors.commands import Command, command
+from fleet.collectors.probe_sessions import Launcher, ProbeSessions
+from fleet.collectors.probes import perftest_probe
+from fleet.collectors.probes.perftest_probe import GidCache, PerftestSpec, run_perftest
+from fleet.collectors.probes.ports import PortAllocator
+from fleet.collectors.sshpool import RunResult
+from fleet.fabric.states import HostState
+from fleet.store.reader import StoreReader
+from fleet.store.writer import StoreWriter
 
 pytestmark = pytest.mark.timeout(30)
 

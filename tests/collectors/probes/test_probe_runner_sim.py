@@ -17,8 +17,8 @@ import sys
 import pytest
 from simfleet import Fleet
 
-from collectors.commands import runner_command
-from collectors.probe_sessions import runner_source
+from fleet.collectors.commands import runner_command
+from fleet.collectors.probe_sessions import runner_source
 
 pytestmark = pytest.mark.timeout(30)
 

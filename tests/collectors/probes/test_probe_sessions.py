@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from simfleet import Fleet, fabric_text, start_fleet
 
-from collectors import probe_sessions
-from collectors.commands import Command, command, gated, sequence
-from collectors.probe_sessions import ProbeSessions
-from fabric.states import HostState
+from fleet.collectors import probe_sessions
+from fleet.collectors.commands import Command, command, gated, sequence
+from fleet.collectors.probe_sessions import ProbeSessions
+from fleet.fabric.states import HostState
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from simulator.state import (
+from fleet.simulator.state import (
     GpuView,
     JobView,
     LldpNeighbor,
@@ -17,7 +17,7 @@ from simulator.state import (
     SwitchPortView,
     SwitchView,
 )
-from simulator.tools import ToolContext
+from fleet.simulator.tools import ToolContext
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 NOW = 1_780_000_000.25  # 2026-05-28T20:26:40.250Z

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from simulator.state import (
+from fleet.simulator.state import (
     GidView,
     LldpNeighbor,
     NicView,
@@ -20,10 +20,10 @@ from simulator.state import (
     SwitchPortView,
     SwitchView,
 )
-from simulator.tools import ToolContext
-from simulator.tools.ethtool import mlx5_ethtool_counter_names
-from simulator.tools.rdma import mlx5_hw_counter_names
-from simulator.tools.sysfs import ib_port_counter_names
+from fleet.simulator.tools import ToolContext
+from fleet.simulator.tools.ethtool import mlx5_ethtool_counter_names
+from fleet.simulator.tools.rdma import mlx5_hw_counter_names
+from fleet.simulator.tools.sysfs import ib_port_counter_names
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 

@@ -8,9 +8,9 @@ from dataclasses import replace
 import pytest
 from builders_net import fixture, make_nic, make_node, make_optics, node_ctx
 
-from simulator.state import NodeView, OpticsLane
-from simulator.tools import ToolOutput
-from simulator.tools.ethtool import ethtool, mlx5_ethtool_counter_names
+from fleet.simulator.state import NodeView, OpticsLane
+from fleet.simulator.tools import ToolOutput
+from fleet.simulator.tools.ethtool import ethtool, mlx5_ethtool_counter_names
 
 
 def run(*argv: str, node: NodeView | None = None) -> ToolOutput:

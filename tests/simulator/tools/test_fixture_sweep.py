@@ -13,9 +13,9 @@ from dataclasses import replace
 import pytest
 from builders_net import FIXTURES, fixture, make_nic, make_node, node_ctx
 
-from simulator.state import GidView, NicView
-from simulator.tools.ib import ibstat, ibstatus, ibv_devinfo
-from simulator.tools.rdma import mlx5_hw_counter_names, show_gids
+from fleet.simulator.state import GidView, NicView
+from fleet.simulator.tools.ib import ibstat, ibstatus, ibv_devinfo
+from fleet.simulator.tools.rdma import mlx5_hw_counter_names, show_gids
 
 STATE = {"Active": "ACTIVE", "Down": "DOWN", "Initializing": "INIT", "Armed": "ARMED"}
 

@@ -14,18 +14,22 @@ from builders_gpu import (
     switch_ctx,
 )
 
-from collectors.parsers.nccl import parse_nccl
-from collectors.parsers.nvidia_smi import parse_nvidia_smi_query
-from collectors.parsers.nvidia_smi_nvlink import parse_nvidia_smi_nvlink
-from collectors.parsers.nvidia_smi_topo import parse_nvidia_smi_topo
-from collectors.parsers.perftest import parse_perftest
-from collectors.parsers.slurm import parse_scontrol_job, parse_squeue, parse_squeue_json
-from collectors.parsers.switch_nvue import parse_nvue_counters
-from collectors.parsers.switch_sonic import parse_sonic_counters, parse_sonic_pfc, parse_sonic_queue
-from simulator.tools.nccl_format import NcclParams, NcclRank, format_all_reduce_perf, make_row
-from simulator.tools.nvidia_smi import nvidia_smi
-from simulator.tools.nvue import nv
-from simulator.tools.perftest_format import (
+from fleet.collectors.parsers.nccl import parse_nccl
+from fleet.collectors.parsers.nvidia_smi import parse_nvidia_smi_query
+from fleet.collectors.parsers.nvidia_smi_nvlink import parse_nvidia_smi_nvlink
+from fleet.collectors.parsers.nvidia_smi_topo import parse_nvidia_smi_topo
+from fleet.collectors.parsers.perftest import parse_perftest
+from fleet.collectors.parsers.slurm import parse_scontrol_job, parse_squeue, parse_squeue_json
+from fleet.collectors.parsers.switch_nvue import parse_nvue_counters
+from fleet.collectors.parsers.switch_sonic import (
+    parse_sonic_counters,
+    parse_sonic_pfc,
+    parse_sonic_queue,
+)
+from fleet.simulator.tools.nccl_format import NcclParams, NcclRank, format_all_reduce_perf, make_row
+from fleet.simulator.tools.nvidia_smi import nvidia_smi
+from fleet.simulator.tools.nvue import nv
+from fleet.simulator.tools.perftest_format import (
     BwRow,
     LatRow,
     PerftestEndpoint,
@@ -34,8 +38,8 @@ from simulator.tools.perftest_format import (
     format_lat_client,
     format_server,
 )
-from simulator.tools.slurm import scontrol, squeue
-from simulator.tools.sonic import show
+from fleet.simulator.tools.slurm import scontrol, squeue
+from fleet.simulator.tools.sonic import show
 
 QUERY = (
     "index,uuid,name,pci.bus_id,utilization.gpu,memory.used,memory.total,temperature.gpu,"

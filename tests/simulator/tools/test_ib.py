@@ -8,9 +8,9 @@ from dataclasses import replace
 import pytest
 from builders_net import fixture, make_nic, make_node, make_switch, node_ctx
 
-from simulator.state import NicView, NodeView
-from simulator.tools import ToolContext, ToolOutput
-from simulator.tools.ib import (
+from fleet.simulator.state import NicView, NodeView
+from fleet.simulator.tools import ToolContext, ToolOutput
+from fleet.simulator.tools.ib import (
     iblinkinfo,
     ibnetdiscover,
     ibqueryerrors,

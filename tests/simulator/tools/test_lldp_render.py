@@ -8,8 +8,8 @@ from dataclasses import replace
 
 from builders_net import fixture, make_nic, make_node, make_switch, node_ctx, switch_ctx
 
-from simulator.tools import ToolOutput
-from simulator.tools.lldp import lldpctl
+from fleet.simulator.tools import ToolOutput
+from fleet.simulator.tools.lldp import lldpctl
 
 
 def run(*argv: str, nics: int = 2) -> ToolOutput:

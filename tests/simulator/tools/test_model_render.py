@@ -4,22 +4,22 @@ from __future__ import annotations
 
 import pytest
 
-from collectors.parsers.ethtool_module import parse_ethtool_module
-from collectors.parsers.ethtool_stats import parse_ethtool_stats
-from collectors.parsers.iblinkinfo import parse_iblinkinfo
-from collectors.parsers.ibnetdiscover import parse_ibnetdiscover
-from collectors.parsers.ibstat import parse_ibstat, parse_ibstatus
-from collectors.parsers.lldp import parse_lldp
-from collectors.parsers.perfquery import parse_ibqueryerrors, parse_perfquery
-from collectors.parsers.rdma_qp import parse_rdma_qp
-from collectors.parsers.rdma_statistic import parse_rdma_statistic
-from collectors.parsers.show_gids import parse_show_gids
-from collectors.parsers.sysfs import parse_sysfs
-from simulator.model import FleetModel
-from simulator.scenario import parse_scenario
-from simulator.tools import ToolContext, load_all
-from simulator.tools.ethtool import mlx5_ethtool_counter_names
-from simulator.tools.sysfs import ib_port_counter_names
+from fleet.collectors.parsers.ethtool_module import parse_ethtool_module
+from fleet.collectors.parsers.ethtool_stats import parse_ethtool_stats
+from fleet.collectors.parsers.iblinkinfo import parse_iblinkinfo
+from fleet.collectors.parsers.ibnetdiscover import parse_ibnetdiscover
+from fleet.collectors.parsers.ibstat import parse_ibstat, parse_ibstatus
+from fleet.collectors.parsers.lldp import parse_lldp
+from fleet.collectors.parsers.perfquery import parse_ibqueryerrors, parse_perfquery
+from fleet.collectors.parsers.rdma_qp import parse_rdma_qp
+from fleet.collectors.parsers.rdma_statistic import parse_rdma_statistic
+from fleet.collectors.parsers.show_gids import parse_show_gids
+from fleet.collectors.parsers.sysfs import parse_sysfs
+from fleet.simulator.model import FleetModel
+from fleet.simulator.scenario import parse_scenario
+from fleet.simulator.tools import ToolContext, load_all
+from fleet.simulator.tools.ethtool import mlx5_ethtool_counter_names
+from fleet.simulator.tools.sysfs import ib_port_counter_names
 
 SCENARIO = """
 [fabric]

@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 from builders_gpu import fixture
 
-from simulator.tools.nccl_format import (
+from fleet.simulator.tools.nccl_format import (
     NcclParams,
     NcclRank,
     NcclRow,

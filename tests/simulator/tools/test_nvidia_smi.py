@@ -8,8 +8,8 @@ from dataclasses import replace
 import pytest
 from builders_gpu import fixture, make_gpu, make_node, node_ctx
 
-from simulator.state import QpView
-from simulator.tools.nvidia_smi import nvidia_smi
+from fleet.simulator.state import QpView
+from fleet.simulator.tools.nvidia_smi import nvidia_smi
 
 FIELDS = (
     "timestamp,name,pci.bus_id,driver_version,pstate,pcie.link.gen.max,pcie.link.gen.current,"

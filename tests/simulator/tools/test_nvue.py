@@ -7,8 +7,8 @@ import json
 import pytest
 from builders_gpu import fixture, make_port, make_switch, switch_ctx
 
-from simulator.state import SwitchView
-from simulator.tools.nvue import nv
+from fleet.simulator.state import SwitchView
+from fleet.simulator.tools.nvue import nv
 
 ZERO = {
     "rx_bytes": 0,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from builders_gpu import fixture
 
-from simulator.tools.perftest_format import (
+from fleet.simulator.tools.perftest_format import (
     WAITING_BANNER,
     BwRow,
     LatRow,

@@ -8,9 +8,9 @@ from dataclasses import replace
 
 from builders_net import fixture, make_nic, make_node, node_ctx
 
-from simulator.state import GidView, NicView, NodeView, QpView
-from simulator.tools import ToolOutput
-from simulator.tools.rdma import ibdev2netdev, mlx5_hw_counter_names, rdma, show_gids
+from fleet.simulator.state import GidView, NicView, NodeView, QpView
+from fleet.simulator.tools import ToolOutput
+from fleet.simulator.tools.rdma import ibdev2netdev, mlx5_hw_counter_names, rdma, show_gids
 
 
 def run(*argv: str, node: NodeView | None = None) -> ToolOutput:

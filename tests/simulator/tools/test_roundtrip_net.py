@@ -8,22 +8,22 @@ from dataclasses import replace
 import pytest
 from builders_net import make_nic, make_node, make_switch, node_ctx
 
-from collectors.parsers.ethtool_module import parse_ethtool_module
-from collectors.parsers.ethtool_stats import parse_ethtool_stats
-from collectors.parsers.iblinkinfo import parse_iblinkinfo
-from collectors.parsers.ibnetdiscover import parse_ibnetdiscover
-from collectors.parsers.ibstat import parse_ibstat, parse_ibstatus
-from collectors.parsers.ibv_devinfo import parse_ibv_devinfo
-from collectors.parsers.lldp import parse_lldp
-from collectors.parsers.perfquery import parse_ibqueryerrors, parse_perfquery
-from collectors.parsers.rdma_qp import parse_rdma_qp
-from collectors.parsers.rdma_statistic import parse_rdma_statistic
-from collectors.parsers.show_gids import parse_show_gids
-from collectors.parsers.sysfs import parse_sysfs
-from simulator.state import NodeView
-from simulator.tools import ToolContext, ToolFn
-from simulator.tools.ethtool import ethtool
-from simulator.tools.ib import (
+from fleet.collectors.parsers.ethtool_module import parse_ethtool_module
+from fleet.collectors.parsers.ethtool_stats import parse_ethtool_stats
+from fleet.collectors.parsers.iblinkinfo import parse_iblinkinfo
+from fleet.collectors.parsers.ibnetdiscover import parse_ibnetdiscover
+from fleet.collectors.parsers.ibstat import parse_ibstat, parse_ibstatus
+from fleet.collectors.parsers.ibv_devinfo import parse_ibv_devinfo
+from fleet.collectors.parsers.lldp import parse_lldp
+from fleet.collectors.parsers.perfquery import parse_ibqueryerrors, parse_perfquery
+from fleet.collectors.parsers.rdma_qp import parse_rdma_qp
+from fleet.collectors.parsers.rdma_statistic import parse_rdma_statistic
+from fleet.collectors.parsers.show_gids import parse_show_gids
+from fleet.collectors.parsers.sysfs import parse_sysfs
+from fleet.simulator.state import NodeView
+from fleet.simulator.tools import ToolContext, ToolFn
+from fleet.simulator.tools.ethtool import ethtool
+from fleet.simulator.tools.ib import (
     iblinkinfo,
     ibnetdiscover,
     ibqueryerrors,
@@ -32,9 +32,9 @@ from simulator.tools.ib import (
     ibv_devinfo,
     perfquery,
 )
-from simulator.tools.lldp import lldpctl
-from simulator.tools.rdma import rdma, show_gids
-from simulator.tools.sysfs import grep
+from fleet.simulator.tools.lldp import lldpctl
+from fleet.simulator.tools.rdma import rdma, show_gids
+from fleet.simulator.tools.sysfs import grep
 
 
 def text(fn: ToolFn, ctx: ToolContext, *argv: str) -> str:

@@ -8,8 +8,8 @@ import re
 import pytest
 from builders_gpu import NOW, fixture, head_ctx, make_job
 
-from simulator.state import JobView
-from simulator.tools.slurm import scontrol, squeue
+from fleet.simulator.state import JobView
+from fleet.simulator.tools.slurm import scontrol, squeue
 
 AAU_FORMAT = "%.18i %Q  %.8j %.8u %.2t %.10M %.10L %.6C %m %R"
 

@@ -7,8 +7,8 @@ from dataclasses import replace
 import pytest
 from builders_gpu import fixture, make_port, make_switch, switch_ctx
 
-from simulator.state import SwitchView
-from simulator.tools.sonic import format_rate, format_util, show
+from fleet.simulator.state import SwitchView
+from fleet.simulator.tools.sonic import format_rate, format_util, show
 
 
 def run(*args: str, switch: SwitchView | None = None) -> tuple[str, str, int]:

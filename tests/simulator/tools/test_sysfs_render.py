@@ -7,8 +7,8 @@ from dataclasses import replace
 
 from builders_net import fixture, make_nic, make_node, node_ctx
 
-from simulator.tools import ToolOutput
-from simulator.tools.sysfs import build_tree, cat, expand, grep, ib_port_counter_names, ls
+from fleet.simulator.tools import ToolOutput
+from fleet.simulator.tools.sysfs import build_tree, cat, expand, grep, ib_port_counter_names, ls
 
 PORT = "/sys/class/infiniband/mlx5_0/ports/1"
 

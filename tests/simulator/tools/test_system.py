@@ -6,8 +6,8 @@ import re
 
 from builders_net import make_node, make_switch, node_ctx, switch_ctx
 
-from simulator.tools import REGISTRY, ToolContext, load_all
-from simulator.tools.system import date, echo, false, hostname, true, uname
+from fleet.simulator.tools import REGISTRY, ToolContext, load_all
+from fleet.simulator.tools.system import date, echo, false, hostname, true, uname
 
 
 def test_hostname_forms() -> None:
@@ -60,7 +60,7 @@ def test_echo_true_false() -> None:
 
 def test_node_tools_are_registered_by_name() -> None:
     for module in ("ib", "sysfs", "ethtool", "rdma", "lldp", "system"):
-        __import__(f"simulator.tools.{module}")
+        __import__(f"fleet.simulator.tools.{module}")
     names = {
         "ibstat", "ibstatus", "ibv_devinfo", "perfquery", "ibnetdiscover", "iblinkinfo", "ibqueryerrors",
         "cat", "grep", "ls", "ethtool", "rdma", "show_gids", "lldpctl", "lldpcli", "hostname", "uname",

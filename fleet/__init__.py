@@ -1,0 +1,1 @@
+"""fleet: a terminal console for RDMA GPU clusters."""
