@@ -27,6 +27,7 @@ from fleet.console.cli.common import (
     print_json,
     run_async,
 )
+from fleet.console.cli.read_only import read_only_option, refuse_if_read_only
 from fleet.console.cli.suite_progress import ProgressView
 from fleet.console.report_write import write_report
 from fleet.fabric.acceptance import CriteriaError, parse_criteria
@@ -42,10 +43,13 @@ from fleet.store.writer import StoreWriter
               help="Write the HTML report here (and a Markdown file beside it).")
 @inventory_option
 @db_option
+@read_only_option
 @json_option
 def accept(criteria_path: Path, nodes_expr: str | None, report_path: Path | None, inventory_path: Path | None,
-           db_path: Path | None, as_json: bool) -> None:
+           db_path: Path | None, read_only_flag: bool, as_json: bool) -> None:
     """Run the agreed acceptance checks and write the report the customer keeps."""
+    refuse_if_read_only(read_only_flag, "runs the link test, bandwidth probes and all-reduce on the fleet "
+                                        "(the console's walkthrough shows the newest stored run in read-only mode)")
     try:
         criteria = parse_criteria(criteria_path.read_text(encoding="utf-8"), source=str(criteria_path))
         nodes = tuple(hostlist.expand_hostlist(nodes_expr)) if nodes_expr else None

@@ -41,7 +41,7 @@ from fleet.console.cli.common import (
     print_json,
     run_async,
 )
-from fleet.console.config import ConfigError, load_config
+from fleet.console.cli.read_only import read_only_option, refuse_if_read_only
 from fleet.fabric.ecmp import EcmpThresholds, LeafBalance
 from fleet.fabric.ecmp_plan import Remedy, default_remedy
 from fleet.store.reader import StoreReader
@@ -183,13 +183,6 @@ def plan(inventory_path: Path | None, db_path: Path | None, leaf: str | None, wi
                 click.echo(f"      {line}")
 
 
-def _read_only(flag: bool) -> bool:
-    try:
-        return load_config({"read_only": True if flag else None}, os.environ, time.time()).read_only
-    except ConfigError as error:
-        fail(str(error))
-
-
 def _show_remedy(leaf: str, remedy: Remedy) -> None:
     click.echo(f"About to change {leaf}: [{remedy.id}] {remedy.title}", err=True)
     for line in remedy.command_lines:
@@ -237,7 +230,7 @@ async def _apply(inventory: Inventory, writer: StoreWriter, reader: StoreReader,
 @click.option("--remedy", "remedy_id", default=None, help="Remedy id from `fleet ecmp plan` (default: the least "
               "disruptive switch change).")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
-@click.option("--read-only", "read_only_flag", is_flag=True, help="Refuse to change anything (as FLEET_READ_ONLY=1).")
+@read_only_option
 @click.option("--margin", type=float, default=0.25, show_default=True,
               help="Keep a change that lowers max/mean by this fraction even if above the threshold.")
 @click.option("--probe-tolerance", type=float, default=0.25, show_default=True,
@@ -248,10 +241,7 @@ def apply(inventory_path: Path | None, db_path: Path | None, leaf: str, remedy_i
           read_only_flag: bool, margin: float, probe_tolerance: float, window_s: float, interval_s: float, sustain_s: float | None,
           ratio: float, hot_util_pct: float, as_json: bool) -> None:
     """Apply a remedy to one leaf, verify it on fresh counters and a probe, roll back if it did not help."""
-    read_only = _read_only(read_only_flag)
-    if read_only:
-        fail("refused: read-only mode (--read-only / FLEET_READ_ONLY / read_only in the config) never changes "
-             "a machine")
+    refuse_if_read_only(read_only_flag, f"changes {leaf}'s ECMP configuration")
     inventory = open_inventory(inventory_path)
     _leaves(inventory, leaf)
     thresholds = _thresholds(window_s, sustain_s, ratio, hot_util_pct)
@@ -262,7 +252,7 @@ def apply(inventory_path: Path | None, db_path: Path | None, leaf: str, remedy_i
     try:
         _fresh_store(inventory, writer, StoreReader(path), window_s, interval_s)
         reader = StoreReader(path)  # a new read connection sees what was just collected
-        document = run_async(_apply(inventory, writer, reader, leaf, remedy_id, yes, settings, read_only))
+        document = run_async(_apply(inventory, writer, reader, leaf, remedy_id, yes, settings, False))
     finally:
         writer.flush(timeout=30)
         writer.close()

@@ -35,6 +35,7 @@ from fleet.console.cli.common import (
     print_json,
     run_async,
 )
+from fleet.console.cli.read_only import read_only_option, refuse_if_read_only
 from fleet.fabric.pairing import MODES
 from fleet.fabric.records import ProbeRecord
 from fleet.store.reader import StoreReader
@@ -120,10 +121,12 @@ def _perftest_command(kind: str) -> click.Command:
     @click.option("--timeout", "timeout_s", type=float, default=60.0, show_default=True, help="Seconds.")
     @inventory_option
     @db_option
+    @read_only_option
     @json_option
     def probe(src: str, dst: str, nic: str, peer_nic: str, size_bytes: int | None, test: str,
               iterations: int | None, gid_index: int | None, timeout_s: float, inventory_path: Path | None,
-              db_path: Path | None, as_json: bool) -> None:
+              db_path: Path | None, read_only_flag: bool, as_json: bool) -> None:
+        refuse_if_read_only(read_only_flag, f"starts {test} on {dst} and {src} and puts traffic on their links")
         inventory = open_inventory(inventory_path)
         _nodes(inventory, [src, dst])
         try:
@@ -200,11 +203,13 @@ def _rails(text: str) -> tuple[int, ...]:
 @click.option("--no-local-checks", is_flag=True, help="Skip the per-NIC checks (state, errors, optics, LLDP).")
 @inventory_option
 @db_option
+@read_only_option
 @json_option
 def linktest(nodes_expr: str | None, mode: str, rails_text: str, flows: int, sample_rounds: int, max_parallel: int,
              iterations: int | None, no_local_checks: bool, inventory_path: Path | None, db_path: Path | None,
-             as_json: bool) -> None:
+             read_only_flag: bool, as_json: bool) -> None:
     """Check every NIC, then RDMA latency over node pairs on every rail; name the broken part."""
+    refuse_if_read_only(read_only_flag, "starts perftest on every node pair and puts traffic on every rail")
     inventory = open_inventory(inventory_path)
     nodes = _hostlist(inventory, nodes_expr)
     if len(nodes) < 2:
@@ -247,10 +252,12 @@ def _linktest_words(report: LinktestReport) -> str:
 @click.option("--timeout", "timeout_s", type=float, default=300.0, show_default=True, help="Seconds.")
 @inventory_option
 @db_option
+@read_only_option
 @json_option
 def allreduce(nodes_expr: str | None, gpus_per_node: int, max_bytes: str, timeout_s: float,
-              inventory_path: Path | None, db_path: Path | None, as_json: bool) -> None:
+              inventory_path: Path | None, db_path: Path | None, read_only_flag: bool, as_json: bool) -> None:
     """nccl-tests all_reduce_perf: bus bandwidth per size and efficiency against the hardware."""
+    refuse_if_read_only(read_only_flag, "starts all_reduce_perf on the GPUs and puts traffic on the fabric")
     inventory = open_inventory(inventory_path)
     nodes = _hostlist(inventory, nodes_expr)
     if not nodes:
