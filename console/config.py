@@ -12,7 +12,7 @@ read_only = true
 theme = "fleet-high-contrast"
 refresh_s = 1.0
 diagnose = true      # judge the store every 30 s (and each replayed moment), findings -> events
-job_latency = "auto"  # per-job latency sampler: auto (on unless read-only), on, off
+job_latency = "auto"  # per-job latency sampler: auto/on (never in read-only mode), off
 criteria = "/etc/fleet/acceptance.toml"  # the walkthrough's criteria file (W)
 ecmp_window_s = 60.0  # uplink throughput judged per leaf (topology bars, ECMP plan)
 ecmp_sustain_s = 60.0  # an imbalance held this long flags the leaf
@@ -66,13 +66,13 @@ class Config:
     """Run the diagnosis inside the console (every 30 s live, on each replayed moment) and store what
     it newly finds or sees cleared as events."""
     job_latency: str = "auto"
-    """Per-job latency sampler (probes inside running jobs): "auto" runs it when live and not
-    read-only, "on" also in read-only mode, "off" never."""
+    """Per-job latency sampler (probes inside running jobs): "auto" and "on" run it when live, "off"
+    never; read-only mode never does (its probes are traffic on the tenants' links)."""
 
     @property
     def job_latency_enabled(self) -> bool:
         """Whether the live console runs the per-job latency sampler."""
-        return self.job_latency == "on" or (self.job_latency == "auto" and not self.read_only)
+        return self.job_latency in ("auto", "on") and not self.read_only
 
 
 _FILE_KEYS = {"db", "inventory", "read_only", "theme", "refresh_s", "keymap", "job_latency", "diagnose", "criteria",

@@ -1,7 +1,9 @@
 """`fleet lat`, `fleet bw`, `fleet linktest`, `fleet allreduce`: active probes from the command line.
 
 Each result is stored in the history (``--db``) with its raw output, printed
-in words or, with ``--json``, as one JSON document on stdout. A probe that
+in words or, with ``--json``, as one JSON document on stdout; ``lat``, ``bw`` and
+``allreduce`` add their verdict against the link's speed and the last baseline's
+or the previous result (``fleet.collectors.probes.history.verdict_of``). A probe that
 fails exits 1 with a one-line reason on stderr (and, with ``--json``, its
 record on stdout). Ctrl-C stops the probe and its perftest servers before
 exiting 130.
@@ -21,7 +23,13 @@ import hostlist
 
 from fleet.collectors.inventory import Inventory
 from fleet.collectors.probes.allreduce import AllreduceSpec, run_allreduce
-from fleet.collectors.probes.history import previous_probe
+from fleet.collectors.probes.history import (
+    BaselineValue,
+    baseline_value,
+    link_rate_gbps,
+    previous_probe,
+    verdict_of,
+)
 from fleet.collectors.probes.linktest import LinktestReport, LinktestSpec, run_linktest
 from fleet.collectors.probes.perftest_probe import BW_TESTS, LAT_TESTS, PerftestSpec, run_perftest
 from fleet.collectors.sshpool import SshPool
@@ -89,13 +97,19 @@ def _store(db_path: Path | None, records: list[ProbeRecord]) -> Path:
     return path
 
 
-def _previous(db_path: Path | None, record: ProbeRecord) -> ProbeRecord | None:
-    """The last stored probe of the same kind, pair and NICs, before this one."""
+def _history(db_path: Path | None, record: ProbeRecord) -> tuple[ProbeRecord | None, BaselineValue | None]:
+    """The last stored probe of the same kind, pair and NICs before this one, and the last baseline's value."""
     path = db_path_or_default(db_path)
     if not path.exists():
-        return None
+        return None, None
     with StoreReader(path) as reader:
-        return previous_probe(reader, record)
+        return previous_probe(reader, record), baseline_value(reader, record)
+
+
+async def _with_rate(pool: SshPool, spec: PerftestSpec) -> tuple[ProbeRecord, float | None]:
+    """The probe, then (bandwidth only) the slower NIC's trained rate, over the same connections."""
+    record = await run_perftest(pool, spec)
+    return record, (await link_rate_gbps(pool, record) if record.ok and record.kind == "bw" else None)
 
 
 def _record_json(record: ProbeRecord, *, raw: bool = True) -> dict[str, Any]:
@@ -134,16 +148,22 @@ def _perftest_command(kind: str) -> click.Command:
                                 iterations=iterations, gid_index=gid_index, timeout_s=timeout_s)
         except ValueError as error:
             fail(str(error))
-        record = _run(inventory, lambda pool: run_perftest(pool, spec))
-        previous = _previous(db_path, record)
+        record, link_gbps = _run(inventory, lambda pool: _with_rate(pool, spec))
+        previous, baseline = _history(db_path, record)
+        verdict = verdict_of(record, previous, baseline, link_gbps)
         _store(db_path, [record])
         if as_json:
-            print_json(_record_json(record) | {"previous": _record_json(previous, raw=False) if previous else None})
+            print_json(_record_json(record) | {
+                "previous": _record_json(previous, raw=False) if previous else None,
+                "baseline": asdict(baseline) if baseline else None, "link_gbps": link_gbps,
+                "verdict": verdict.as_json() if verdict else None})
         elif record.ok:
             click.echo(_perftest_words(record))
             if previous is not None:
                 click.echo(f"previous ({time.strftime('%Y-%m-%d %H:%M', time.localtime(previous.ts))}): "
                            + _perftest_words(previous).split(": ", 1)[1])
+            if verdict is not None:
+                click.echo(f"verdict: {verdict.words}")
         if not record.ok:
             fail(str(record.result.get("error", "probe failed")))
 
@@ -264,14 +284,18 @@ def allreduce(nodes_expr: str | None, gpus_per_node: int, max_bytes: str, timeou
         fail("no nodes to run on")
     spec = AllreduceSpec(nodes, gpus_per_node=gpus_per_node, max_bytes=max_bytes, timeout_s=timeout_s)
     record = _run(inventory, lambda pool: run_allreduce(pool, spec))
+    previous, baseline = _history(db_path, record)
+    verdict = verdict_of(record, previous, baseline, None)
     _store(db_path, [record])
     if as_json:
-        print_json(_record_json(record))
+        print_json(_record_json(record) | {"verdict": verdict.as_json() if verdict else None})
     elif record.ok:
         r = record.result
         efficiency = f"{100 * r['efficiency']:.0f} %" if r.get("efficiency") is not None else "unknown"
         click.echo(f"{len(nodes)} node(s), {r['ranks']} ranks of {r['gpu']}: peak bus bandwidth "
                    f"{r['peak_busbw_gbytes_s']} GB/s, {efficiency} of {r['theoretical_busbw_gbytes_s']} GB/s "
                    f"({r['theoretical_basis']})")
+        if verdict is not None:
+            click.echo(f"verdict: {verdict.words}")
     if not record.ok:
         fail(str(record.result.get("error", "all-reduce failed")))

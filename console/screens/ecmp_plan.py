@@ -204,11 +204,8 @@ class EcmpPlanScreen(FleetScreenBase):
         self.app.pop_screen()
 
     # --- apply
-    @changes_machine
+    @changes_machine("changes the leaf's ECMP configuration")
     def action_apply(self) -> None:
-        if self.fleet_app.config.read_only:
-            self.notify("refused: read-only mode never changes a machine", severity="error")
-            return
         remedy = self.selected_remedy()
         if self.plan is None or remedy is None or self.applying:
             return

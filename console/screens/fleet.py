@@ -34,6 +34,7 @@ class FleetScreen(ProbeKeys, FleetScreenBase):
         Binding("t", "latency", "Latency", id="fleet.latency"),
         Binding("b", "bandwidth", "Bandwidth", id="fleet.bandwidth"),
         Binding("l", "linktest", "Link test", id="fleet.linktest"),
+        Binding("a", "allreduce", "All-reduce", id="fleet.allreduce"),
     ]
 
     sort_column: reactive[str] = reactive("state")
@@ -106,8 +107,12 @@ class FleetScreen(ProbeKeys, FleetScreenBase):
         self._show_reasons()
 
     def probe_nodes(self) -> tuple[str, ...]:
+        """The marked nodes; else a job's chosen on the Jobs screen (``f``); else the one under the cursor."""
         if self.marked:
             return self.marked
+        highlighted = self.fleet_app.highlighted_nodes
+        if highlighted:
+            return tuple(sorted(highlighted))
         name = self.query_one(FleetTable).current_node()
         return (name,) if name is not None else ()
 

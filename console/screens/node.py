@@ -41,6 +41,7 @@ class NodeScreen(ProbeKeys, FleetScreenBase):
         Binding("escape,backspace", "app.pop_screen", "Back", id="node.back"),
         Binding("t", "latency", "Latency", id="node.latency"),
         Binding("b", "bandwidth", "Bandwidth", id="node.bandwidth"),
+        Binding("a", "allreduce", "All-reduce", id="node.allreduce"),
     ]
 
     def __init__(self, name: str) -> None:
