@@ -216,6 +216,12 @@ class EcmpPlanScreen(FleetScreenBase):
             self.notify("this remedy is advice for the next job start; nothing to apply on the switch",
                         severity="warning")
             return
+        balance = self.plan.balance
+        if balance is None or not balance.actionable:
+            why = "the store has no uplink data for it" if balance is None else f"it is {balance.state}: {balance.reason}"
+            self.notify(f"refused: {self.leaf} needs no remedy, {why} (`fleet ecmp apply --force REASON` changes it "
+                        "anyway, audited)", title="not applied", severity="warning", markup=False)
+            return
         plan = self.plan
 
         def confirmed(yes: bool | None) -> None:

@@ -91,6 +91,25 @@ async def test_read_only_hides_and_refuses_the_apply(make_app: MakeApp) -> None:
         assert app.screen is screen  # no confirmation opened
 
 
+async def test_apply_on_a_leaf_that_needs_no_remedy_is_refused_with_the_reason(make_app: MakeApp) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await view_where(app, lambda v: len(v.rows) == 8)
+        idle = replace(leaf01_plan().balance, state="idle", flagged=False, imbalanced_now=False, imbalance=0.0,
+                       reason="idle: the uplinks carry 0.02 Gb/s on average (< 1)")
+        screen = EcmpPlanScreen("leaf01", plan=replace(leaf01_plan(), balance=idle),
+                                ops=EcmpOps(roles_inventory([("leaf01", "leaf")]), Path("/nonexistent.db"),
+                                            EcmpSettings()))
+        await app.push_screen(screen)
+        await asyncio.wait_for(screen.planned.wait(), 5)
+        await pilot.press("a")
+        await pilot.pause()
+        assert app.screen is screen  # no confirmation: nothing can be applied
+        said = [n.message for n in app._notifications]
+        assert said and said[-1].startswith("refused: leaf01 needs no remedy, it is idle: idle: the uplinks carry")
+        assert "idle" in str(screen.query_one("#ecmp-balance", Static).render())
+
+
 async def test_baselines_screen_diffs_two_stored_baselines_and_writes_the_report(
         make_app: MakeApp, store: tuple[Path, StoreWriter], tmp_path: Path) -> None:
     _path, writer = store
