@@ -1012,6 +1012,12 @@ class FleetModel:
         state, solution = self.solution(t)
         return self.fabric.probe(state, solution, src, dst, qpn, size_bytes=size_bytes, flow_label=flow_label)
 
+    def ecmp_egress(self, switch: str, t: float, ingress: str, src: NicKey, dst: NicKey, sport: int,
+                    dport: int, protocol: int) -> str:
+        """The port ``switch`` forwards that packet out of at ``t`` (see ``Fabric.ecmp_egress``)."""
+        state, solution = self.solution(t)
+        return self.fabric.ecmp_egress(state, solution, switch, ingress, src, dst, sport, dport, protocol)
+
     def job_factor(self, job_id: int, t: float) -> float:
         """Pace of a job's collectives at ``t`` (1: as fast as it offers)."""
         return self.solution(t)[1].job_factor.get(job_id, 1.0)

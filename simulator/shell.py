@@ -32,7 +32,8 @@ NODE_COMMANDS = frozenset(
     }
 )  # fmt: skip
 IB_ONLY_COMMANDS = frozenset({"perfquery", "ibnetdiscover", "iblinkinfo", "ibqueryerrors"})
-SWITCH_COMMANDS = {"cumulus": frozenset({"nv", "lldpctl", "lldpcli"}), "sonic": frozenset({"show", "config"})}
+SWITCH_COMMANDS = {"cumulus": frozenset({"nv", "lldpctl", "lldpcli", "cl-ecmpcalc"}),
+                   "sonic": frozenset({"show", "config"})}
 HEAD_COMMANDS = frozenset({"squeue", "scontrol"})
 COMMON_COMMANDS = frozenset({"hostname", "uname", "date", "echo", "true", "false"})
 BUILTINS = frozenset({"exit", "cd", "command", "timeout", "sudo", "read"})
@@ -391,6 +392,8 @@ class Shell:
             return switch_cli.run_nv
         if name == "config":
             return switch_cli.run_sonic_config
+        if name == "cl-ecmpcalc":
+            return switch_cli.run_ecmpcalc
         return None
 
     async def run_words(self, argv: list[str], io: StreamIO) -> int:

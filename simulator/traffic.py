@@ -180,6 +180,18 @@ def nic_ip(topology: Topology, node: str, rail: int) -> str:
     return f"10.{rail + 1}.{index // 200}.{index % 200 + 1}"
 
 
+def nic_of_ip(topology: Topology, address: str) -> NicKey | None:
+    """The NIC with RoCE address ``address`` (the inverse of :func:`nic_ip`), None when no NIC has it."""
+    parts = address.split(".")
+    if len(parts) != 4 or parts[0] != "10" or not all(p.isdigit() for p in parts):
+        return None
+    rail, index = int(parts[1]) - 1, int(parts[2]) * 200 + int(parts[3]) - 1
+    if not 0 <= rail < RAILS_PER_NODE or not 1 <= index <= len(topology.nodes):
+        return None
+    node = topology.nodes[index - 1]
+    return (node, rail) if nic_ip(topology, node, rail) == address else None
+
+
 class Fabric:
     """Static flows of the scenario's jobs and the solver that turns a NetState into rates."""
 
@@ -327,13 +339,14 @@ class Fabric:
 
     # ------------------------------------------------------------------ routing
 
-    def _hash_index(self, config: SwitchConfig, flow: Flow, ingress: str, members: int) -> int:
+    def _hash_index(self, config: SwitchConfig, flow: Flow, ingress: str, members: int,
+                    dport: int = ROCE_UDP_PORT, protocol: int = 17) -> int:
         values = {
             "source-ip": nic_ip(self.topology, flow.src, flow.rail),
             "destination-ip": nic_ip(self.topology, flow.dst, flow.rail),
-            "ip-protocol": "17",
+            "ip-protocol": str(protocol),
             "source-port": str(flow.sport),
-            "destination-port": str(ROCE_UDP_PORT),
+            "destination-port": str(dport),
             "ingress-interface": ingress,
             "rdma-bth-dest-qp": str(flow.rqpn),
         }
@@ -356,6 +369,28 @@ class Fabric:
         if src_leaf == dst_leaf:
             return (first, (dst_leaf, dst_port)), None
         uplinks = self.topology.uplinks
+        choice = self.uplink_choice(flow, state, configs[src_leaf], src_leaf, dst_leaf, src_port, up, uplink_load)
+        out = uplinks[src_leaf][choice]
+        back = uplinks[dst_leaf][choice]
+        uplink_load[(src_leaf, out.leaf_port)] += flow.offered_gbps
+        return (first, (src_leaf, out.leaf_port), (out.spine, back.spine_port), (dst_leaf, dst_port)), out.spine
+
+    def uplink_choice(
+        self,
+        flow: Flow,
+        state: NetState,
+        config: SwitchConfig,
+        src_leaf: str,
+        dst_leaf: str,
+        ingress: str,
+        up: Mapping[TxEnd, bool],
+        uplink_load: Mapping[TxEnd, float],
+        dport: int = ROCE_UDP_PORT,
+        protocol: int = 17,
+    ) -> int:
+        """Which spine (index) ``src_leaf`` sends ``flow`` to, entering on ``ingress``: its ECMP hash over
+        the members whose both links are up (adaptive routing: the least loaded; a collision fault: one)."""
+        uplinks = self.topology.uplinks
         members = [
             s
             for s, (out, back) in enumerate(zip(uplinks[src_leaf], uplinks[dst_leaf], strict=True))
@@ -363,17 +398,27 @@ class Fabric:
         ]
         if not members:
             members = list(range(len(self.topology.spines)))
-        config = configs[src_leaf]
         if config.adaptive_routing:
-            choice = min(members, key=lambda s: (uplink_load[(src_leaf, uplinks[src_leaf][s].leaf_port)], s))
-        elif src_leaf in state.collision:
-            choice = members[zlib.crc32(f"collide|{config.hash_seed}|{src_leaf}".encode()) % len(members)]
-        else:
-            choice = members[self._hash_index(config, flow, src_port, len(members))]
-        out = uplinks[src_leaf][choice]
-        back = uplinks[dst_leaf][choice]
-        uplink_load[(src_leaf, out.leaf_port)] += flow.offered_gbps
-        return (first, (src_leaf, out.leaf_port), (out.spine, back.spine_port), (dst_leaf, dst_port)), out.spine
+            return min(members, key=lambda s: (uplink_load.get((src_leaf, uplinks[src_leaf][s].leaf_port), 0.0), s))
+        if src_leaf in state.collision:
+            return members[zlib.crc32(f"collide|{config.hash_seed}|{src_leaf}".encode()) % len(members)]
+        return members[self._hash_index(config, flow, ingress, len(members), dport, protocol)]
+
+    def ecmp_egress(
+        self, state: NetState, sol: Solution, leaf: str, ingress: str, src: NicKey, dst: NicKey, sport: int,
+        dport: int = ROCE_UDP_PORT, protocol: int = 17,
+    ) -> str:
+        """The port ``leaf`` sends a RoCE packet from NIC ``src`` to NIC ``dst`` with UDP source port ``sport``
+        out of, entering on ``ingress``: what the switch's own hash calculator (``cl-ecmpcalc``) answers,
+        from the same choice the traffic takes. A destination on the leaf itself leaves by its downlink."""
+        context = self.probe_context(state, sol)
+        dst_leaf, dst_port = context.nic_port[dst]
+        if dst_leaf == leaf:
+            return dst_port
+        flow = Flow(0, src[1], 0, src[0], dst[0], 0, 0, sport, 0.0)
+        choice = self.uplink_choice(flow, state, context.configs[leaf], leaf, dst_leaf, ingress, context.up, {},
+                                    dport, protocol)
+        return self.topology.uplinks[leaf][choice].leaf_port
 
     # ------------------------------------------------------------------ the solve
 
