@@ -242,8 +242,8 @@ async def _linktest(
         progress(SuiteProgress("linktest", done, total, f"latency probes{eta}"))
 
     progress(SuiteProgress("linktest", 0, 0, "local NIC checks"))
-    return await run_linktest(pool, spec, cabling=inventory.cabling, on_progress=told, on_record=keep,
-                              run_id=run_id)
+    return await run_linktest(pool, spec, cabling=inventory.cabling, switches=inventory.switches, on_progress=told,
+                              on_record=keep, run_id=run_id)
 
 
 def bandwidth_pairs(nodes: Sequence[str]) -> list[tuple[str, str]]:

@@ -245,7 +245,8 @@ class ProbeControl:
         def progressed(done: int, total: int, eta_s: float | None) -> None:
             app.post_message(ProbeProgressed(label, f"{done}/{total} probes", done, total, eta_s))
 
-        report = await run_linktest(self.pool(), LinktestSpec(nodes, rails=rails), cabling=cabling,
+        switches = app.inventory.switches if app.inventory is not None else ()
+        report = await run_linktest(self.pool(), LinktestSpec(nodes, rails=rails), cabling=cabling, switches=switches,
                                     on_progress=progressed, on_record=writer.put_probe, ports=ports)
         writer.put_probe(report.summary_record(time.time()))
         await asyncio.to_thread(writer.flush, 30.0)

@@ -92,7 +92,9 @@ def pingmesh(matrix: Mapping[str, Any], *, limit_usec: float | None = None, cell
              f'aria-label="{escape(title)}" viewBox="0 0 {width} {size + 24}">',
              f'<text x="4" y="14" font-size="13" font-weight="bold" fill="{INK}">{escape(title)}</text>']
     values = [v for row in cells for v in row if v is not None]
-    reference = float(matrix.get("reference_p99_usec") or (min(values) if values else 1.0))
+    refs = matrix.get("reference_p99_usec")
+    known = [float(v) for v in (refs.values() if isinstance(refs, dict) else [refs]) if isinstance(v, int | float)]
+    reference = min(known) if known else (min(values) if values else 1.0)
     top_value = limit_usec if limit_usec is not None else 3 * reference
     bad = {(str(a), str(b)) for a, b in matrix.get("bad_pairs", [])}
     top = 24 + label_w

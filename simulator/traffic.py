@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 
 from fleet.fabric.naming import RAILS_PER_NODE, nic_name
+from fleet.fabric.roce import ROCE_UDP_PORT, flow_label_sport
 from fleet.simulator.faults import CableKey, FaultEffects, NicKey, flap_down_s
 from fleet.simulator.scenario import JobSpec
 from fleet.simulator.topology import Topology
@@ -36,7 +37,6 @@ CHANNELS = 4
 PKT_BYTES = 4174
 """Wire bytes of one RoCEv2 packet at 4096-byte MTU (payload + Eth/IP/UDP/BTH/ICRC/FCS)."""
 
-ROCE_UDP_PORT = 4791
 SWITCHD_RESTART_S = 4.0
 """How long a switch forwards nothing while switchd restarts after a hash-seed or AR change."""
 
@@ -166,12 +166,6 @@ def roce_sport(lqpn: int, rqpn: int) -> int:
     v ^= v >> 20
     v ^= v >> 40
     return flow_label_sport(v & 0xFFFFF)
-
-
-def flow_label_sport(flow_label: int) -> int:
-    """UDP source port of a RoCEv2 packet with a non-zero GRH flow label (rdma_flow_label_to_udp_sport)."""
-    low = (flow_label & 0x3FFF) ^ ((flow_label & 0xFC000) >> 14)
-    return (low | 0xC000) & 0xFFFF
 
 
 def nic_ip(topology: Topology, node: str, rail: int) -> str:

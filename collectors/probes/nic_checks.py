@@ -157,6 +157,8 @@ class NodeChecks:
     gid_indices: dict[tuple[str, int], int | None] = field(default_factory=dict)
     """(device, port) -> the GID index a probe passes with ``-x``: None on InfiniBand (none
     needed), the RoCE v2 entry with an IPv4 address on RoCE; absent when there is none."""
+    addresses: dict[str, str] = field(default_factory=dict)
+    """RoCE device -> the IPv4 address of that GID entry: what a leaf's ECMP hash sees of the NIC."""
 
 
 async def check_before(pool: SshPool, node: str, timeout_s: float) -> NodeChecks:
@@ -182,6 +184,8 @@ async def check_before(pool: SshPool, node: str, timeout_s: float) -> NodeChecks
             checks.gid_indices[key] = None
         elif (index := gids.roce_v2_index(*key)) is not None:
             checks.gid_indices[key] = index
+            checks.addresses[port.device] = next(g.ipv4 for g in gids.gids
+                                                 if (g.device, g.port, g.index) == (*key, index))
     checks.netdevs = netdevs_of(parts.get("net", ""))
     for neighbor in parse_lldp(parts.get("lldp", "")).neighbors:
         checks.lldp[neighbor.local_interface] = (neighbor.chassis_name, neighbor.port_id)

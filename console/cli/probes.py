@@ -240,7 +240,7 @@ def linktest(nodes_expr: str | None, mode: str, rails_text: str, flows: int, sam
     path = db_path_or_default(db_path)
     with StoreWriter(path) as writer:
         try:
-            report = _run(inventory, lambda pool: run_linktest(pool, spec, cabling=inventory.cabling,
+            report = _run(inventory, lambda pool: run_linktest(pool, spec, cabling=inventory.cabling, switches=inventory.switches,
                                                                on_progress=bar, on_record=writer.put_probe))
         finally:
             if bar is not None:
@@ -257,11 +257,17 @@ def linktest(nodes_expr: str | None, mode: str, rails_text: str, flows: int, sam
 
 def _linktest_words(report: LinktestReport) -> str:
     lines = [f"{len(report.outcomes)} probes in {report.rounds} rounds, {report.seconds:.1f} s; "
-             f"{len(report.bad)} bad, {len(report.unreachable)} nodes unreachable"]
+             f"{len(report.bad)} bad, {plural(len(report.suspects), 'suspect')}, "
+             f"{plural(len(report.unreachable), 'node')} unreachable"]
     lines += [f"unreachable {node}: {why}" for node, why in sorted(report.unreachable.items())]
-    lines += [f"{c.node} {c.nic}: {'; '.join(c.problems)}" for c in report.nic_checks if c.problems]
-    lines += [f"suspect {s.kind} {s.part}: {s.reason}" for s in report.suspects]
+    lines += [f"suspect {s.kind} {s.part} (from the {s.source}): {s.reason}" for s in report.suspects]
+    lines += [f"note: {note}" for note in report.path_notes]
     return "\n".join(lines)
+
+
+def plural(count: int, word: str) -> str:
+    """``1 suspect``, ``3 suspects``."""
+    return f"{count} {word}{'' if count == 1 else 's'}"
 
 
 @click.command()

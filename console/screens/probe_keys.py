@@ -46,11 +46,15 @@ class ProbeKeys:
         return sorted(r.name for r in view.rows) if view is not None else []
 
     def _worst_nic(self, node: str) -> str:
-        """The NIC the node's health names as its worst; ``mlx5_0`` when it names none."""
+        """The NIC the node's health finds a problem with (its worst); ``mlx5_0`` when it finds none (a
+        healthy node's "worst" NIC is only its busiest, no reason to probe it first)."""
         view = self._fleet().view
         row = next((r for r in view.rows if r.name == node), None) if view is not None else None
         known = {nic_name(rail) for rail in range(RAILS_PER_NODE)}
-        return row.worst_nic if row is not None and row.worst_nic in known else nic_name(0)
+        if row is None or row.worst_nic not in known:
+            return nic_name(0)
+        troubled = any(reason.startswith(f"{row.worst_nic} ") for reason in row.reasons)
+        return row.worst_nic if troubled else nic_name(0)
 
     def _pair_dialog(self, kind: str) -> None:
         app = self._fleet()

@@ -82,8 +82,9 @@ def state_text(state: ProbeState, v: dict[str, str]) -> Text:
         return text
     if state.linktest is not None:
         report = state.linktest
-        text.append(f": {state.text}; {len(report.bad)} bad pairs, {len(report.suspects)} suspects, "
-                    f"{len(report.unreachable)} unreachable (p: Probes screen)")
+        suspects = len(report.suspects)
+        text.append(f": {state.text}; {len(report.bad)} bad pairs, {suspects} suspect{'' if suspects == 1 else 's'}"
+                    f", {len(report.unreachable)} unreachable (p: Probes screen)")
     return text
 
 

@@ -7,9 +7,10 @@ import itertools
 
 from sim_helpers import small_model
 
+from fleet.fabric.roce import flow_label_sport
 from fleet.simulator.session import Machine, Rendezvous
 from fleet.simulator.shell import Shell, run_collect
-from fleet.simulator.traffic import SwitchConfig, flow_label_sport, nic_ip, nic_of_ip
+from fleet.simulator.traffic import SwitchConfig, nic_ip, nic_of_ip
 
 
 async def test_the_calculated_uplink_is_the_spine_a_probe_with_that_flow_label_crosses() -> None:
