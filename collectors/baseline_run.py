@@ -33,7 +33,7 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from fleet.collectors.commands import Command, Glob, command
 from fleet.collectors.engine import Collector
@@ -58,9 +58,15 @@ LOSS_COUNTERS = (
     "symbol_error", "port_rcv_errors", "port_rcv_remote_physical_errors", "port_xmit_discards",
     "local_link_integrity_errors", "excessive_buffer_overrun_errors",
 )  # fmt: skip
-"""IBA PortCounters that count a lost or dropped packet (or a symbol that cost one)."""
+"""IBA PortCounters of errors and drops: a NIC part's ``errors`` (any increase is a regression)."""
 LOSS_HW_COUNTERS = ("out_of_sequence", "packet_seq_err", "out_of_buffer")
 """mlx5 hw_counters that count a packet lost upstream or dropped for lack of receive WQEs."""
+PACKET_LOSS_COUNTERS = ("port_rcv_errors", "port_rcv_remote_physical_errors", "port_xmit_discards")
+"""The PortCounters among those that count packets (a symbol error counts symbols, a link integrity error
+a burst of them: neither is a packet), for a NIC part's ``lost``."""
+PACKET_LOSS_HW_COUNTERS = ("out_of_sequence", "out_of_buffer")
+"""The hw_counters that count packets: lost upstream (seen missing by this receiver) or dropped here.
+``packet_seq_err`` counts the NAKs the sender got for the same losses, so it is not added again."""
 
 _PORTS = "/sys/class/infiniband/*/ports/*"
 
@@ -210,19 +216,29 @@ def counters_command() -> Command:
     return command("grep", "-H", ".", *files)
 
 
-async def _counters(pool: SshPool, nodes: Sequence[str], timeout_s: float) -> dict[str, dict[str, tuple[int, int]]]:
-    """node -> NIC -> (packets, loss events), summed over the counters above; nodes that fail are left out."""
+class NicCounts(NamedTuple):
+    """A NIC's counters summed: packets moved, error and drop events (``errors``), packets lost (``lost``)."""
 
-    async def one(node: str) -> tuple[str, dict[str, tuple[int, int]] | None]:
+    packets: int
+    errors: int
+    lost: int
+
+
+async def _counters(pool: SshPool, nodes: Sequence[str], timeout_s: float) -> dict[str, dict[str, NicCounts]]:
+    """node -> NIC -> its counts, summed over the counters above; nodes that fail are left out."""
+
+    async def one(node: str) -> tuple[str, dict[str, NicCounts] | None]:
         result = await pool.run(node, counters_command(), timeout_s)
         if result.exit_status is None or not result.stdout:
             return node, None
-        nics: dict[str, tuple[int, int]] = {}
+        nics: dict[str, NicCounts] = {}
         for port in parse_sysfs(result.stdout).ports:
             packets = sum(port.counters.get(name, 0) for name in PACKET_COUNTERS)
-            loss = sum(port.counters.get(name, 0) for name in LOSS_COUNTERS)
-            loss += sum(port.hw_counters.get(name, 0) for name in LOSS_HW_COUNTERS)
-            nics[port.device] = (packets, loss)
+            errors = sum(port.counters.get(name, 0) for name in LOSS_COUNTERS)
+            errors += sum(port.hw_counters.get(name, 0) for name in LOSS_HW_COUNTERS)
+            lost = sum(port.counters.get(name, 0) for name in PACKET_LOSS_COUNTERS)
+            lost += sum(port.hw_counters.get(name, 0) for name in PACKET_LOSS_HW_COUNTERS)
+            nics[port.device] = NicCounts(packets, errors, lost)
         return node, nics
 
     found = await asyncio.gather(*(one(n) for n in nodes))
@@ -327,7 +343,7 @@ def _build(
     *, label: str, ts: float, inventory: Inventory, settings: SuiteSettings, nodes: tuple[str, ...],
     software: dict[str, dict[str, str]], snapshot_power: dict[tuple[str, str], float], report: LinktestReport,
     bandwidth: Sequence[ProbeRecord], allreduce: Mapping[str, ProbeRecord],
-    before: Mapping[str, Mapping[str, tuple[int, int]]], after: Mapping[str, Mapping[str, tuple[int, int]]],
+    before: Mapping[str, Mapping[str, NicCounts]], after: Mapping[str, Mapping[str, NicCounts]],
 ) -> Baseline:
     parts: dict[str, dict[str, float]] = defaultdict(dict)
     notes: list[str] = []
@@ -374,12 +390,13 @@ def _build(
         parts[part_id("nic", node, device)].setdefault("rx_power_dbm", max(dbm, NO_LIGHT_DBM))
         nics.add(f"{node}:{device}")
     for node, devices in after.items():
-        for device, (packets, loss) in devices.items():
+        for device, now in devices.items():
             old = before.get(node, {}).get(device)
-            if old is not None and packets >= old[0] and loss >= old[1]:
+            if old is not None and all(b >= a for a, b in zip(old, now, strict=True)):  # no reset in between
                 nic = parts[part_id("nic", node, device)]
-                nic["packets"] = float(packets - old[0])
-                nic["errors"] = float(loss - old[1])
+                nic["packets"] = float(now.packets - old.packets)
+                nic["errors"] = float(now.errors - old.errors)
+                nic["lost"] = float(now.lost - old.lost)
                 nics.add(f"{node}:{device}")
     rails = set(settings.rails)
     wanted_nics = sorted(n for n in nics if int(n.rsplit("_", 1)[1]) in rails) if nics else []
@@ -392,7 +409,8 @@ def _build(
 
 
 __all__ = [
-    "BW_PARALLEL_MAX", "LOSS_COUNTERS", "LOSS_HW_COUNTERS", "NO_LIGHT_DBM", "PACKET_COUNTERS", "ProgressCallback",
+    "BW_PARALLEL_MAX", "LOSS_COUNTERS", "LOSS_HW_COUNTERS", "NO_LIGHT_DBM", "PACKET_COUNTERS", "PACKET_LOSS_COUNTERS",
+    "PACKET_LOSS_HW_COUNTERS", "NicCounts", "ProgressCallback",
     "SuiteProgress", "SuiteRun",
     "SuiteSettings", "bandwidth_pairs", "counters_command", "missed_rendezvous", "run_suite", "tool_version",
 ]  # fmt: skip

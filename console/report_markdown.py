@@ -27,7 +27,9 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
 def _shape(shape: Mapping[str, Any]) -> list[str]:
     rows: list[list[Any]] = [["nodes", shape["nodes"]], ["RDMA NICs", shape["nics"]],
                              ["switches", shape["switches"]], ["rails", ", ".join(str(r) for r in shape["rails"])]]
-    rows += [[k, "; ".join(f"{v} ({c} nodes)" for v, c in vals.items())] for k, vals in shape["software"].items()]
+    units = shape.get("software_units", {})
+    rows += [[k, "; ".join(f"{v} ({c} {units.get(k, 'NICs' if k == 'nic_firmware' else 'nodes')})"
+                           for v, c in vals.items())] for k, vals in shape["software"].items()]
     rows += [[f"unreachable {n}", r] for n, r in shape.get("unreachable", {}).items()]
     return _table(["", ""], rows)
 
@@ -45,9 +47,11 @@ def _acceptance(report: Report) -> list[str]:
     out = [f"# {d['title']}", "", f"Customer: {d.get('customer') or '-'}; measured from {d['measured_from']}.", "",
            f"**{'ACCEPTED' if d['passed'] else 'NOT ACCEPTED'}**: {passed} of {len(checks)} checks pass.", "",
            "## Cluster", "", *_shape(d["shape"]), "## Criteria and results", ""]
-    out += _table(["check", "what was agreed", "threshold", "scope", "evidence", "result"],
-                  [[c["id"], c["description"], c["threshold_words"], c["scope"], c["summary"],
+    out += _table(["check", "what was checked (as measured)", "threshold", "evidence", "result"],
+                  [[c["id"], c.get("claim") or c["description"], c["threshold_words"], c["summary"],
                     "PASS" if c["passed"] else "FAIL"] for c in checks])
+    out += ["The customer's wording of each check:", ""]
+    out += [f"- {c['id']}: {c['description']}" for c in checks if c["description"]] + [""]
     for c in checks:
         if c["failures"]:
             out += [f"### {c['id']}: failing parts", ""]

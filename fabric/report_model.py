@@ -67,7 +67,8 @@ def utc_words(ts: float) -> str:
 
 
 def shape_json(baseline: Baseline) -> dict[str, Any]:
-    """Counts, names and the software versions as "value: how many nodes" per key."""
+    """Counts, names and the software versions as "value: how many" per key, each count in its unit
+    (``software_units``): a firmware version is counted per NIC, the rest per node."""
     versions: dict[str, Counter[str]] = {}
     for info in baseline.software.values():
         for key, value in info.items():
@@ -78,6 +79,7 @@ def shape_json(baseline: Baseline) -> dict[str, Any]:
         "switches": len(baseline.shape.switches), "rails": list(baseline.shape.rails),
         "node_names": list(baseline.shape.nodes), "switch_names": list(baseline.shape.switches),
         "software": {k: dict(sorted(v.items())) for k, v in sorted(versions.items())},
+        "software_units": {k: "NICs" if k == "nic_firmware" else "nodes" for k in sorted(versions)},
         "unreachable": dict(baseline.unreachable),
     }  # fmt: skip
 

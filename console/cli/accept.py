@@ -2,13 +2,17 @@
 
 Runs the suite the criteria file asks for (progress on stderr), then each
 check in the file's order, printing PASS/FAIL with its evidence as it is
-judged; stores the suite as a baseline labelled with the criteria's title;
-writes the HTML report (and Markdown beside it) with ``--report``. Exits 0
-when every check passes, 1 when any fails (after printing everything).
+judged; stores the suite as a baseline labelled with the criteria's title and
+the report's data as an ``acceptance`` record (what the console's walkthrough
+shows in read-only mode); writes the HTML report, the Markdown beside it and,
+when Chromium is here, the PDF: at ``--report`` or in the reports folder
+(``$XDG_DATA_HOME/fleet/reports``), and names them. Exits 0 when every check
+passes, 1 when any fails (after printing everything).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -16,7 +20,7 @@ from pathlib import Path
 import click
 import hostlist
 
-from fleet.collectors.accept_run import run_acceptance
+from fleet.collectors.accept_run import acceptance_record, run_acceptance
 from fleet.console.cli.common import (
     db_option,
     db_path_or_default,
@@ -29,7 +33,8 @@ from fleet.console.cli.common import (
 )
 from fleet.console.cli.read_only import read_only_option, refuse_if_read_only
 from fleet.console.cli.suite_progress import ProgressView
-from fleet.console.report_write import write_report
+from fleet.console.config import ConfigError, load_config
+from fleet.console.report_write import default_report_path, write_report_files
 from fleet.fabric.acceptance import CriteriaError, parse_criteria
 from fleet.fabric.report_model import acceptance_report
 from fleet.store.writer import StoreWriter
@@ -40,7 +45,8 @@ from fleet.store.writer import StoreWriter
               required=True, help="Acceptance criteria TOML (see docs/acceptance-criteria.example.toml).")
 @click.option("--nodes", "nodes_expr", default=None, help="Slurm host list (default: every node).")
 @click.option("--report", "report_path", type=click.Path(path_type=Path), default=None,
-              help="Write the HTML report here (and a Markdown file beside it).")
+              help="Write the HTML report here, the Markdown and the PDF beside it (default: the reports folder, "
+                   "$XDG_DATA_HOME/fleet/reports).")
 @inventory_option
 @db_option
 @read_only_option
@@ -67,16 +73,28 @@ def accept(criteria_path: Path, nodes_expr: str | None, report_path: Path | None
             click.echo("fleet: interrupted; probe servers stopped", err=True)
             sys.exit(130)
         baseline = run.suite.baseline
+        report = acceptance_report(criteria, baseline, run.results, run.findings, time.time())
         writer.put_baseline(baseline.label, baseline.ts, baseline.to_json())
+        writer.put_probe(acceptance_record(report, run.suite.run_id))
         writer.flush(timeout=60)
-    report = acceptance_report(criteria, baseline, run.results, run.findings, time.time())
-    written = [str(p) for p in write_report(report, report_path)] if report_path is not None else []
+    written = write_report_files(report, report_path or default_report_path(_reports_dir(), "acceptance"))
     if as_json:
-        print_json(dict(report.data) | {"sha256": report.sha256, "report": written})
+        print_json(dict(report.data) | {"sha256": report.sha256, "report": [str(p) for p in written.paths],
+                                        "report_note": written.note})
     else:
-        for line in written:
+        for line in written.paths:
             click.echo(f"report: {line}")
+        if written.note:
+            click.echo(f"report: {written.note}")
     failed = [r.check.id for r in run.results if not r.passed]
     if failed:
         fail(f"{len(failed)} of {len(run.results)} checks failed: {', '.join(failed)}")
     click.echo(f"accepted: all {len(run.results)} checks pass", err=True)
+
+
+def _reports_dir() -> Path:
+    """The configured reports folder (``reports_dir``, ``FLEET_REPORTS_DIR``, else ``$XDG_DATA_HOME/fleet/reports``)."""
+    try:
+        return load_config({}, os.environ, time.time()).reports_folder
+    except ConfigError as error:
+        fail(str(error))
