@@ -113,14 +113,21 @@ async def test_apply_on_an_idle_leaf_is_refused_unless_forced_and_status_and_pla
         status = await fleet("ecmp", "status", *common, *SHORT, "--json")
         refused = await fleet("ecmp", "apply", "--leaf", "leaf17", "--yes", *common, *SHORT)
         plan = await fleet("ecmp", "plan", "--leaf", "leaf17", *common, *SHORT, "--json")
+        audit_before = json.loads((await fleet("audit", "--db", db, "--json")).stdout)["actions"]
+        forced = await fleet("ecmp", "apply", "--leaf", "leaf17", "--remedy", "hash-fields", "--yes", "--force",
+                             "rehearsal before the tenant arrives", *common, *APPLY, "--json")
     leaves = {leaf["leaf"]: leaf for leaf in json.loads(status.stdout)["leaves"]}
     idle = leaves["leaf17"]
     assert idle["state"] == "idle" and idle["imbalance"] == 0.0 and not idle["actionable"]
     assert refused.exit_code == 1
     assert "refused: leaf17 needs no remedy, it is idle" in refused.stderr and "--force REASON" in refused.stderr
     assert json.loads(plan.stdout)["plans"][0]["balance"] == idle  # the one assessment, read twice
+    assert audit_before == []  # refused before anything was read from or sent to the switch
+    outcome = json.loads(forced.stdout)
+    assert outcome["state"] == "rolled-back" and "nothing to judge after the change: idle" in outcome["verdict"]
     audit = json.loads((await fleet("audit", "--db", db, "--json")).stdout)["actions"]
-    assert audit == []  # refused before anything was read from or sent to the switch
+    assert audit[0]["step"] == "force" and audit[0]["verdict"] == "forced: rehearsal before the tenant arrives"
+    assert "@" in audit[0]["actor"] and audit[-1]["verdict"].startswith("rolled back hash-fields on leaf17")
 
 
 @pytest.mark.slow
