@@ -25,7 +25,9 @@ changed key is refused even then.
 
 ``~/.ssh/config`` (HostName, User, Port, IdentityFile, ProxyJump ...) is
 honoured by asyncssh; the ssh-agent is used when ``SSH_AUTH_SOCK`` is set;
-inventory identity files and jump hosts override the config.
+inventory identity files and jump hosts override the config. An inventory identity file
+that group or others may access is refused before connecting, in OpenSSH's words
+(``collectors/identity_file.py``), as ``ssh -i`` would refuse it.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from typing import Any
 import asyncssh
 
 from fleet.collectors.commands import Command
+from fleet.collectors.identity_file import identity_file_problem
 from fleet.collectors.inventory import InventoryHost
 from fleet.collectors.ssh_ignore import only_for_cbc
 from fleet.collectors.ssh_logging import quiet_when_off
@@ -282,6 +285,9 @@ class SshPool:
     async def _client_keys(self, path: Path | None) -> Sequence[asyncssh.SSHKey] | tuple[()]:
         if path is None:
             return ()
+        too_open = await asyncio.to_thread(identity_file_problem, path)  # on every try: a chmod takes effect
+        if too_open is not None:
+            raise _Failure(HostState.AUTH_FAILED, too_open)
         cached = self._keys.get(path)
         if cached is None:
             try:

@@ -1,0 +1,54 @@
+"""An identity file that group or others may access is refused before connecting, in OpenSSH's words."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+
+from fleet.collectors.commands import command
+from fleet.collectors.identity_file import identity_file_problem
+from fleet.collectors.inventory import InventoryHost
+from fleet.collectors.sshpool import PoolSettings, SshPool
+from fleet.fabric.states import HostState
+
+
+def _openssh_words(mode: int, path: Path) -> str:
+    return (f"Permissions 0{mode:03o} for '{path}' are too open. "
+            "It is required that your private key files are NOT accessible by others.")
+
+
+@pytest.mark.parametrize("mode", [0o644, 0o640, 0o604, 0o620, 0o660, 0o601])
+def test_any_group_or_other_bit_is_too_open(tmp_path: Path, mode: int) -> None:
+    key = tmp_path / "id_ed25519"
+    key.write_text("not read: the mode is judged first\n")
+    key.chmod(mode)
+    assert identity_file_problem(key) == _openssh_words(mode, key)
+
+
+@pytest.mark.parametrize("mode", [0o600, 0o400, 0o700])
+def test_private_modes_are_fine(tmp_path: Path, mode: int) -> None:
+    key = tmp_path / "id_ed25519"
+    key.write_text("x\n")
+    key.chmod(mode)
+    assert identity_file_problem(key) is None
+
+
+async def test_the_pool_refuses_before_it_connects(tmp_path: Path) -> None:
+    """A port nobody listens on: had fleet connected first, the state would be `unreachable`."""
+    key = tmp_path / "id_ed25519"
+    key.write_text("x\n")
+    key.chmod(0o644)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    host = InventoryHost("gpu001", "node", "127.0.0.1", port, "fleet", identity_file=key)
+    pool = SshPool([host], known_hosts=tmp_path / "known_hosts", settings=PoolSettings(ssh_config=()))
+    try:
+        result = await pool.run("gpu001", command("hostname"), timeout_s=5)
+    finally:
+        await pool.close()
+    assert result.state is HostState.AUTH_FAILED
+    assert result.reason == _openssh_words(0o644, key)
+
