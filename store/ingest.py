@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from array import array
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -28,6 +28,13 @@ from fleet.store.pending import Item
 NEVER = 2**62
 
 
+class Written(NamedTuple):
+    """What one batch wrote: sample values (one per series and time) and records (events, probes, ...)."""
+
+    samples: int
+    records: int
+
+
 def ts_to_ms(ts: float) -> int:
     """Unix seconds to the store's integer milliseconds."""
     return round(ts * 1000.0)
@@ -48,22 +55,22 @@ class Ingestor:
         self._recheck_ms = min((hs.deferred_since + MAX_DEFER_MS for hs in self._deferred.values()), default=NEVER)
         """When the store's clock passes this, a host's oldest sample left out of its row is due."""
 
-    def write(self, batch: list[Item]) -> int:
-        """Write every item of ``batch``; returns the number of samples and records written."""
-        written = 0
+    def write(self, batch: list[Item]) -> Written:
+        """Write every item of ``batch``; returns how many sample values and records it wrote."""
+        samples = records = 0
         changes: list[tuple[int, int, float]] = []
         frames: list[tuple[str, int, int, bytes]] = []
         for item in batch:
             if item.kind == "samples":
                 assert isinstance(item.payload, HostSample)
-                written += self._sample(item.payload, frames, changes)
+                samples += self._sample(item.payload, frames, changes)
             else:
-                written += getattr(self, f"_put_{item.kind}")(item.payload)
+                records += getattr(self, f"_put_{item.kind}")(item.payload)
         if frames:
             self.conn.executemany(_INSERT_FRAME, _merged(frames))
         insert_rows(self.conn, "INSERT OR REPLACE INTO changes", changes)
         self._write_latest()
-        return written
+        return Written(samples, records)
 
     def _sample(
         self,

@@ -20,7 +20,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import sqlite_utils
 
 from fleet.fabric.events import Event
 from fleet.fabric.records import (
@@ -56,7 +55,7 @@ from fleet.store.rollup import (
     STAT_SUM,
     rollup_kind,
 )
-from fleet.store.schema import check_current, connect
+from fleet.store.schema import connect_history
 from fleet.store.series_index import SeriesIndex
 from fleet.store.types import Point, PointArrays, SeriesData
 
@@ -77,9 +76,8 @@ class StoreReader:
         self.path = Path(path)
         if not self.path.exists():
             raise FileNotFoundError(f"no fleet history at {self.path}")
-        self._conn = connect(self.path, read_only=True)
+        self._conn = connect_history(self.path)
         self._lock = threading.RLock()
-        check_current(sqlite_utils.Database(self._conn), self.path)
         self._index = SeriesIndex()  # loaded on first use: opening stays cheap
         self._latest: dict[str, _HostLatest] = {}
         self._names: dict[str, tuple[I64, tuple[list[str], ...]]] = {}
