@@ -19,7 +19,7 @@ from fleet.fabric.records import (
     ProbeRecord,
 )
 from fleet.fabric.samples import HostSample, PackedValues
-from fleet.store import rows
+from fleet.store import audit, rows
 from fleet.store.catalog import Catalog, HostSeries, Layout, insert_rows
 from fleet.store.codec import encode_frame, frame_size, merge_frames
 from fleet.store.latest import MAX_DEFER_MS, MAX_DEFERRED, MAX_GAP_MS
@@ -182,8 +182,7 @@ class Ingestor:
         return 1
 
     def _put_action(self, action: ActionRecord) -> int:
-        self.conn.execute(f"INSERT INTO actions ({rows.ACTION_COLUMNS}) VALUES ({_marks(10)})",
-                          rows.action_row(action))
+        audit.append(self.conn, rows.action_row(action))
         return 1
 
     def _put_status(self, status: HostStatus) -> int:

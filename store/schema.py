@@ -194,6 +194,39 @@ def _m005_frames_by_rowid(db: sqlite_utils.Database) -> None:
     )
 
 
+@MIGRATIONS(name="m006_audit_chain")
+def _m006_audit_chain(db: sqlite_utils.Database) -> None:
+    """The audit as a hash chain (:mod:`fleet.store.audit`): each row's previous-row hash and its own,
+    the head of the chain, and a trigger that refuses a row without them. Rows already there are
+    chained in id order, the update trigger lifted for that and put back."""
+    from fleet.store.audit import GENESIS, AuditRow, row_hash
+
+    for statement in (
+        "ALTER TABLE actions ADD COLUMN prev_hash TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE actions ADD COLUMN hash TEXT NOT NULL DEFAULT ''",
+        "CREATE TABLE audit_head (id INTEGER PRIMARY KEY CHECK (id = 1), rows INTEGER NOT NULL, "
+        "last_id INTEGER NOT NULL, hash TEXT NOT NULL)",
+        "DROP TRIGGER actions_no_update",
+    ):
+        db.execute(statement)
+    prev, last_id, count = GENESIS, 0, 0
+    found = db.execute("SELECT id, ts, actor, target, action, step, commands, output, before, after, verdict "
+                       "FROM actions ORDER BY id").fetchall()
+    for values in found:
+        row = AuditRow._make((*values, prev, ""))
+        digest = row_hash(row, prev)
+        db.execute("UPDATE actions SET prev_hash = ?, hash = ? WHERE id = ?", (prev, digest, row.id))
+        prev, last_id, count = digest, row.id, count + 1
+    db.execute("INSERT INTO audit_head (id, rows, last_id, hash) VALUES (1, ?, ?, ?)", (count, last_id, prev))
+    for statement in (
+        "CREATE TRIGGER actions_no_update BEFORE UPDATE ON actions "
+        "BEGIN SELECT RAISE(ABORT, 'actions is append-only: rows cannot be changed'); END",
+        "CREATE TRIGGER actions_chained BEFORE INSERT ON actions WHEN NEW.hash = '' OR NEW.prev_hash = '' "
+        "BEGIN SELECT RAISE(ABORT, 'actions rows carry their chain hash: write them through fleet'); END",
+    ):
+        db.execute(statement)
+
+
 SCHEMA_VERSION = len(MIGRATIONS._migrations)
 """The schema version this code writes: the number of migrations it knows."""
 
