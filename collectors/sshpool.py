@@ -340,7 +340,7 @@ class SshPool:
         if isinstance(exc, asyncssh.HostKeyNotVerifiable):
             if client.key_verdict == "changed":
                 return _Failure(HostState.HOST_KEY_MISMATCH,
-                                f"host key CHANGED (offered {client.offered_key}; not in known_hosts): "
+                                f"known_hosts holds other keys: host key CHANGED (offered {client.offered_key}): "
                                 "refused before authentication; check for a reinstall or an impostor")
             if client.key_verdict == "unknown":
                 return _Failure(HostState.HOST_KEY_MISMATCH,

@@ -93,6 +93,9 @@ class FleetApp(App[None]):
     """Nodes of the job chosen on the Jobs screen, marked on Fleet and Topology."""
     writer_problem: reactive[str] = reactive("")
     """Why the store writer of the in-console collector is behind or failing; "" when fine."""
+    store_failing: reactive[str] = reactive("")
+    """Why the in-console collector's store cannot write, after the writer's retries (the header shows
+    STORE FAILING with it); "" while it writes. The writer keeps retrying: space may come back."""
 
     def __init__(self, config: Config, feed: Feed, inventory: Any = None) -> None:
         super().__init__()
@@ -192,6 +195,7 @@ class FleetApp(App[None]):
 
     def _writer_problem(self, problem: str) -> None:
         self.writer_problem = problem
+        self.store_failing = (self.writer.stats().failing or "") if self.writer is not None else ""
 
     def on_collector_round_finished(self, _message: CollectorRoundFinished) -> None:
         self.request_refresh()

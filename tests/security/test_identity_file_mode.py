@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import socket
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
+from helpers.simfleet import running_fleet, small_scenario
 
 from fleet.collectors.commands import command
 from fleet.collectors.identity_file import identity_file_problem
 from fleet.collectors.inventory import InventoryHost
 from fleet.collectors.sshpool import PoolSettings, SshPool
+from fleet.console.cli import main
 from fleet.fabric.states import HostState
 
 
@@ -52,3 +56,19 @@ async def test_the_pool_refuses_before_it_connects(tmp_path: Path) -> None:
     assert result.state is HostState.AUTH_FAILED
     assert result.reason == _openssh_words(0o644, key)
 
+
+@pytest.mark.timeout(120)
+async def test_collect_names_the_mode_for_every_host_and_exits_non_zero(tmp_path: Path) -> None:
+    import asyncio
+
+    async with running_fleet(small_scenario(), tmp_path / "sim") as inventory:
+        key = tmp_path / "sim" / "id_ed25519"
+        key.chmod(0o644)
+        result = await asyncio.to_thread(
+            CliRunner().invoke, main,
+            ["collect", "--once", "--json", "--inventory", str(inventory), "--db", str(tmp_path / "fleet.db")])
+    assert result.exit_code != 0, result.output
+    hosts = json.loads(result.stdout)["hosts"]
+    assert hosts and {entry["state"] for entry in hosts.values()} == {"auth_failed"}
+    assert all(entry["reason"].startswith(_openssh_words(0o644, key)) for entry in hosts.values()), hosts
+    assert "are too open" in result.stderr

@@ -10,9 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from fleet.collectors.inventory import InventoryError, load_inventory
 from fleet.collectors.ssh_names import hostname_problem, jump_host_problem, username_problem
+from fleet.console.cli import main
 
 HOSTILE_NAMES = {
     "command substitution": "gpu$(reboot)",
@@ -101,3 +103,11 @@ def test_the_rules_are_openssh_s() -> None:
         assert hostname_problem(good) is None, good
     assert jump_host_problem("ops@bastion:22") is None and jump_host_problem("bastion") is None
 
+
+def test_the_cli_says_one_line_and_exits_2(tmp_path: Path) -> None:
+    path = tmp_path / "inventory.toml"
+    path.write_text('[[nodes]]\nnames = "gpu$(touch pwned)"\n')
+    result = CliRunner().invoke(main, ["collect", "--once", "--inventory", str(path), "--db", str(tmp_path / "f.db")])
+    assert result.exit_code == 2
+    assert result.stderr.count("\n") == 1 and f"{path}:2: nodes[0].names:" in result.stderr
+    assert not (tmp_path / "pwned").exists()
