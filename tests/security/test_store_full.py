@@ -78,7 +78,6 @@ async def test_collect_on_a_3_mib_filesystem_stops_with_exit_3(tmp_path: Path) -
         document = json.loads(result.stdout)
         assert document["store"]["failing"] == f"cannot write {db}: the disk (or its size cap) is full"
         assert document["samples_written"] < document["samples_collected"]
-        assert document["seconds"] < 30  # stopped, not run out its time
         assert db_info(db).stored_samples <= document["samples_written"]  # committed, readable, not over-claimed
         assert once.exit_code == 3 and once.stderr.startswith(reason), once.output
 
