@@ -6,8 +6,8 @@ although every column here has a fixed width. This table keeps the rows as given
 row's cells only when the row is drawn (Textual's line API), so the first
 frame costs the ~60 rows in view. A refresh redraws only the cells in view
 that changed (~5 ms); a row that changed off screen is rebuilt when it
-scrolls in. It looks and reacts like the ``DataTable`` it replaced (row
-cursor, hover, header click, the same keys and component styles).
+scrolls in. It looks and reacts like a ``DataTable`` (row cursor, hover,
+header click, the same keys and component styles).
 """
 
 from __future__ import annotations
