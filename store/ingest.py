@@ -236,8 +236,8 @@ _INSERT_FRAME = (
 )
 """Two samples of one host at one instant (a collector's counters and the rates derived from them)
 share a frame: the second adds its series rather than replacing the first's. Against a frame
-already sealed (its points are in chunks) the late one is a frame of its own, as before: the
-next seal merges its points into the chunks."""
+already sealed (its points are in chunks) the late one is a frame of its own: the next seal
+merges its points into the chunks."""
 
 
 def _merged(frames: list[tuple[str, int, int, bytes]]) -> list[tuple[str, int, int, bytes]]:

@@ -172,7 +172,7 @@ def _m005_frames_by_rowid(db: sqlite_utils.Database) -> None:
     A thousand nodes each add a ~8 KB frame a second. Keyed by (host, ts_ms) in a
     WITHOUT ROWID table, each lands in its host's place in the B-tree, a different
     leaf for every host; in rowid order they are appended, and only the small index
-    entries scatter: the store's share of a line fell 23% (docs/benchmarks.md, Collect).
+    entries scatter, which costs the store about 23 % less per line (``python -m benchmarks collect``).
     Only frames not sealed yet are copied (in time order): a sealed frame's points are in
     chunks already and it is kept only to make replay of the last hour fast. A big store
     (a 1,024-node fleet at 1 s holds ~20 GB of frames) then copies the ~11 minutes not

@@ -72,9 +72,9 @@ class StoreWriter:
         ``close`` cut it short): a collector puts one sample per line, and one commit per few
         lines instead of per line saves most of the writer's fixed cost per transaction. A
         quarter second (~250 lines of a 1,024-node fleet at 1 s) writes each B-tree page a
-        commit touches once for more lines than 0.05 s did: the writer's CPU per line fell
-        ~15% (``fleet bench collect``, docs/benchmarks.md), and the console, which redraws
-        every second, sees a line at most that much later.
+        commit touches once for more lines, about 15 % less of the writer's CPU per line than
+        0.05 s (``python -m benchmarks collect``), and the console, which redraws every
+        second, sees a line at most that much later.
         """
         self.path = Path(path)
         self.retention = retention or Retention()

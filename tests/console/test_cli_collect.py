@@ -1,4 +1,4 @@
-"""`fleet collect --once --json` against the `incident` scenario over real SSH: what issue 3 asks of one round."""
+"""`fleet collect --once --json` against the `incident` scenario over real SSH: what one round must deliver."""
 
 from __future__ import annotations
 
