@@ -117,8 +117,12 @@ class StoreWriter:
         return self
 
     def close(self, timeout: float = 10.0) -> bool:
-        """Write what is queued (up to ``timeout`` seconds), then stop; False if items were left."""
-        flushed = self.flush(timeout) if self._thread is not None else self._queue.queued == 0
+        """Write what is queued (up to ``timeout`` seconds), then stop; False if items were left.
+        While writing is failing it does not wait for another retry: whoever closes has been told."""
+        if self._thread is None or self._failing is not None:
+            flushed = self._queue.queued == 0
+        else:
+            flushed = self.flush(timeout)
         self._stop.set()
         self._hurry.set()
         self._queue.wake()
