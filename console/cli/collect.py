@@ -79,7 +79,8 @@ def collect(inventory_path: Path | None, db_path: Path | None, once: bool, durat
     for group in groups:
         click.echo(f"fleet: {group.line()}", err=True)
     if stats.failing is not None:
-        fail(f"store failing: {stats.failing}; collection stopped, {stats.queued:,} queued items not written",
+        fail(f"store failing: {stats.failing}; collection stopped, {stats.queued:,} queued sample values and "
+             "records not written",
              ExitCode.NO_DATA)
     if groups and summary.hosts_ok == 0:
         fail(f"no host answered: all {sum(len(g.hosts) for g in groups)} failed", ExitCode.NO_DATA)
