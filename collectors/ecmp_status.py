@@ -66,7 +66,7 @@ KERNEL_QPS = {"InfiniBand": 2, "Ethernet": 1}
 def flow_rate_gbps(reader: StoreReader, leaf_ports: Sequence[PortRecord], nodes: Collection[str]) -> float | None:
     """The rate of one flow on a leaf (Gb/s): the median over its nodes' NICs of the transmit rate over
     the connections each sends on, half its QPs beyond the kernel's (NCCL opens, per channel, one QP
-    to the next rank and one from the previous: a QP pair is a flow, DOMAIN "ECMP on RoCE fabrics").
+    to the next rank and one from the previous: a QP pair is a flow, docs/domain.md "ECMP on RoCE fabrics").
     None when the store has no QP count or no traffic for them."""
     nics = [(p.peer_host, p.peer_port) for p in leaf_ports if p.peer_host in nodes]
     hosts = sorted({host for host, _ in nics})

@@ -6,7 +6,7 @@ same functions.
 
 - Bandwidth (Gb/s): against the slower of the two NICs' trained rates and against the reference
   (the last baseline's value for the NIC, else the pair's previous result). perftest reaches 94 to
-  97 % of a healthy RoCE link's rate (DOMAIN figures for 100G: 94-97 Gb/s; the acceptance example
+  97 % of a healthy RoCE link's rate (docs/domain.md, operators' figures at 100G: 94-97 Gb/s; the acceptance example
   asks 380 of 400 Gb/s), so under ``BW_LINK_MIN`` of the link, or under ``BW_REFERENCE_MIN`` of what
   the same NIC reached before, something on the path is short.
 - Latency (usec, p99): against the reference only (a rate says nothing about latency): an outlier by

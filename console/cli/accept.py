@@ -7,7 +7,8 @@ the report's data as an ``acceptance`` record (what the console's walkthrough
 shows in read-only mode); writes the HTML report, the Markdown beside it and,
 when Chromium is here, the PDF: at ``--report`` or in the reports folder
 (``$XDG_DATA_HOME/fleet/reports``), and names them. Exits 0 when every check
-passes, 1 when any fails (after printing everything).
+passes, 1 when any fails (after printing everything), 2 on a bad criteria file
+or inventory or in read-only mode, 3 when the history could not be written.
 """
 
 from __future__ import annotations
@@ -25,19 +26,22 @@ from fleet.console.cli.common import (
     db_option,
     db_path_or_default,
     fail,
+    interrupted,
     inventory_option,
     json_option,
     open_inventory,
+    open_writer,
     print_json,
     run_async,
 )
+from fleet.console.cli.exit_codes import ExitCode
 from fleet.console.cli.read_only import read_only_option, refuse_if_read_only
 from fleet.console.cli.suite_progress import ProgressView
 from fleet.console.config import ConfigError, load_config
 from fleet.console.report_write import default_report_path, write_report_files
 from fleet.fabric.acceptance import CriteriaError, parse_criteria
-from fleet.fabric.report_model import acceptance_report
-from fleet.store.writer import StoreWriter
+from fleet.fabric.report_model import acceptance_report, audit_words
+from fleet.store.reader import audit_head_at
 
 
 @click.command()
@@ -60,23 +64,26 @@ def accept(criteria_path: Path, nodes_expr: str | None, report_path: Path | None
         criteria = parse_criteria(criteria_path.read_text(encoding="utf-8"), source=str(criteria_path))
         nodes = tuple(hostlist.expand_hostlist(nodes_expr)) if nodes_expr else None
     except (CriteriaError, hostlist.BadHostlist) as error:
-        fail(str(error))
+        fail(str(error), ExitCode.USAGE)
     inventory = open_inventory(inventory_path)
     path = db_path_or_default(db_path)
     view = ProgressView(sys.stderr, live=sys.stderr.isatty())
-    with StoreWriter(path) as writer:
+    with open_writer(path) as writer:
         try:
             run = run_async(run_acceptance(inventory, criteria, writer=writer, db_path=path, nodes=nodes,
                                              on_progress=view, on_check=view.check))
         except KeyboardInterrupt:
             view.close()
-            click.echo("fleet: interrupted; probe servers stopped", err=True)
-            sys.exit(130)
+            interrupted("interrupted; probe servers stopped")
         baseline = run.suite.baseline
-        report = acceptance_report(criteria, baseline, run.results, run.findings, time.time())
         writer.put_baseline(baseline.label, baseline.ts, baseline.to_json())
+        stored = writer.flush(timeout=60)
+        head = audit_head_at(path)
+        report = acceptance_report(criteria, baseline, run.results, run.findings, time.time(),
+                                   head.as_json() if head is not None else None)
         writer.put_probe(acceptance_record(report, run.suite.run_id))
-        writer.flush(timeout=60)
+        stored = writer.flush(timeout=60) and stored
+        store_failing = None if stored else writer.stats().failing or "timed out after 60 s"
     written = write_report_files(report, report_path or default_report_path(_reports_dir(), "acceptance"))
     if as_json:
         print_json(dict(report.data) | {"sha256": report.sha256, "report": [str(p) for p in written.paths],
@@ -86,9 +93,12 @@ def accept(criteria_path: Path, nodes_expr: str | None, report_path: Path | None
             click.echo(f"report: {line}")
         if written.note:
             click.echo(f"report: {written.note}")
+        click.echo(audit_words(report.data.get("audit_head")))
     failed = [r.check.id for r in run.results if not r.passed]
+    if store_failing is not None:
+        fail(f"the run was not stored in {path}: {store_failing}", ExitCode.NO_DATA)
     if failed:
-        fail(f"{len(failed)} of {len(run.results)} checks failed: {', '.join(failed)}")
+        fail(f"{len(failed)} of {len(run.results)} checks failed: {', '.join(failed)}", ExitCode.FAILED)
     click.echo(f"accepted: all {len(run.results)} checks pass", err=True)
 
 
@@ -97,4 +107,4 @@ def _reports_dir() -> Path:
     try:
         return load_config({}, os.environ, time.time()).reports_folder
     except ConfigError as error:
-        fail(str(error))
+        fail(str(error), ExitCode.USAGE)

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import click
 
 from fleet.console.cli.common import fail
+from fleet.console.cli.exit_codes import ExitCode
 from fleet.console.config import ConfigError, load_config
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -37,14 +38,15 @@ def is_read_only(flag: bool) -> bool:
     try:
         return load_config({"read_only": True if flag else None}, os.environ, time.time()).read_only
     except ConfigError as error:
-        fail(str(error))
+        fail(str(error), ExitCode.USAGE)
 
 
 def refuse_if_read_only(flag: bool, what: str) -> None:
-    """Exit 1 with ``refused: read-only mode ...: <what>`` when the run is read-only; ``what`` says
-    what the command would have done (``"starts perftest on gpu001 and gpu002"``)."""
+    """Exit 2 (``USAGE``, docs/exit-codes.md) with ``refused: read-only mode ...: <what>`` when the run is
+    read-only; ``what`` says what the command would have done (``"starts perftest on gpu001 and gpu002"``)."""
     if is_read_only(flag):
-        fail(f"refused: read-only mode ({HOW}) sends nothing and changes nothing: this command {what}")
+        fail(f"refused: read-only mode ({HOW}) sends nothing and changes nothing: this command {what}",
+             ExitCode.USAGE)
 
 
 __all__ = ["HOW", "is_read_only", "read_only_option", "refuse_if_read_only"]

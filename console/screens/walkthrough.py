@@ -49,6 +49,7 @@ from fleet.console.screens.base import FleetScreenBase, fixed_columns
 from fleet.console.screens.path_prompt import PathPrompt
 from fleet.fabric.acceptance import Criteria, CriteriaError, parse_criteria
 from fleet.fabric.report_model import Report, acceptance_report
+from fleet.store.reader import audit_head_at
 
 WALKTHROUGH_THEME = "fleet-high-contrast"
 """Readable on a projector; the theme in use before is restored when the screen closes."""
@@ -239,8 +240,11 @@ class WalkthroughScreen(FleetScreenBase):
         run = await run_acceptance(inventory, criteria, writer=writer, db_path=db_path,
                                    on_progress=self._progress_told, pool=pool)
         baseline = run.suite.baseline
-        report = acceptance_report(criteria, baseline, run.results, run.findings, time.time())
         writer.put_baseline(baseline.label, baseline.ts, baseline.to_json())
+        await asyncio.to_thread(writer.flush, 60.0)
+        head = await asyncio.to_thread(audit_head_at, db_path)  # the report names the audit it follows
+        report = acceptance_report(criteria, baseline, run.results, run.findings, time.time(),
+                                   head.as_json() if head is not None else None)
         writer.put_probe(acceptance_record(report, run.suite.run_id))
         await asyncio.to_thread(writer.flush, 60.0)
         self.run = run

@@ -43,7 +43,7 @@ def test_every_traffic_or_change_command_is_refused(tmp_path: Path, words: list[
     args = [criteria.as_posix() if w == "CRITERIA" else w for w in words]
     result = CliRunner().invoke(main, [*args, "--inventory", str(tmp_path / "absent.toml"),
                                        "--db", str(tmp_path / "fleet.db"), *extra], env=env)
-    assert result.exit_code == 1, result.output
+    assert result.exit_code == 2, result.output  # USAGE: docs/exit-codes.md
     assert "refused: read-only mode" in result.stderr
     assert "sends nothing and changes nothing" in result.stderr
     assert "no inventory" not in result.stderr  # refused before anything was read or reached
