@@ -31,8 +31,10 @@ watchdog raises an error event, stops the NIC's pause frames, and drops follow."
 FLAP_DOWN_MAX_S = 5.0
 """A flapping link stays down this long (or a third of its period, if shorter) per period."""
 
-CRITICAL_XIDS = (48, 63, 64, 74, 79, 92, 94, 95)
-ECC_XIDS = (48, 63, 64, 94, 95)
+ECC_XIDS = (48, 64, 94, 95, 140)
+"""XIDs that come with uncorrected memory errors (the driver's ECC counters rise): a double-bit error,
+a failed row remap, contained and uncontained ECC errors, an unrecovered one (NVIDIA's XID catalog).
+XIDs 63 and 92 record corrected errors and leave the uncorrected counters alone."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -290,20 +290,43 @@ def _ber(ctx: Context, optics: set[tuple[str, str]]) -> list[Finding]:
     return found
 
 
+def _nic_at(ctx: Context, switch: str, port: str) -> tuple[str, str]:
+    """The NIC a leaf port's cable should reach (the plan), else the one it was last seen reaching (LLDP)."""
+    planned = ctx.plan_by_switch_port.get((switch, port))
+    if planned is not None:
+        return planned.node, planned.nic
+    peer = ctx.peer_of.get(Endpoint(switch, port))
+    return (peer.host, peer.port) if peer is not None and ctx.role(peer.host) not in ("leaf", "spine") else ("", "")
+
+
 def _switch_side(ctx: Context, named: set[tuple[str, str]]) -> list[Finding]:
-    """Errors the leaf's receiver counts on a NIC's cable: the NIC's transmitter, its module or the fibre
-    towards the leaf, which the NIC's own counters cannot see (they count what it receives)."""
+    """What the leaf's end of a NIC's cable sees and the NIC's own counters cannot: carrier transitions
+    (NVUE ``carrier-transitions``, two per flap) while the NIC says nothing, and receive errors, which
+    point at the NIC's transmitter, its module or the fibre towards the leaf."""
     found = []
+    for (switch, port, _), _reading in sorted(ctx.each("sw_carrier_transitions").items()):
+        transitions = ctx.delta(switch, "sw_carrier_transitions", port) or 0.0
+        node, nic = _nic_at(ctx, switch, port)
+        if ctx.role(switch) not in ("leaf", "") or transitions < 2 * ctx.t.flap_downs_in_window or not node:
+            continue
+        if (node, nic) in named or ctx.value(node, "port_state", nic, "1") is not None:
+            continue  # the NIC reports its own link: its counters judged it
+        named.add((node, nic))
+        found.append(Finding(
+            "link_flapping", Severity.CRITICAL, node=node, nic=nic, switch=switch, port=port,
+            job=ctx.job_of.get(node, ""),
+            evidence={"switch_carrier_transitions_in_window": transitions, "seen_by": "switch",
+                      "sw_oper_up": ctx.value(switch, "sw_oper_up", port)},
+            next_step="The leaf sees this cable go down and up while the node reports nothing: reseat or "
+                      "replace the cable, then the transceivers; check the node's collection too."))
     for (switch, port, _), _reading in sorted(ctx.each("sw_rx_errors").items()):
         if ctx.role(switch) not in ("leaf", ""):
             continue
         errors = ctx.delta(switch, "sw_rx_errors", port)
         if not errors or errors < ctx.t.post_fec_errors_in_window:
             continue
-        planned = ctx.plan_by_switch_port.get((switch, port))
-        peer = ctx.peer_of.get(Endpoint(switch, port))
-        node, nic = (planned.node, planned.nic) if planned else ((peer.host, peer.port) if peer else ("", ""))
-        if (node, nic) in named or ctx.role(node) in ("leaf", "spine"):
+        node, nic = _nic_at(ctx, switch, port)
+        if not node or (node, nic) in named:
             continue
         found.append(Finding(
             "high_ber", Severity.CRITICAL, node=node, nic=nic, switch=switch, port=port,

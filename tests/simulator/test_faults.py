@@ -107,8 +107,17 @@ def test_optics_attenuation_beyond_loss_of_signal_takes_the_link_down() -> None:
     assert nic(faulty, "gpu002", 1).state == "DOWN"
 
 
+def test_high_ber_inside_the_fec_limit_loses_nothing() -> None:
+    """RS(544,514) corrects a pre-FEC BER of 2e-4 (inside its 2.4e-4 limit) to ~1e-13 of codewords."""
+    base, faulty = pair(fault("high_ber", "gpu002:mlx5_1", ber=0.0002))
+    corrected = delta(faulty, "gpu002", 1, "ethtool", "rx_corrected_bits_phy")
+    assert corrected > 1000 * delta(base, "gpu002", 1, "ethtool", "rx_corrected_bits_phy")
+    assert delta(faulty, "gpu002", 1, "ethtool", "rx_pcs_symbol_err_phy") == 0
+    assert delta(faulty, "gpu002", 1, "hw_counters", "out_of_sequence") == 0
+
+
 def test_high_ber() -> None:
-    base, faulty = pair(fault("high_ber", "gpu002:mlx5_1", ber=0.0005))
+    base, faulty = pair(fault("high_ber", "gpu002:mlx5_1", ber=0.001))
     assert delta(faulty, "gpu002", 1, "ethtool", "rx_pcs_symbol_err_phy") > 0
     assert delta(base, "gpu002", 1, "ethtool", "rx_pcs_symbol_err_phy") == 0
     assert delta(faulty, "gpu002", 1, "counters", "port_rcv_errors", 10.5, 11.5) > 0
