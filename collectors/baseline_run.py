@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.metadata
+import re
 import statistics
 import time
 import uuid
@@ -59,8 +60,17 @@ LOSS_COUNTERS = (
     "local_link_integrity_errors", "excessive_buffer_overrun_errors",
 )  # fmt: skip
 """IBA PortCounters that count a lost or dropped packet (or a symbol that cost one)."""
-LOSS_HW_COUNTERS = ("out_of_sequence", "packet_seq_err", "out_of_buffer")
-"""mlx5 hw_counters that count a packet lost upstream or dropped for lack of receive WQEs."""
+LOSS_HW_COUNTERS = ("packet_seq_err", "local_ack_timeout_err", "implied_nak_seq_err")
+"""mlx5 hw_counters that count one lost packet each: RoCE retransmits go-back-N, so every packet this NIC
+sent that was lost comes back as one NAK sequence error (or, with nothing behind it, one ACK timeout).
+``out_of_sequence`` is not among them: the receiver counts every packet of the window that arrived behind
+a gap, many per loss; nor ``out_of_buffer``: a receive queue running dry draws an RNR NAK, not a loss."""
+NETDEV_LOSS_STATISTICS = ("rx_crc_errors",)
+"""The RoCE netdev's ``statistics/`` files that count frames lost on the wire: ``rx_crc_errors`` (the
+PHY's ``rx_crc_errors_phy``, frames dropped for a bad FCS). Drops for lack of buffer
+(``rx_discards_phy``) exist only in ``ethtool -S``; the diagnosis judges them from the collector's
+counters (``nic_rx_discards``)."""
+_NETDEV_STAT = re.compile(r"^/sys/class/infiniband/([^/]+)/device/net/[^/]+/statistics/([a-z_]+):(\d+)$")
 
 _PORTS = "/sys/class/infiniband/*/ports/*"
 
@@ -207,6 +217,7 @@ async def _snapshot(
 def counters_command() -> Command:
     files = [Glob(f"{_PORTS}/counters/{name}") for name in (*PACKET_COUNTERS, *LOSS_COUNTERS)]
     files += [Glob(f"{_PORTS}/hw_counters/{name}") for name in LOSS_HW_COUNTERS]
+    files += [Glob(f"/sys/class/infiniband/*/device/net/*/statistics/{name}") for name in NETDEV_LOSS_STATISTICS]
     return command("grep", "-H", ".", *files)
 
 
@@ -223,6 +234,11 @@ async def _counters(pool: SshPool, nodes: Sequence[str], timeout_s: float) -> di
             loss = sum(port.counters.get(name, 0) for name in LOSS_COUNTERS)
             loss += sum(port.hw_counters.get(name, 0) for name in LOSS_HW_COUNTERS)
             nics[port.device] = (packets, loss)
+        for line in result.stdout.splitlines():
+            match = _NETDEV_STAT.match(line.strip())
+            if match is not None and match[1] in nics:
+                packets, loss = nics[match[1]]
+                nics[match[1]] = (packets, loss + int(match[3]))
         return node, nics
 
     found = await asyncio.gather(*(one(n) for n in nodes))
