@@ -178,6 +178,8 @@ class Solution:
     flows_on: dict[TxEnd, int] = field(default_factory=lambda: defaultdict(int))
     queue_usec: dict[TxEnd, float] = field(default_factory=dict)
     loss: dict[TxEnd, float] = field(default_factory=dict)
+    dropping: set[TxEnd] = field(default_factory=set)
+    """Ends whose loss is the receiver dropping for lack of buffer (counted as discards, not as bad frames)."""
     job_factor: dict[int, float] = field(default_factory=dict)
     rates: dict[TxEnd, dict[str, float]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(float)))
     spine_of_flow: list[str | None] = field(default_factory=list)
@@ -499,6 +501,7 @@ class Fabric:
         for nic in effects.storm_escalated:
             end = nic_port[nic]
             sol.loss[end] = 1 - (1 - sol.loss.get(end, 0.0)) * 0.02
+            sol.dropping.add(end)
 
     def _job_factors(
         self, sol: Solution, paths: Sequence[tuple[TxEnd, ...]], scale: Mapping[TxEnd, float], effects: FaultEffects
@@ -563,7 +566,7 @@ class Fabric:
                     rates[receiver]["rx_bytes"] += share * PKT_BYTES
                     rates[receiver]["rx_pkts"] += share
                 loss = sol.loss.get(end, 0.0)
-                if loss and receiver is not None and end[0] not in effects.spine_loss:
+                if loss and receiver is not None and end[0] not in effects.spine_loss and end not in sol.dropping:
                     rates[receiver]["rcv_errors"] += share * loss
                 delivered *= 1.0 - loss
                 if index == 0:

@@ -40,7 +40,8 @@ def _storms(ctx: Context) -> list[Finding]:
 
     After the watchdog's error event the NIC stops sending pause frames and drops instead (mlx5
     counters.rst: "on the period where pause frames were disabled, drop could have been occurred"): a
-    storm error over the rule's longer memory with drops in the window is the same storm, still on.
+    NIC whose watchdog has fired and that drops in the window is a storm still on. The drops are the
+    window's evidence; the watchdog's counter only names their cause.
     """
     t = ctx.t
     found = []
@@ -51,7 +52,7 @@ def _storms(ctx: Context) -> list[Finding]:
                      for r in ctx.spans)
         events = {m: ctx.delta(node, m, nic, port) or 0.0 for m in STORM_EVENTS}
         discards = ctx.delta(node, "rx_discards_phy", nic, port) or 0.0
-        watchdog_off = (ctx.history_delta(node, "tx_pause_storm_error_events", nic, port) or 0.0) > 0 and (
+        watchdog_off = (ctx.value(node, "tx_pause_storm_error_events", nic, port) or 0.0) > 0 and (
             discards >= t.rx_discards_in_window)
         storming = (share is not None and share >= t.storm_paused_share) or (
             share is None and frames >= t.storm_tx_pause_per_s)

@@ -22,7 +22,9 @@ QP_ERROR_COUNTERS = ("req_cqe_error", "resp_cqe_error")
 
 
 def rules(ctx: Context) -> list[Finding]:
-    return _xid(ctx) + _thermal(ctx) + _qp(ctx) + _rnr(ctx)
+    qp = _qp(ctx)
+    ctx.flagged_nics |= {(f.node, f.nic) for f in qp}  # leaked QPs explain the RNR NAKs their NIC sees
+    return _xid(ctx) + _thermal(ctx) + qp + _rnr(ctx)
 
 
 def _gpu_finding(ctx: Context, kind: str, severity: Severity, node: str, gpu: str, evidence: dict[str, object],
@@ -106,6 +108,7 @@ def _qp(ctx: Context) -> list[Finding]:
             {"qp_count": qps, "qp_alarm": alarm, "largest_job_nodes": job_nodes,
              "nccl_ib_qps_per_connection": ctx.t.nccl_ib_qps_per_connection,
              "error_completions_in_window": errors,
+             "rnr_naks_in_window": ctx.delta(node, "rnr_nak_retry_err", nic, port),
              "out_of_buffer_in_window": ctx.delta(node, "out_of_buffer", nic, port)},
             "List the QPs (`rdma res show qp`) and their owners: leaked QPs of dead ranks hold resources "
             "until the process exits; error completions name the failing peer in the job's NCCL log.",

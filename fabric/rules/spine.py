@@ -19,7 +19,8 @@
 3. A link test that localized bad probes to one spine (fabric.localize).
 
 NICs an earlier rule already explained (a storm, a bad cable) are left out of
-2: their loss has its own cause.
+2, and so are the senders on the same rail of their jobs (NCCL's rings stay on
+their rail): their loss has its own cause.
 """
 
 from __future__ import annotations
@@ -116,9 +117,10 @@ def _lost_per_leaf(ctx: Context) -> tuple[Mapping[str, float], float]:
     lost: dict[str, float] = defaultdict(float)
     total = 0.0
     senders = {(node, nic, port) for metric in LOSS_EVENT_COUNTERS for node, nic, port in ctx.each(metric)}
+    troubled_rails = {(ctx.job_of[node], nic) for node, nic in ctx.flagged_nics if node in ctx.job_of}
     for node, nic, port in sorted(senders):
-        if (node, nic) in ctx.flagged_nics:
-            continue
+        if (node, nic) in ctx.flagged_nics or (ctx.job_of.get(node, ""), nic) in troubled_rails:
+            continue  # NCCL's rings stay on their rail: this sender loses what a broken peer on it drops
         leaf, _ = ctx.switch_end(node, nic)
         per_s = sum(ctx.rate(node, m, nic, port) or 0.0 for m in LOSS_EVENT_COUNTERS)
         if leaf and per_s:

@@ -82,8 +82,6 @@ def test_after_the_watchdog_disabled_pause_the_drops_keep_the_storm_open(fleet: 
     """tx_pause_storm_error_events: pause transmission is disabled and drops may follow (mlx5 counters.rst)."""
     fleet.counter("gpu002", "tx_pause_storm_error_events", "mlx5_1", "1", 1.0, 1.0)
     fleet.counter("gpu002", "rx_discards_phy", "mlx5_1", "1", 0.0, 90_000.0)
-    fleet.history = [Moment(T0 - 240, {("gpu002", "tx_pause_storm_error_events", "mlx5_1", "1"):
-                                       Reading(T0 - 240, 0.0)})]
     [finding] = diagnose(fleet.input())
     assert (finding.kind, finding.node, finding.evidence["pause_disabled_by_watchdog"]) == ("pfc_storm", "gpu002", True)
 
