@@ -24,10 +24,11 @@ from fleet.fabric.events import Event
 from fleet.fabric.finding_life import FindingBook, FindingLife, open_findings
 from fleet.store.reader import StoreReader
 
-DIAGNOSIS_INTERVAL_S = 10.0
-"""Seconds between two live runs: with a 30 s window a fault shows within a run or two of its start
-(target 20 s) and is gone within the window and a run of its end (target 45 s). A run costs a store scan
-(~2 s at 1,024 nodes), a fifth of a core at this cadence."""
+DIAGNOSIS_INTERVAL_S = 5.0
+"""Seconds between two live runs: with a 30 s window a fault shows within a run of its start (target
+20 s) and is gone within the window and a run of its end (target 45 s), with room for the collector's
+own latency on a busy machine. A run reads the store over the window (seconds at 1,024 nodes): the
+console runs the next one only when the last has finished, so a large fleet's runs space themselves."""
 DIAGNOSIS_WINDOW_S = 30.0
 """The window judged: long enough for counters to move past their noise and hold a few samples of every
 collector, short enough that what it shows is true now."""

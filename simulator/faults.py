@@ -9,6 +9,7 @@ every number stays a pure function of the scenario and the simulated time.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -211,11 +212,12 @@ def link_down_events(faults: Sequence[FaultSpec], topology: Topology, cable: Cab
             continue
         if cable_of(topology, fault.target) != cable:
             continue
-        end = t if fault.until is None else min(t, fault.until)
         if fault.kind == "link_down":
             count += 1
+        elif fault.until is not None and t >= fault.until:  # flaps that began before the fault ended
+            count += math.ceil((fault.until - fault.at) / fault.param("period"))
         else:
-            count += int((end - fault.at) // fault.param("period")) + 1
+            count += int((t - fault.at) // fault.param("period")) + 1
     return count
 
 

@@ -13,6 +13,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import DataTable, Static
 
+from fleet.console.findings_text import finding_detail, open_on
 from fleet.console.formatting import count, health_text, number
 from fleet.console.node_history import NodeHistory, load_history, load_values
 from fleet.console.screens.base import FleetScreenBase, fixed_columns
@@ -105,6 +106,9 @@ class NodeScreen(ProbeKeys, FleetScreenBase):
                 title.append(f"  collection {status.state.value} since {format_moment(status.since)}")
             title.append("\n")
             title.append(Text("\n".join(health.reasons) or "no problem found"))
+            for event in open_on(view.snapshot.events, name):
+                title.append("\n")
+                title.append(finding_detail(event))
         else:
             title = Text(f"{name}: not in the store at this moment")
         self.query_one("#node-title", Static).update(title)

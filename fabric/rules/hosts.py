@@ -61,6 +61,8 @@ def _slow(ctx: Context) -> list[Finding]:
             answer_s[status.host] = seconds
             slow[status.host] = status
     for host, status in ctx.data.statuses.items():
+        if status.state is HostState.SLOW and ctx.data.end_ts - status.since >= ctx.t.slow_held_s:
+            times[host] += 1  # slow all along since its one state change: as good as slow again
         if status.state.is_failure:
             slow.pop(host, None)  # worse than slow: reported as such
     # Nodes only: switch CLIs (NVUE, SONiC show) and Slurm take seconds by design, so a slow answer from

@@ -130,6 +130,9 @@ class Thresholds:
     slow_times_min: int = 2
     """A node slow on its own (no other node slow in the window) is named once it was slow this often:
     a single late answer is a hiccup of the node or the network, a repeated one is the node."""
+    slow_held_s: float = 10.0
+    """... or once it has stayed slow this long without a break (its collector state says so): ten
+    intervals of late answers are no hiccup."""
     slow_outlier_factor: float = 1.5
     """Of several hosts slow in the window, one is named when its answer time is this many times the
     median of theirs: a loaded collector delays every host alike (tens of percent apart), a slow host

@@ -306,3 +306,11 @@ def test_findings_as_json_and_as_store_events(fleet: Fleet) -> None:
     event = finding_event(finding, T1)
     assert (event.kind, event.host, event.device, event.job) == ("gpu_thermal", "gpu001", "gpu1", "77")
     assert "gpu_temp_c=90.0" in event.message and event.data["finding"] is True
+
+
+def test_a_node_slow_all_along_since_its_one_state_change_stays_named(fleet: Fleet) -> None:
+    """Streaming agents change state once when they turn slow: slow for 30 s is no hiccup."""
+    fleet.statuses["gpu002"] = HostStatus("gpu002", HostState.SLOW, T1 - 30, "agent lines 4.2 s apart")
+    assert parts(fleet) == [("node_slow", "gpu002", "", "", "")]
+    fleet.statuses["gpu002"] = HostStatus("gpu002", HostState.SLOW, T1 - 2, "agent lines 4.2 s apart")
+    assert parts(fleet) == []  # just turned slow, once: not yet

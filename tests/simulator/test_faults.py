@@ -258,3 +258,16 @@ def test_flow_labels_probe_every_spine_and_find_the_lossy_one() -> None:
         spine = estimate.switches[1]
         seen.setdefault(spine, set()).add(estimate.loss > 0)
     assert seen == {"spine01": {True}, "spine02": {False}}
+
+
+def test_a_flap_that_ends_counts_only_the_downs_that_began_before_its_end() -> None:
+    from fleet.simulator.faults import link_down_events
+    from fleet.simulator.scenario import FaultSpec
+    from fleet.simulator.topology import Topology
+
+    from fleet.simulator.scenario import load_scenario
+
+    topology = Topology(load_scenario("healthy").fabric, {})
+    flap = FaultSpec("link_flap", "gpu001:mlx5_0", at=20.0, until=80.0, params={"period": 20.0})
+    counts = [link_down_events([flap], topology, ("gpu001", "mlx5_0"), t) for t in (19.0, 20.0, 79.9, 80.0, 200.0)]
+    assert counts == [0, 1, 3, 3, 3]  # downs at 20, 40, 60; none at 80, when the fault is over
