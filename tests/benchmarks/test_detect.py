@@ -7,7 +7,6 @@ its arithmetic on finding events as the diagnosis stores them.
 from __future__ import annotations
 
 from benchmarks.detect import FINDING_OF, Timing, expected, results, strays, timings
-
 from fleet.fabric.diagnosis import finding_event
 from fleet.fabric.events import Finding, Severity
 from fleet.fabric.finding_life import cleared_event

@@ -262,10 +262,8 @@ def test_flow_labels_probe_every_spine_and_find_the_lossy_one() -> None:
 
 def test_a_flap_that_ends_counts_only_the_downs_that_began_before_its_end() -> None:
     from fleet.simulator.faults import link_down_events
-    from fleet.simulator.scenario import FaultSpec
+    from fleet.simulator.scenario import FaultSpec, load_scenario
     from fleet.simulator.topology import Topology
-
-    from fleet.simulator.scenario import load_scenario
 
     topology = Topology(load_scenario("healthy").fabric, {})
     flap = FaultSpec("link_flap", "gpu001:mlx5_0", at=20.0, until=80.0, params={"period": 20.0})
