@@ -175,7 +175,7 @@ async def _run(scenario: Scenario, settle_s: float, state: Path) -> tuple[float,
             while time.time() < end:
                 began = time.monotonic()
                 writer.flush(timeout=30)
-                transitions = await asyncio.to_thread(watch.run, None, time.time())
+                transitions = await asyncio.to_thread(watch.run)  # stamped when it read the store
                 for event in transitions.events:
                     writer.put_event(event)
                     events.append(event)

@@ -64,8 +64,9 @@ class DiagnosisWatch:
     def run(self, end_ts: float | None = None, now_ts: float | None = None) -> Transitions:
         """Judge the window ending at ``end_ts`` (None: the newest data; live). Blocking: run it in a thread.
 
-        Live, transitions are stamped ``now_ts`` (default: the clock) and the book carries over between
-        runs; in replay they are stamped ``end_ts`` and the book is read from the store at that moment
+        Live, transitions are stamped ``now_ts`` (default: the clock once the store was read, so a run
+        that waited for a busy machine does not date a finding before its evidence) and the book carries
+        over between runs; in replay they are stamped ``end_ts`` and the book is read from the store at that moment
         each time, since the cursor can jump anywhere.
         """
         if not self._db_path.exists():
