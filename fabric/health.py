@@ -73,10 +73,10 @@ class HealthThresholds:
     even while it is still far from the alarm."""
     pause_warn_per_s: float = 1000.0
     """PFC pause frames per second per NIC. A DCQCN-tuned fabric pauses rarely; a sustained
-    thousand a second means head-of-line blocking that stalls collectives (DOMAIN.md, fault 1)."""
+    thousand a second means head-of-line blocking that stalls collectives (docs/domain.md, "PFC pause and pause storms")."""
     ecn_without_cnp_per_s: float = 100.0
     """ECN-marked packets per second received while no CNP is sent back: congestion control is
-    not working (DOMAIN.md, mlx5 hw_counters)."""
+    not working (docs/domain.md, "ECN, CNP and DCQCN")."""
     pre_fec_ber_warn: float = 2.4e-5
     """RS(544,514) FEC on 200G/400G PAM4 corrects up to a pre-FEC BER of 2.4e-4 (IEEE 802.3 clauses
     119/120); a tenth of it leaves a decade of headroom and flags a link that is getting worse before

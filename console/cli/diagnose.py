@@ -8,7 +8,8 @@ finding's life (opened_at, last_seen, closed_at, active, reopened). The same
 the console) raised keeps its ``opened_at``, and only what opened or closed is
 written to the store as events, so the Events screen shows the transitions.
 Exit status 0 whether or not something was found: findings are a result, not a
-failure.
+failure; 2 on a bad option, inventory or history file; 3 when there is no
+history, or the transitions could not be stored (docs/exit-codes.md).
 """
 
 from __future__ import annotations
@@ -31,9 +32,12 @@ from fleet.console.cli.common import (
     inventory_option,
     json_option,
     open_inventory,
+    open_reader,
+    open_writer,
     print_json,
     run_async,
 )
+from fleet.console.cli.exit_codes import ExitCode
 from fleet.console.diagnosis_watch import DIAGNOSIS_WINDOW_S, DiagnosisWatch
 from fleet.fabric.diagnosis import Thresholds
 from fleet.fabric.finding_life import FindingLife
@@ -62,8 +66,9 @@ async def collect_for(inventory: Inventory, writer: StoreWriter, seconds: float,
 def diagnose_store(db_path: Path, *, window_s: float, cabling: Sequence[CablingRow] = (),
                    thresholds: Thresholds | None = None, writer: StoreWriter | None = None) -> list[FindingLife]:
     """The findings open at the newest stored data, with their life; transitions go to ``writer`` as events."""
+    open_reader(db_path).close()  # a missing or foreign file: one line and its exit code
     watch = DiagnosisWatch(db_path, cabling=cabling, window_s=window_s, thresholds=thresholds)
-    transitions = watch.run(now_ts=time.time())
+    transitions = watch.run()
     if writer is not None:
         for event in transitions.events:
             writer.put_event(event)
@@ -110,37 +115,40 @@ def diagnose(window_s: float, inventory_path: Path | None, db_path: Path | None,
     Examples:
       fleet diagnose --json
       fleet diagnose --collect 10 --inventory sim/inventory.toml --json
-      fleet diagnose --threshold gpu_temp_warn_c=80 --threshold qp_count_warn=512
+      fleet diagnose --threshold gpu_temp_warn_c=80 --threshold nccl_ib_qps_per_connection=4
     """
     if window_s <= 0:
-        fail("--window must be positive")
+        fail("--window must be positive", ExitCode.USAGE)
     try:
         thresholds = with_overrides(Thresholds(), dict(_pair(text) for text in overrides))
     except ValueError as error:
-        fail(f"--threshold {error}")
+        fail(f"--threshold {error}", ExitCode.USAGE)
     path = db_path_or_default(db_path)
     cabling: Sequence[CablingRow] = ()
     if inventory_path is not None or collect_s is not None:
         inventory = open_inventory(inventory_path)
         cabling = inventory.cabling
-    writer = StoreWriter(path).start()
+    writer = open_writer(path)
     try:
         if collect_s is not None:
             run_async(collect_for(inventory, writer, collect_s))
             writer.flush(timeout=30)
         findings = diagnose_store(path, window_s=window_s, cabling=cabling, thresholds=thresholds, writer=writer)
-        writer.flush(timeout=30)
+        stored = writer.flush(timeout=30)
+        store_failing = None if stored else writer.stats().failing or "timed out after 30 s"
     finally:
         writer.close()
     if as_json:
         print_json([life.as_json() for life in findings])
-        return
-    if not findings:
-        click.echo("No findings.")
-    now = time.time()
-    for life in findings:
-        for line in finding_lines(life, now):
-            click.echo(line)
+    else:
+        if not findings:
+            click.echo("No findings.")
+        now = time.time()
+        for life in findings:
+            for line in finding_lines(life, now):
+                click.echo(line)
+    if store_failing is not None:
+        fail(f"findings not stored in {path}: {store_failing}", ExitCode.NO_DATA)
 
 
 def _pair(text: str) -> tuple[str, str]:

@@ -4,8 +4,9 @@ XIDs are the driver's own error reports, judged by NVIDIA's XID catalog
 (``fleet.fabric.xid``): an XID that asks for a GPU reset or a reboot is a state
 that holds until someone acts; the others are events of the window. A GPU too
 hot throttles its clocks and the whole job steps at its pace. Queue pairs
-(docs/domain.md, fault 2): leaked QPs of dead ranks and error completions are
-``qp_errors``; RNR NAKs (the responder had no receive buffer posted, retries
+(latency jitter from too few QP resources is a fault operators report often;
+docs/domain.md, "What operators report"): leaked QPs of dead ranks and error
+completions are ``qp_errors``; RNR NAKs (the responder had no receive buffer posted, retries
 remain) are back-pressure, not errors: ``rnr_backpressure``. ``out_of_buffer``
 (a receive queue ran dry) is kept as evidence only: it rises on a healthy node
 whenever an application posts receives late, and alone names no fault.

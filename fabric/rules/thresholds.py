@@ -1,9 +1,10 @@
 """Every limit the diagnosis rules use, in one typed, configurable place.
 
 Each default says why it has its value (public specifications and vendor
-documentation, cited in docs/diagnosis.md, or what a healthy fabric shows). Units
-are in the names. Optics limits are not here: every module carries its own in its
-EEPROM and the optics rule uses those.
+documentation, or what a healthy fabric shows); docs/domain.md, "Thresholds", and
+docs/diagnosis.md list every one with its public source. Units are in the names.
+Optics limits are not here: every module carries its own in its EEPROM and the
+optics rule uses those.
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ class Thresholds:
     not slow down on CNPs has DCQCN disabled."""
     pause_without_cnp_per_s: float = 100.0
     """Pause frames received per second while no CNP flows either way and no ECN mark is seen: the
-    fabric falls back to PFC because ECN never triggers (docs/domain.md, fault 1)."""
+    fabric falls back to PFC because ECN never triggers (docs/domain.md, "ECN, CNP and DCQCN")."""
     cnp_idle_per_s: float = 1.0
     """CNP rate (sent + handled) counted as "no CNPs"."""
     ecn_switch_min_nics: int = 3
@@ -77,7 +78,7 @@ class Thresholds:
     # --- spines -------------------------------------------------------------
     spine_loss_ratio_min: float = 1e-4
     """Estimated packet loss through one spine at or above 0.01 %: the delivery standard for RDMA
-    links is loss below 0.01 % (docs/domain.md, operators' delivery standard)."""
+    links is loss below 0.01 % (docs/domain.md, "What operators report")."""
     spine_fit_explained_min: float = 0.8
     """The one-spine model (senders' loss per leaf = loss ratio x packets that leaf sent through that
     spine) must explain this share of the loss pattern; below it the loss is not one spine's."""
@@ -109,7 +110,7 @@ class Thresholds:
     rnr_naks_per_s: float = 10.0
     """RNR NAKs received per second (``rnr_nak_retry_err``: an RNR NAK received while retries remain, i.e.
     the responder had no receive WQE posted). Not an error completion: back-pressure that stalls the sender
-    for the RNR timer, the latency jitter of "too few QP resources" (docs/domain.md, fault 2)."""
+    for the RNR timer, the latency jitter of "too few QP resources" (docs/domain.md, "What operators report")."""
     qp_error_events_in_window: float = 1.0
     """Error completions in the window (``req_cqe_error``, ``resp_cqe_error``): a healthy job completes
     without error CQEs."""
@@ -143,7 +144,7 @@ class Thresholds:
     percent run to run, a lossy or congested path doubles it (retransmissions cost tens of us)."""
     latency_regression_min_usec: float = 2.0
     """... and at least this much slower in absolute terms (RoCE one-way latency is 1.5-5 us,
-    docs/domain.md), so sub-microsecond jitter on a 1.6 us path is not a regression."""
+    docs/domain.md, "What operators report"), so sub-microsecond jitter on a 1.6 us path is not a regression."""
     # --- ECMP -------------------------------------------------------------------
     ecmp: EcmpThresholds = field(default_factory=EcmpThresholds)
     """Uplink imbalance limits (fabric.ecmp: max/mean >= 1.5 with a hot uplink >= 90 %, held 60 s: with a
