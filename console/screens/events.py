@@ -2,7 +2,8 @@
 
 What an engineer needs first is what is wrong: by default the screen shows
 warnings and criticals, and every finding's opening and closing (``a`` shows
-everything). A host whose collection state flips slow/ok every few seconds is one
+everything), with the findings open now on top, criticals first, so a finding
+raised an hour ago is not buried under what happened since. A host whose collection state flips slow/ok every few seconds is one
 line with a count, not a screen of them. ``/`` filters as on the Fleet screen
 (``!`` negates a word). The pane under the table gives the highlighted event's
 evidence and next step; enter jumps to its node, switch or job.
@@ -25,6 +26,7 @@ from fleet.console.screens.base import FleetScreenBase, fixed_columns
 from fleet.console.timespec import format_moment
 from fleet.console.view_model import ConsoleView
 from fleet.fabric.events import Event, Severity
+from fleet.fabric.finding_life import open_findings
 
 SEVERITY_VARIABLE = {Severity.INFO: "foreground", Severity.WARNING: "warning", Severity.CRITICAL: "error"}
 FOLDED_KINDS = frozenset({"host_state"})
@@ -112,7 +114,12 @@ class EventsScreen(FleetScreenBase):
     def show_view(self, view: ConsoleView) -> None:
         events = tuple(e for e in view.snapshot.events
                        if (self.show_all or shown_by_default(e)) and event_matches(e, self.filter_text))
-        rows = tuple(fold(events))
+        folded = fold(events)
+        if not self.show_all:
+            rank = {id(e): (0 if e.severity is Severity.CRITICAL else 1)
+                    for e in open_findings(view.snapshot.events).values()}
+            folded.sort(key=lambda row: rank.get(id(row.event), 2))  # stable: newest first within each rank
+        rows = tuple(folded)
         if rows == self._shown:
             return
         self._shown = rows
