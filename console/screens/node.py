@@ -153,11 +153,15 @@ class NodeScreen(ProbeKeys, FleetScreenBase):
         rows = []
         v = self.app.theme_variables
         for (device, lane), f in sorted(lanes.items(), key=lambda item: (item[0][0], int(item[0][1][1:] or 0))):
-            margin = optics_margin_db(f.get("optics_rx_power_dbm"), t)
+            # the module's own thresholds (its EEPROM) when the collector read them
+            alarm = values.get(("optics_rx_power_low_alarm_dbm", device, ""))
+            warning = values.get(("optics_rx_power_low_warning_dbm", device, ""))
+            margin = optics_margin_db(f.get("optics_rx_power_dbm"), t, alarm)
+            warn_db = warning - alarm if warning is not None and alarm is not None else t.optics_margin_warn_db
             verdict = Text("")
             if margin is not None and margin < 0:
                 verdict = Text("below alarm", style=v.get("health-down", ""))
-            elif margin is not None and margin < t.optics_margin_warn_db:
+            elif margin is not None and margin < warn_db:
                 verdict = Text("low", style=v.get("health-degraded", ""))
             rows.append(_cells(
                 device, lane[1:], number(f.get("optics_rx_power_dbm"), 2), number(f.get("optics_tx_power_dbm"), 2),
