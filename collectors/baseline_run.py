@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.metadata
+import re
 import statistics
 import time
 import uuid
@@ -58,15 +59,19 @@ LOSS_COUNTERS = (
     "symbol_error", "port_rcv_errors", "port_rcv_remote_physical_errors", "port_xmit_discards",
     "local_link_integrity_errors", "excessive_buffer_overrun_errors",
 )  # fmt: skip
-"""IBA PortCounters of errors and drops: a NIC part's ``errors`` (any increase is a regression)."""
-LOSS_HW_COUNTERS = ("out_of_sequence", "packet_seq_err", "out_of_buffer")
-"""mlx5 hw_counters that count a packet lost upstream or dropped for lack of receive WQEs."""
-PACKET_LOSS_COUNTERS = ("port_rcv_errors", "port_rcv_remote_physical_errors", "port_xmit_discards")
-"""The PortCounters among those that count packets (a symbol error counts symbols, a link integrity error
-a burst of them: neither is a packet), for a NIC part's ``lost``."""
-PACKET_LOSS_HW_COUNTERS = ("out_of_sequence", "out_of_buffer")
-"""The hw_counters that count packets: lost upstream (seen missing by this receiver) or dropped here.
-``packet_seq_err`` counts the NAKs the sender got for the same losses, so it is not added again."""
+"""IBA PortCounters of errors and drops: part of a NIC's ``errors`` (any increase is a regression)."""
+LOSS_HW_COUNTERS = ("packet_seq_err", "local_ack_timeout_err", "implied_nak_seq_err")
+"""mlx5 hw_counters that count one lost packet each: RoCE retransmits go-back-N, so every packet this NIC
+sent that was lost comes back as one NAK sequence error (or, with nothing behind it, one ACK timeout).
+They are a NIC's ``lost``: each lost packet counted once, at its sender, wherever on the path it was lost.
+``out_of_sequence`` is not among them: the receiver counts every packet of the window that arrived behind
+a gap, many per loss; nor ``out_of_buffer``: a receive queue running dry draws an RNR NAK, not a loss."""
+NETDEV_LOSS_STATISTICS = ("rx_crc_errors",)
+"""The RoCE netdev's ``statistics/`` files that count frames lost on the wire: ``rx_crc_errors`` (the
+PHY's ``rx_crc_errors_phy``, frames dropped for a bad FCS), part of a NIC's ``errors``. Drops for lack of
+buffer (``rx_discards_phy``) exist only in ``ethtool -S``; the diagnosis judges them from the collector's
+counters (``nic_rx_discards``)."""
+_NETDEV_STAT = re.compile(r"^/sys/class/infiniband/([^/]+)/device/net/[^/]+/statistics/([a-z_]+):(\d+)$")
 
 _PORTS = "/sys/class/infiniband/*/ports/*"
 
@@ -213,6 +218,7 @@ async def _snapshot(
 def counters_command() -> Command:
     files = [Glob(f"{_PORTS}/counters/{name}") for name in (*PACKET_COUNTERS, *LOSS_COUNTERS)]
     files += [Glob(f"{_PORTS}/hw_counters/{name}") for name in LOSS_HW_COUNTERS]
+    files += [Glob(f"/sys/class/infiniband/*/device/net/*/statistics/{name}") for name in NETDEV_LOSS_STATISTICS]
     return command("grep", "-H", ".", *files)
 
 
@@ -235,10 +241,13 @@ async def _counters(pool: SshPool, nodes: Sequence[str], timeout_s: float) -> di
         for port in parse_sysfs(result.stdout).ports:
             packets = sum(port.counters.get(name, 0) for name in PACKET_COUNTERS)
             errors = sum(port.counters.get(name, 0) for name in LOSS_COUNTERS)
-            errors += sum(port.hw_counters.get(name, 0) for name in LOSS_HW_COUNTERS)
-            lost = sum(port.counters.get(name, 0) for name in PACKET_LOSS_COUNTERS)
-            lost += sum(port.hw_counters.get(name, 0) for name in PACKET_LOSS_HW_COUNTERS)
-            nics[port.device] = NicCounts(packets, errors, lost)
+            lost = sum(port.hw_counters.get(name, 0) for name in LOSS_HW_COUNTERS)
+            nics[port.device] = NicCounts(packets, errors + lost, lost)
+        for line in result.stdout.splitlines():
+            match = _NETDEV_STAT.match(line.strip())
+            if match is not None and match[1] in nics:
+                counts = nics[match[1]]
+                nics[match[1]] = counts._replace(errors=counts.errors + int(match[3]))
         return node, nics
 
     found = await asyncio.gather(*(one(n) for n in nodes))
@@ -409,8 +418,8 @@ def _build(
 
 
 __all__ = [
-    "BW_PARALLEL_MAX", "LOSS_COUNTERS", "LOSS_HW_COUNTERS", "NO_LIGHT_DBM", "PACKET_COUNTERS", "PACKET_LOSS_COUNTERS",
-    "PACKET_LOSS_HW_COUNTERS", "NicCounts", "ProgressCallback",
+    "BW_PARALLEL_MAX", "LOSS_COUNTERS", "LOSS_HW_COUNTERS", "NETDEV_LOSS_STATISTICS", "NO_LIGHT_DBM",
+    "PACKET_COUNTERS", "NicCounts", "ProgressCallback",
     "SuiteProgress", "SuiteRun",
     "SuiteSettings", "bandwidth_pairs", "counters_command", "missed_rendezvous", "run_suite", "tool_version",
 ]  # fmt: skip

@@ -27,6 +27,7 @@ from fleet.collectors.agent_reader import (
 from fleet.collectors.command_mode import CommandModeNode
 from fleet.collectors.commands import Glob, agent_command, command
 from fleet.collectors.inventory import InventoryHost
+from fleet.collectors.module_limits import module_limit_values, module_parts
 from fleet.collectors.optics import optics_values
 from fleet.collectors.parsers.lldp import parse_lldp
 from fleet.collectors.pause import pause
@@ -227,12 +228,13 @@ class NodePoller:
     # --- facts and neighbours ---------------------------------------------------
 
     async def read_facts(self) -> None:
-        """Kernel, firmware, GPU driver, and LLDP neighbours of each RDMA netdev."""
+        """Kernel, firmware, GPU driver, LLDP neighbours and module thresholds of each RDMA netdev."""
         result = await self._pool.run(self.host.name, sectioned([
             ("kernel", command("uname", "-r")),
             ("fw", command("grep", "-H", ".", Glob("/sys/class/infiniband/*/fw_ver"))),
             ("gpu", command("nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader")),
             ("lldp", command("lldpctl", "-f", "json")),
+            *module_parts(self._netdev_owner),
         ]), timeout_s=self._settings.hung_after_s)
         if not result.ok:
             return
@@ -248,6 +250,9 @@ class NodePoller:
             info["gpu_model"] = gpu_lines[0][0].strip()
             info["gpu_driver"] = gpu_lines[0][1].strip()
         self._writer.put_hosts([HostRecord(self.host.name, "node", self.host.connect_address, "linux", info=info)])
+        limits = module_limit_values(sections, self._netdev_owner)
+        if limits:
+            self._writer.put_samples(HostSample(self.host.name, time.time(), limits))
         neighbours = parse_lldp(sections.get("lldp", ""))
         ports = [
             PortRecord(self.host.name, self._netdev_owner.get(n.local_interface, ""), "1", n.local_interface,

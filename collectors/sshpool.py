@@ -94,7 +94,10 @@ class PoolSettings:
     max_connecting: int = 64
     slow_threshold_s: float = 5.0
     backoff_initial_s: float = 1.0
-    backoff_max_s: float = 60.0
+    backoff_max_s: float = 20.0
+    """The longest wait between two connection attempts to a host that failed: a host back from an
+    outage is seen again within it (the diagnosis closes its ``node_unreachable`` a run later, within
+    its 45 s target); an attempt at a refusing host costs a SYN, at a silent one ``connect_timeout_s``."""
     keepalive_interval_s: float = 30.0
     keepalive_count_max: int = 3
     ssh_config: tuple[Path, ...] | None = None

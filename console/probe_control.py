@@ -295,7 +295,9 @@ class ProbeControl:
         self.diagnose_now()
 
     def _tick(self) -> None:
-        if self._app.cursor_ts is None:  # a replayed moment does not change: judged once when shown
+        # a replayed moment does not change: judged once when shown; a tick during a run skips (a large
+        # fleet's runs then space themselves instead of piling up)
+        if self._app.cursor_ts is None and not self._diagnosing:
             self.diagnose_now()
 
     def diagnose_now(self) -> None:

@@ -27,6 +27,7 @@ from fleet.fabric.counters import IB_SATURATING_COUNTER_BITS
 from fleet.fabric.naming import RAILS_PER_NODE, nic_name
 from fleet.simulator import faults as fault_rules
 from fleet.simulator.faults import ECC_XIDS, FaultEffects, NicKey
+from fleet.simulator.optics_modules import ModuleType, module_type
 from fleet.simulator.scenario import Scenario
 from fleet.simulator.state import (
     GidView,
@@ -315,6 +316,7 @@ class _OpticsFixed:
     """The seeded constants of one optical module; only drift (time) and attenuation (faults) move its readings."""
 
     serial: str
+    kind: ModuleType
     drift_phase: float  # radians
     temp_c: float  # before drift
     voltage_v: float
@@ -692,30 +694,40 @@ class FleetModel:
             )
             for rx_offset, tx_dbm, bias_ma in fixed.lanes
         )
+        kind = fixed.kind
         return OpticsView(
             identifier="0x19 (OSFP 8X Pluggable Transceiver)",
-            vendor_name="NVIDIA",
-            vendor_pn="MMA4Z00-NS400",
+            vendor_name=kind.vendor_name,
+            vendor_pn=kind.vendor_pn,
             vendor_sn=fixed.serial,
             temp_c=round(fixed.temp_c + 20 * drift, 2),
             voltage_v=fixed.voltage_v,
             lanes=lanes,
+            rx_power_thresholds_dbm=kind.rx_power_dbm,
+            tx_power_thresholds_dbm=kind.tx_power_dbm,
+            bias_thresholds_ma=kind.bias_ma,
+            temp_thresholds_c=kind.temp_c,
+            voltage_thresholds_v=kind.voltage_v,
         )
 
     def _optics_fixed(self, node: str, rail: int) -> _OpticsFixed:
         """A module's seeded constants (serial, per-lane offsets, bias), drawn once per run."""
         fixed = self._optics_constants.get((node, rail))
         if fixed is None:
+            kind = module_type(unit_random(self.seed, "module", node, rail))
+            (tx_low, tx_high), (bias_low, bias_high) = kind.tx_range_dbm, kind.bias_range_ma
+            temp_low, temp_high = kind.temp_range_c
             fixed = _OpticsFixed(
                 serial=f"MT2330FT{int(unit_random(self.seed, 'sn', node, rail) * 99999):05d}",
+                kind=kind,
                 drift_phase=6.283 * unit_random(self.seed, "drift", node, rail),
-                temp_c=41.0 + 12.0 * unit_random(self.seed, "otemp", node, rail),
+                temp_c=temp_low + (temp_high - temp_low) * unit_random(self.seed, "otemp", node, rail),
                 voltage_v=round(3.29 + 0.03 * unit_random(self.seed, "volt", node, rail), 4),
                 lanes=tuple(
                     (
                         0.6 * (unit_random(self.seed, "lane", node, rail, lane) - 0.5),
-                        0.2 + 1.2 * unit_random(self.seed, "tx", node, rail, lane),
-                        round(7.4 + 1.2 * unit_random(self.seed, "bias", node, rail, lane), 3),
+                        tx_low + (tx_high - tx_low) * unit_random(self.seed, "tx", node, rail, lane),
+                        round(bias_low + (bias_high - bias_low) * unit_random(self.seed, "bias", node, rail, lane), 3),
                     )
                     for lane in range(4)
                 ),
@@ -729,9 +741,8 @@ class FleetModel:
             raw = guid.removeprefix("0x")
             groups = ":".join(raw[i : i + 4] for i in range(0, 16, 4))
             return (GidView(0, f"fe80:0000:0000:0000:{groups}", "", "", netdev),)
-        octets = [int(x, 16) for x in mac.split(":")]
-        eui = [octets[0] ^ 0x02, octets[1], octets[2], 0xFF, 0xFE, octets[3], octets[4], octets[5]]
-        link_local = "fe80:0000:0000:0000:" + ":".join(f"{eui[i]:02x}{eui[i + 1]:02x}" for i in range(0, 8, 2))
+        eui = port_guid(mac).removeprefix("0x")
+        link_local = "fe80:0000:0000:0000:" + ":".join(eui[i : i + 4] for i in range(0, 16, 4))
         ip = nic_ip(self.topology, node, rail)
         a, b, c, d = (int(x) for x in ip.split("."))
         mapped = f"0000:0000:0000:0000:0000:ffff:{a:02x}{b:02x}:{c:02x}{d:02x}"
@@ -916,13 +927,16 @@ class FleetModel:
         totals: dict[str, float] = {} if restart is not None else self._baseline(end, switch)
         for name, value in self._totals(end, t, since).items():
             totals[name] = totals.get(name, 0.0) + value
+        downs = 0
         if peer is None:
             up = False
             speed = self.scenario.fabric.link_gbps
         else:
             host, peer_port, _ = peer
             if host in self.topology.nodes:
-                up = not self._nic_down(host, int(peer_port.removeprefix("mlx5_")), t, effects)
+                rail = int(peer_port.removeprefix("mlx5_"))
+                up = not self._nic_down(host, rail, t, effects)
+                downs = self._link_down_steps(host, rail, t, effects)
                 speed = effects.rate_gbps.get((host, peer_port), self.scenario.fabric.link_gbps)
             else:
                 cable = self.fabric.cable_key(end, {})
@@ -959,6 +973,7 @@ class FleetModel:
             tx_bps=tx_gbps * 1e9,
             lldp=self._peer_neighbor(peer) if up and peer is not None else None,
             description=peer[2] if peer is not None else "",
+            carrier_transitions=(1 + 2 * downs - (0 if up else 1)) if peer is not None else 0,
         )
 
     def _peer_neighbor(self, peer: tuple[str, str, str]) -> LldpNeighbor:
@@ -1168,7 +1183,7 @@ class NodeParts:
             fw_version=FW_VERSION,
             board_id=BOARD_ID,
             node_guid=guid,
-            port_guid=guid,
+            port_guid=port_guid(identity.mac) if model.roce else guid,
             sys_image_guid=guid,
             lid=identity.lid,
             sm_lid=0 if model.roce else 1,
@@ -1212,6 +1227,15 @@ class NodeParts:
                 gpus=tuple(model._gpu_view(node, index, t, effects, solution) for index in range(8)),
             )
         return self._view
+
+
+def port_guid(mac: str) -> str:
+    """A RoCE port's GUID as ibstat prints it: the interface identifier of GID[0], the modified EUI-64 of
+    the port's MAC (RFC 4291 appendix A: ff:fe in the middle, the universal/local bit flipped), as a
+    real ConnectX-7 Ethernet port shows (MAC 94:6d:ae:c2:b6:90, Port GUID 0x966daefffec2b690)."""
+    octets = [int(x, 16) for x in mac.split(":")]
+    eui = [octets[0] ^ 0x02, octets[1], octets[2], 0xFF, 0xFE, octets[3], octets[4], octets[5]]
+    return "0x" + "".join(f"{b:02x}" for b in eui)
 
 
 def _speed_name(rate_gbps: int) -> str:

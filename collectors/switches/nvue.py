@@ -18,6 +18,8 @@ _JSON_METRICS: dict[tuple[str, str], str] = {
     ("", "out-bytes"): "sw_tx_bytes",
     ("", "in-drops"): "sw_rx_drops",
     ("", "out-drops"): "sw_tx_drops",
+    ("", "in-errors"): "sw_rx_errors",
+    ("", "carrier-transitions"): "sw_carrier_transitions",
     ("", "ecn-marked-packets"): "sw_ecn_marked",
     (f"pfc/{RDMA_PRIORITY}", "rx-pause-frames"): "sw_rx_pfc_pause",
     (f"pfc/{RDMA_PRIORITY}", "tx-pause-frames"): "sw_tx_pfc_pause",

@@ -44,7 +44,8 @@ class SonicDriver:
             name = port.interface
             if port.state is not None:
                 values[("sw_oper_up", name, "")] = 1.0 if port.state == "U" else 0.0
-            for metric, reading in (("sw_rx_drops", port.rx_drp), ("sw_tx_drops", port.tx_drp)):
+            for metric, reading in (("sw_rx_drops", port.rx_drp), ("sw_tx_drops", port.tx_drp),
+                                    ("sw_rx_errors", port.rx_err)):
                 if reading is not None:
                     values[(metric, name, "")] = float(reading)
             rx_gbps = None if port.rx_bytes_per_s is None else port.rx_bytes_per_s * 8 / 1e9

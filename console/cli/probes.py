@@ -328,8 +328,9 @@ def allreduce(nodes_expr: str | None, gpus_per_node: int, max_bytes: str, timeou
         r = record.result
         efficiency = f"{100 * r['efficiency']:.0f} %" if r.get("efficiency") is not None else "unknown"
         click.echo(f"{len(nodes)} node(s), {r['ranks']} ranks of {r['gpu']}: peak bus bandwidth "
-                   f"{r['peak_busbw_gbytes_s']} GB/s, {efficiency} of {r['theoretical_busbw_gbytes_s']} GB/s "
-                   f"({r['theoretical_basis']})")
+                   f"{r['peak_busbw_gbytes_s']} GB/s, {efficiency} of the reference "
+                   f"{r.get('reference_busbw_gbytes_s')} GB/s ({r.get('reference_basis')}); "
+                   f"theoretical {r['theoretical_busbw_gbytes_s']} GB/s ({r['theoretical_basis']})")
         if verdict is not None:
             click.echo(f"verdict: {verdict.words}")
     if not record.ok:

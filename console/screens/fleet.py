@@ -12,6 +12,7 @@ from textual.reactive import reactive
 from textual.widgets import Input, Static
 
 from fleet.console.filtering import FilterError, NodeFilter, parse_filter
+from fleet.console.findings_text import next_step_line
 from fleet.console.formatting import health_text
 from fleet.console.messages import NodeChosen
 from fleet.console.screens.base import FleetScreenBase
@@ -88,6 +89,10 @@ class FleetScreen(ProbeKeys, FleetScreenBase):
             line.append(f"  │ jobs {', '.join(row.jobs)} ({', '.join(row.tenants)})")
         if self.marked:
             line.append(Text(f"  │ marked {' '.join(self.marked)}"))
+        step = next_step_line(view.snapshot.events, row.name)
+        if step is not None:
+            line.append("\nnext: ", style="bold")
+            line.append(step)
         reasons.update(line)
 
     def _redraw(self) -> None:
