@@ -1,4 +1,4 @@
-"""The parser registry: all 26 kinds, detection of every fixture, JSON form, and hostile input
+"""The parser registry: all 28 kinds, detection of every fixture, JSON form, and hostile input
 for every GPU / benchmark / Slurm / switch parser (empty, garbage, truncated, 10 MB, foreign)."""
 
 from __future__ import annotations
@@ -46,6 +46,8 @@ ISSUE_KINDS = {
     "iblinkinfo",
     "perftest",
     "nccl",
+    "nccl-log",
+    "ep-bench",
     "squeue-json",
     "squeue",
     "scontrol-job",
@@ -62,6 +64,7 @@ DATA_FIELDS: dict[str, tuple[str, ...]] = {
     "nvidia-smi-nvlink": ("gpus",),
     "perftest": ("lat_rows", "bw_rows", "header"),
     "nccl": ("rows", "ranks"),
+    "ep-bench": ("best",),
     "squeue-json": ("jobs",),
     "squeue": ("jobs",),
     "scontrol-job": ("jobs",),
@@ -77,6 +80,7 @@ _EXPECTED: tuple[tuple[str, str], ...] = (
     (r"^ethtool/.*-ethtool-m-", "ethtool-module"),
     (r"^ibstat/.*ibstatus", "ibstatus"),
     (r"^ibstat/", "ibstat"),
+    (r"^nccl/(uccl|.*deepep)", "ep-bench"),
     (r"^nccl/", "nccl"),
     (r"^nvidia-smi/.*topo-m", "nvidia-smi-topo"),
     (r"^nvidia-smi/.*nvlink", "nvidia-smi-nvlink"),
@@ -132,7 +136,7 @@ def _assert_well_formed(result: Any) -> None:
     json.dumps(to_jsonable(result))  # always serialisable
 
 
-def test_kinds_are_the_26_of_the_issue() -> None:
+def test_kinds_are_the_28_registered() -> None:
     assert set(KINDS) == ISSUE_KINDS
     assert all(spec.kind == kind for kind, spec in KINDS.items())
     assert set(DATA_FIELDS) <= set(KINDS)
