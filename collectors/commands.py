@@ -26,7 +26,9 @@ ALLOWED_TOOLS: frozenset[str] = frozenset({
     "nvidia-smi",
     # probes
     "ib_send_lat", "ib_write_lat", "ib_read_lat", "ib_send_bw", "ib_write_bw", "ib_read_bw",
-    "all_reduce_perf", "mpirun",
+    "all_reduce_perf", "alltoall_perf", "sendrecv_perf", "mpirun",
+    # expert-parallel benchmark (UCCL-EP / DeepEP test_internode.py under PyTorch's launcher)
+    "torchrun",
     # Slurm head
     "squeue", "scontrol", "sinfo",
     # switches: Cumulus NVUE and its hash calculator, SONiC

@@ -128,6 +128,23 @@ class FaultSpec:
         return self.at <= t and (self.until is None or t < self.until)
 
 
+EP_BENCHES = ("uccl-ep", "deepep")
+"""Expert-parallel benchmarks a scenario can install on its nodes (``[software] ep_bench``): whose
+``test_internode.py`` layout their ``torchrun`` prints (``fleet.simulator.ep_bench``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SoftwareSpec:
+    """What the nodes have installed beyond the standard tools: ``ep_bench`` (one of ``EP_BENCHES``, ""
+    for none) on ``ep_nodes`` (None: every node)."""
+
+    ep_bench: str = ""
+    ep_nodes: frozenset[str] | None = None
+
+    def has_ep_bench(self, node: str) -> bool:
+        return bool(self.ep_bench) and (self.ep_nodes is None or node in self.ep_nodes)
+
+
 @dataclass(frozen=True, slots=True)
 class Scenario:
     name: str
@@ -136,6 +153,7 @@ class Scenario:
     jobs: tuple[JobSpec, ...] = ()
     faults: tuple[FaultSpec, ...] = ()
     description: str = ""
+    software: SoftwareSpec = SoftwareSpec()
 
 
 # --------------------------------------------------------------------------- locating keys
@@ -251,7 +269,7 @@ def parse_scenario(text: str, *, source: str = "<scenario>", name: str = "custom
         raise ScenarioError(f"{where}: not valid TOML: {reason}") from None
     lines = _Lines(text)
     check = _Checker(source, lines)
-    top_allowed = {"fabric", "switch_os", "jobs", "faults", "description"}
+    top_allowed = {"fabric", "switch_os", "jobs", "faults", "description", "software"}
     for key in data:
         if key not in top_allowed:
             raise ScenarioError(
@@ -270,7 +288,28 @@ def parse_scenario(text: str, *, source: str = "<scenario>", name: str = "custom
     jobs = tuple(_job(check, i, entry, names) for i, entry in enumerate(_array(check, data, "jobs")))
     _no_shared_nodes(check, jobs)
     faults = tuple(_fault(check, i, entry, names) for i, entry in enumerate(_array(check, data, "faults")))
-    return Scenario(name=name, fabric=fabric, switch_os=switch_os, jobs=jobs, faults=faults, description=description)
+    software = _software(check, data.get("software", {}), names)
+    return Scenario(name=name, fabric=fabric, switch_os=switch_os, jobs=jobs, faults=faults, description=description,
+                    software=software)
+
+
+def _software(check: _Checker, raw: Any, names: _Names) -> SoftwareSpec:
+    t = "software"
+    if not isinstance(raw, dict):
+        raise check.fail(t, 0, None, "must be a [software] table")
+    check.keys(t, 0, raw, {"ep_bench", "ep_nodes"})
+    bench = check.get(t, 0, raw, "ep_bench", str, "")
+    if bench and bench not in EP_BENCHES:
+        raise check.fail(t, 0, "ep_bench", f"must be one of {', '.join(EP_BENCHES)}, got {bench!r}")
+    nodes: frozenset[str] | None = None
+    if "ep_nodes" in raw:
+        expression = check.get(t, 0, raw, "ep_nodes", str)
+        expanded = _expand(check, t, 0, "ep_nodes", expression, names)
+        unknown = [n for n in expanded if n not in names.nodes]
+        if unknown:
+            raise check.fail(t, 0, "ep_nodes", f"not a node of the fabric: {', '.join(unknown[:5])}")
+        nodes = frozenset(expanded)
+    return SoftwareSpec(bench, nodes)
 
 
 def _array(check: _Checker, data: Mapping[str, Any], table: str) -> list[dict[str, Any]]:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 
-from fleet.simulator import agent_stream, perftest, probe_runner, switch_cli
+from fleet.simulator import agent_stream, ep_bench, perftest, probe_runner, switch_cli
 from fleet.simulator.pipes import FILTERS
 from fleet.simulator.session import Handler, Machine, StreamIO
 from fleet.simulator.tools import REGISTRY, ToolContext, ToolOutput, load_all
@@ -191,6 +191,8 @@ class Shell:
         if name in COMMON_COMMANDS or name in BUILTINS:
             return True
         if machine.role == "node":
+            if name == "torchrun":  # only where the scenario installs the expert-parallel benchmark
+                return machine.model.scenario.software.has_ep_bench(machine.host)
             return name in NODE_COMMANDS or (name in IB_ONLY_COMMANDS and not machine.model.roce)
         if machine.role == "head":
             return name in HEAD_COMMANDS
@@ -386,6 +388,8 @@ class Shell:
             return perftest.run_perftest
         if name in perftest.NCCL_COMMANDS:
             return perftest.run_nccl
+        if name == "torchrun":
+            return ep_bench.run_torchrun
         if name == "python3":
             return self._probe_runner if "--probe-runner" in argv else agent_stream.run_python
         if name == "nv" and switch_cli.is_nv_change(argv):
@@ -440,7 +444,8 @@ class Shell:
         return status
 
 
-_OUTPUT_ONLY_HANDLERS: frozenset[Handler] = frozenset({perftest.run_perftest, perftest.run_nccl})
+_OUTPUT_ONLY_HANDLERS: frozenset[Handler] = frozenset({perftest.run_perftest, perftest.run_nccl,
+                                                     ep_bench.run_torchrun})
 """Stateful commands that only write their output and watch for the client's close (``Shell.output_only``)."""
 
 
