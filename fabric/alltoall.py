@@ -59,6 +59,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from fleet.fabric.ecmp import LeafBalance
 from fleet.fabric.hardware import HardwareTable
 
 RAIL_SHARE = 0.8
@@ -197,39 +198,25 @@ def slow_nodes(rounds: Sequence[Mapping[tuple[str, str], float | None]], share: 
     return sorted(node for node, flags in seen.items() if flags and all(flags))
 
 
-@dataclass(frozen=True, slots=True)
-class UplinkReading:
-    """One uplink of a leaf during the run: transmit throughput and its speed, Gb/s."""
-
-    port: str
-    spine: str
-    tx_gbps: float
-    speed_gbps: float
-
-
-def hot_leaves(readings: Mapping[str, Sequence[UplinkReading]], ratio: float = UNEVEN_RATIO,
+def hot_leaves(balances: Sequence[LeafBalance], ratio: float = UNEVEN_RATIO,
                hot_util_pct: float = HOT_UTIL_PCT) -> list[tuple[str, str]]:
     """Leaves whose uplinks are uneven (max/mean >= ``ratio``) with the hottest at ``hot_util_pct`` or more:
     (leaf, words), the most uneven first. That is how an ECMP collision looks from the switch: the leaf
-    hashes its cross-rack flows onto fewer uplinks than it has, and they queue there."""
+    hashes its cross-leaf flows onto fewer uplinks than it has, and they queue there."""
     found: list[tuple[float, str, str]] = []
-    for leaf, uplinks in readings.items():
-        loads = [u.tx_gbps for u in uplinks]
-        if len(loads) < 2 or sum(loads) <= 0:
+    for balance in balances:
+        if len(balance.uplinks) < 2 or balance.imbalance < ratio or balance.hot_util_pct < hot_util_pct:
             continue
-        mean = sum(loads) / len(loads)
-        hot = max(uplinks, key=lambda u: u.tx_gbps)
-        util = 100.0 * hot.tx_gbps / hot.speed_gbps if hot.speed_gbps > 0 else 0.0
-        imbalance = hot.tx_gbps / mean
-        if imbalance >= ratio and util >= hot_util_pct:
-            words = (f"{leaf}'s uplinks are uneven (max/mean {imbalance:.1f}): {hot.port} to {hot.spine} at "
-                     f"{util:.0f} % of {hot.speed_gbps:g} Gb/s while the mean is {mean:.0f} Gb/s "
-                     "(an ECMP collision: its cross-leaf flows share one uplink)")
-            found.append((imbalance, leaf, words))
+        mean = sum(u.tx_gbps for u in balance.uplinks) / len(balance.uplinks)
+        hot = next(u for u in balance.uplinks if u.port == balance.hot_port)
+        words = (f"{balance.leaf}'s uplinks are uneven (max/mean {balance.imbalance:.1f}): {hot.port} to "
+                 f"{hot.spine} at {balance.hot_util_pct:.0f} % of {hot.speed_gbps:g} Gb/s while the mean is "
+                 f"{mean:.0f} Gb/s (an ECMP collision: its cross-leaf flows share one uplink)")
+        found.append((balance.imbalance, balance.leaf, words))
     return [(leaf, words) for _, leaf, words in sorted(found, key=lambda f: (-f[0], f[1]))]
 
 
 __all__ = [
-    "HOT_UTIL_PCT", "PAIR_SHARE", "RAIL_SHARE", "UNEVEN_RATIO", "AlltoallBound", "LeafUplinks", "UplinkReading",
+    "HOT_UTIL_PCT", "PAIR_SHARE", "RAIL_SHARE", "UNEVEN_RATIO", "AlltoallBound", "LeafUplinks",
     "alltoall_bound", "busbw_factor", "holding_back", "hot_leaves", "pair_rounds", "slow_nodes", "slow_pairs",
 ]  # fmt: skip
