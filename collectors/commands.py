@@ -27,8 +27,9 @@ ALLOWED_TOOLS: frozenset[str] = frozenset({
     # probes
     "ib_send_lat", "ib_write_lat", "ib_read_lat", "ib_send_bw", "ib_write_bw", "ib_read_bw",
     "all_reduce_perf", "alltoall_perf", "sendrecv_perf", "mpirun",
-    # expert-parallel benchmark (UCCL-EP / DeepEP test_internode.py under PyTorch's launcher)
-    "torchrun",
+    # expert-parallel benchmark (UCCL-EP / DeepEP test_internode.py under PyTorch's launcher), and the
+    # shell builtin that says whether a tool is installed (`command -v torchrun`)
+    "torchrun", "command",
     # Slurm head
     "squeue", "scontrol", "sinfo",
     # switches: Cumulus NVUE and its hash calculator, SONiC
