@@ -26,6 +26,8 @@ SUBCOMMANDS: dict[str, str] = {
     "bw": "fleet.console.cli.probes:bw",
     "linktest": "fleet.console.cli.probes:linktest",
     "allreduce": "fleet.console.cli.probes:allreduce",
+    "alltoall": "fleet.console.cli.alltoall:alltoall",
+    "ep-bench": "fleet.console.cli.alltoall:ep_bench",
     "diagnose": "fleet.console.cli.diagnose:diagnose",
     "ecmp": "fleet.console.cli.ecmp:ecmp",
     "audit": "fleet.console.cli.audit:audit",
