@@ -54,6 +54,7 @@ class KindSpec:
 
 CHECK_KINDS: Mapping[str, KindSpec] = {
     "allreduce_efficiency_min": KindSpec("min", "", True, "all-reduce bus bandwidth / theoretical (0-1)"),
+    "alltoall_efficiency_min": KindSpec("min", "", True, "all-to-all bus bandwidth / theoretical (0-1)"),
     "link_loss_max": KindSpec("max_pct", "%", False,
                               "packets lost or dropped / (packets moved + lost) during the suite, per NIC (0-100 %)"),
     "latency_p99_max_usec": KindSpec("max", "usec", False, "link-test p99 latency of every pair"),
@@ -63,9 +64,13 @@ CHECK_KINDS: Mapping[str, KindSpec] = {
     "no_findings_of_kind": KindSpec(None, "", True, "the diagnosis finds none of these kinds"),
 }
 
+COLLECTIVE_KINDS: Mapping[str, str] = {"allreduce_efficiency_min": "allreduce", "alltoall_efficiency_min": "alltoall"}
+"""Check kinds of a collective: judged per node (NVLink), or with ``fleet = true`` across every node."""
+
 SUITE_KEYS: Mapping[str, type | tuple[type, ...]] = {
     "linktest_mode": str, "sample_rounds": int, "rails": str, "lat_iterations": int, "bw_test": str,
     "bw_iterations": int, "allreduce_max_bytes": str, "gpus_per_node": int, "fleet_allreduce": bool,
+    "alltoall_max_bytes": str, "node_alltoall": bool, "fleet_alltoall": bool, "ep_bench": bool, "ep_script": str,
     "max_parallel": int, "probe_timeout_s": (int, float),
 }  # fmt: skip
 """``[suite]`` keys and their types; their meaning is in ``fleet.collectors.baseline_run.SuiteSettings``."""
@@ -105,7 +110,8 @@ class Check:
     scope: Scope
     description: str = ""
     fleet: bool = False
-    """``allreduce_efficiency_min`` only: judge the all-reduce across every node instead of each node."""
+    """``allreduce_efficiency_min`` and ``alltoall_efficiency_min`` only: judge the collective across every node
+    instead of each node."""
     kinds: tuple[str, ...] = ()
     """``no_findings_of_kind`` only: the finding kinds that must not appear."""
 
@@ -122,6 +128,8 @@ class Check:
         sign = ">=" if self.spec.at_least else "<="
         if self.kind == "allreduce_efficiency_min":
             return f"{sign} {self.threshold:g} ({100 * self.threshold:g} % of the hardware's)"
+        if self.kind == "alltoall_efficiency_min":
+            return f"{sign} {self.threshold:g} ({100 * self.threshold:g} % of the theoretical)"
         return f"{sign} {self.threshold:g} {self.spec.unit}".rstrip()
 
 
@@ -191,8 +199,8 @@ def _check(raw: Mapping[str, Any], number: int, source: str) -> Check:
                                           or not all(isinstance(k, str) for k in kinds)):
         raise CriteriaError(f"{where}: kinds must be a non-empty list of finding kinds")
     fleet = raw.get("fleet", False)
-    if fleet and kind != "allreduce_efficiency_min":
-        raise CriteriaError(f"{where}: fleet = true applies to allreduce_efficiency_min only")
+    if fleet and kind not in COLLECTIVE_KINDS:
+        raise CriteriaError(f"{where}: fleet = true applies to {' and '.join(COLLECTIVE_KINDS)} only")
     return Check(check_id, kind, threshold, _scope(raw, where), str(raw.get("description", "")), bool(fleet),
                  tuple(kinds))
 
@@ -338,15 +346,19 @@ def claim(check: Check, baseline: Baseline, suite: Mapping[str, Any]) -> str:
         }[check.kind]
         return (f"{what} {check.threshold_words()}: {measured_nics:,} of {len(nics):,} NICs in scope measured "
                 f"({_share(measured_nics, len(nics))}) on {rails_words}")
-    if check.kind == "allreduce_efficiency_min":
+    if check.kind in COLLECTIVE_KINDS:
+        collective = COLLECTIVE_KINDS[check.kind]
+        tool = f"{collective.replace('allreduce', 'all_reduce')}_perf"
         if check.fleet:
-            part = baseline.parts.get("fleet/allreduce", {})
+            part = baseline.parts.get(f"fleet/{collective}", {})
             reached = [n for n in baseline.shape.nodes if n not in baseline.unreachable]
             ran = "ran" if part else "did not run"
-            return (f"One all_reduce_perf across the {len(reached):,} reachable nodes ({ran}) reaches "
-                    f"{check.threshold_words()} bus bandwidth of what their NICs allow")
-        measured_nodes = sum(1 for n in nodes if baseline.metric(f"node/{n}", "allreduce_efficiency") is not None)
-        return (f"all_reduce_perf on each node's {suite.get('gpus_per_node', 8)} GPUs (NVLink) reaches "
+            allow = "what their NICs allow" if collective == "allreduce" else \
+                "the theoretical figure of their NICs and the fabric's bisection"
+            return (f"One {tool} across the {len(reached):,} reachable nodes ({ran}) reaches "
+                    f"{check.threshold_words()} bus bandwidth of {allow}")
+        measured_nodes = sum(1 for n in nodes if baseline.metric(f"node/{n}", f"{collective}_efficiency") is not None)
+        return (f"{tool} on each node's {suite.get('gpus_per_node', 8)} GPUs (NVLink) reaches "
                 f"{check.threshold_words()} bus bandwidth: {measured_nodes:,} of {len(nodes):,} nodes in scope "
                 f"measured ({_share(measured_nodes, len(nodes))})")
     if check.kind == "cabling_matches_plan":
@@ -396,6 +408,7 @@ def _metric(name: str) -> Callable[[Baseline, str], float | None]:
 
 _MEASURES: Mapping[str, tuple[str, Callable[[Baseline, str], float | None]]] = {
     "allreduce_efficiency_min": ("node", _metric("allreduce_efficiency")),
+    "alltoall_efficiency_min": ("node", _metric("alltoall_efficiency")),
     "link_loss_max": ("nic", loss_pct),
     "latency_p99_max_usec": ("pair", _metric("p99_usec")),
     "bandwidth_min_gbps": ("nic", _metric("bw_avg_gbps")),
@@ -406,7 +419,7 @@ _MEASURES: Mapping[str, tuple[str, Callable[[Baseline, str], float | None]]] = {
 def _parts_in_scope(check: Check, baseline: Baseline, kind: str) -> list[str]:
     """The parts the check judges: measured ones, plus in-scope nodes/NICs the suite could not measure."""
     if check.fleet:
-        return ["fleet/allreduce"]
+        return [f"fleet/{COLLECTIVE_KINDS[check.kind]}"]
     parts = {p for p in baseline.parts if split_part(p)[0] == kind and check.scope.covers(p)}
     if kind == "node":
         parts |= {f"node/{n}" for n in baseline.shape.nodes if check.scope.covers_node(n)}
@@ -518,6 +531,6 @@ def _num(value: float) -> str:
 
 
 __all__ = [
-    "CHECK_KINDS", "SUITE_KEYS", "Check", "CheckResult", "Criteria", "CriteriaError", "KindSpec", "PartResult",
+    "CHECK_KINDS", "COLLECTIVE_KINDS", "SUITE_KEYS", "Check", "CheckResult", "Criteria", "CriteriaError", "KindSpec", "PartResult",
     "Scope", "claim", "evaluate", "evaluate_check", "loss_pct", "parse_criteria", "parse_rails",
 ]  # fmt: skip

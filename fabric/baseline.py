@@ -12,8 +12,13 @@ Parts are named ``kind/name...`` (see :func:`part_id`):
   ``bw_avg_gbps`` (perftest bandwidth), ``rx_power_dbm`` (weakest lane),
   ``errors``, ``lost`` (packets lost or dropped) and ``packets`` (counter deltas over the suite),
   ``rate_gbps``;
-- ``node/<node>``: ``allreduce_busbw_gbytes_s``, ``allreduce_efficiency`` (single node, NVLink);
-- ``fleet/allreduce``: the same across every node.
+- ``node/<node>``: ``allreduce_busbw_gbytes_s``, ``allreduce_efficiency``,
+  ``allreduce_reference_gbytes_s`` (single node, NVLink); ``alltoall_busbw_gbytes_s``,
+  ``alltoall_efficiency``, ``alltoall_theoretical_gbytes_s`` (``fleet.fabric.alltoall``);
+  ``nvlink_errors`` (NVLink CRC, replay and recovery errors of its GPUs, as counted when the suite ran);
+- ``fleet/allreduce``, ``fleet/alltoall``: the same across every node; the all-to-all also
+  ``alltoall_rail<r>_busbw_gbytes_s``, each rail's figure with one GPU per node;
+- ``fleet/ep``: the expert-parallel benchmark's ``ep_<dispatch_fp8|dispatch_bf16|combine>_<rdma|nvl>_gbytes_s``.
 
 Units are in the metric names (usec, gbps = Gbit/s, gbytes_s = GB/s, dBm).
 Pure: no I/O.
@@ -198,11 +203,17 @@ DEFAULT_THRESHOLDS: Mapping[str, Threshold] = {
     "bw_avg_gbps": Threshold(higher_is_better=True, relative=0.05),
     "allreduce_busbw_gbytes_s": Threshold(higher_is_better=True, relative=0.03),
     "allreduce_efficiency": Threshold(higher_is_better=True, relative=0.03),
+    "alltoall_busbw_gbytes_s": Threshold(higher_is_better=True, relative=0.05),
+    "alltoall_efficiency": Threshold(higher_is_better=True, relative=0.05),
+    "nvlink_errors": Threshold(higher_is_better=False, absolute=0.0, critical_factor=1.0),
+    **{f"ep_{kernel}_{link}_gbytes_s": Threshold(higher_is_better=True, relative=0.05)
+       for kernel in ("dispatch_fp8", "dispatch_bf16", "combine") for link in ("rdma", "nvl")},
     "rx_power_dbm": Threshold(higher_is_better=True, absolute=2.0),
     "rate_gbps": Threshold(higher_is_better=True, relative=0.0, critical_factor=1.0),
     "errors": Threshold(higher_is_better=False, absolute=0.0, critical_factor=1.0),
 }
-"""Default thresholds: p99 latency +10 %, bandwidth -5 %, all-reduce -3 %, rx power -2 dB, any new errors.
+"""Default thresholds: p99 latency +10 %, bandwidth -5 %, all-reduce -3 %, all-to-all and the expert-parallel
+kernels -5 % (hashed flows vary more between runs than a ring), rx power -2 dB, any new errors (NVLink's too).
 Metrics without a threshold (``packets``) are context, never a change."""
 
 
