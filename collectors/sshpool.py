@@ -929,7 +929,7 @@ def failure_reason(status: int | None, signal: str, stderr: str) -> str:
     """Why a command that did not exit 0 failed, in words: the signal that ended it, or its exit
     status and the first line of its stderr (where the error usually is)."""
     if status is None or status < 0:
-        return f"killed by signal {signal or '?'}"
+        return f"killed by signal {clean_text(signal, one_line=True) or '?'}"
     return f"exit status {status}" + (f": {_first_line(stderr)}" if stderr.strip() else "")
 
 

@@ -1,0 +1,163 @@
+"""One machine's output never stops the rest of the fleet (docs/security.md, "Hostile input").
+
+The ``hostile-output`` scenario over real SSH: one node's ``lldpctl -f json`` prints JSON
+nested 100,000 deep, one NVUE leaf answers ``nv show interface swpN counters -o json`` with
+a one-column table, and the Slurm head prints binary bytes for ``squeue --json``. Each of the
+three is named ``unparsable`` with the command and what was wrong, an event is stored, and
+every other host is collected, once (``fleet collect --once --json``) and streaming. Then
+every form of hostile output (``fleet.simulator.hostile``) on a node, a switch and the head.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from helpers.simfleet import running_fleet
+
+from fleet.collectors.engine import Collector, RoundSummary
+from fleet.collectors.inventory import load_inventory
+from fleet.collectors.node_poller import CollectSettings
+from fleet.console.cli import main
+from fleet.fabric.records import HostStatus
+from fleet.fabric.states import HostState
+from fleet.simulator.scenario import Scenario, load_scenario, parse_scenario
+from fleet.store.reader import StoreReader
+from fleet.store.writer import StoreWriter
+
+FLEET = """
+[fabric]
+nodes = 4
+nodes_per_leaf = 4
+spines = 1
+link_layer = "roce"
+link_gbps = 400
+seed = 5
+
+[[jobs]]
+id = 61
+tenant = "acme"
+nodes = "gpu[001-004]"
+load = 0.4
+
+{faults}
+"""
+
+BAD = {"gpu002", "leaf01", "head01"}
+REASONS = {"gpu002": "lldpctl -f json: ", "leaf01": "nv show interface swp", "head01": "squeue --json: "}
+"""The start of each bad host's reason: the command that printed what could not be read."""
+
+
+def hostile(target: str, form: str, command: str) -> str:
+    """A ``hostile_output`` fault's TOML."""
+    return f'[[faults]]\nkind = "hostile_output"\ntarget = "{target}"\nform = "{form}"\ncommand = "{command}"\n'
+
+
+async def collect_once(tmp_path: Path, scenario: Scenario) -> tuple[dict[str, dict[str, str]], Path]:
+    """``fleet collect --once --json`` against ``scenario``: (hosts' states and reasons, the db)."""
+    db = tmp_path / "fleet.db"
+    async with running_fleet(scenario, tmp_path / "sim") as inventory:
+        result = await asyncio.to_thread(
+            CliRunner().invoke, main, ["collect", "--once", "--json", "--inventory", str(inventory), "--db", str(db)],
+            catch_exceptions=False)
+    assert result.exit_code in (0, 1), result.output  # some hosts failed: never a crash
+    return json.loads(result.stdout)["hosts"], db
+
+
+def stored_events(db: Path, host: str) -> list[str]:
+    reader = StoreReader(db)
+    try:
+        return [e.data.get("state", "") for e in reader.events(host=host, kind="host_state")]
+    finally:
+        reader.close()
+
+
+@pytest.mark.timeout(120)
+async def test_one_round_names_the_hosts_that_printed_hostile_output_and_reads_every_other(tmp_path: Path) -> None:
+    hosts, db = await collect_once(tmp_path, load_scenario("hostile-output"))
+    for host in BAD:
+        assert hosts[host]["state"] == "unparsable", (host, hosts[host])
+        reason = hosts[host]["reason"]
+        assert reason.startswith(REASONS[host]) and "\n" not in reason and len(reason) <= 200, reason
+        assert "unparsable" in stored_events(db, host), f"no event stored for {host}"
+    assert "counters -o json: " in hosts["leaf01"]["reason"]
+    others = {host: entry["state"] for host, entry in hosts.items() if host not in BAD}
+    assert others and all(state == "ok" for state in others.values()), others
+    reader = StoreReader(db)
+    try:
+        sampled = {point.host for point in reader.latest() if point.metric in ("tx_bytes", "sw_oper_up")}
+    finally:
+        reader.close()
+    assert {"gpu001", "gpu003", "gpu004", "leaf02", "spine01"} <= sampled
+
+
+@pytest.mark.timeout(180)
+async def test_streaming_goes_on_for_every_other_host(tmp_path: Path) -> None:
+    """The collector of ``fleet collect`` and the console: the bad hosts are marked, the others
+    keep streaming round after round, and the collector never ends on its own."""
+    statuses: asyncio.Queue[HostStatus] = asyncio.Queue()
+    rounds: asyncio.Queue[RoundSummary] = asyncio.Queue()
+    async with running_fleet(load_scenario("hostile-output"), tmp_path / "sim") as inventory_path:
+        writer = StoreWriter(tmp_path / "fleet.db").start()
+        try:
+            inventory = load_inventory(inventory_path)
+            # facts (where gpu002's lldpctl is) within a second, not every five minutes
+            settings = CollectSettings(interval_s=0.5, facts_every_s=1.0)
+            collector = Collector(inventory, writer, settings=settings, on_status=statuses.put_nowait,
+                                  on_round=rounds.put_nowait)
+            task = asyncio.ensure_future(collector.run())
+
+            async def marked() -> None:
+                seen: set[str] = set()
+                while not BAD.issubset(seen):
+                    status = await statuses.get()
+                    if status.state is HostState.UNPARSABLE and status.host in BAD:
+                        seen.add(status.host)
+
+            await asyncio.wait_for(marked(), 60)
+            good_nodes = [n for n in collector.nodes if n.host.name not in BAD]
+            good_switches = [s for s in collector.switches if s.host.name not in BAD]
+            polls = {s.host.name: s.polls for s in good_switches}
+            for _ in range(3):  # three more samples from every other node
+                for node in good_nodes:
+                    node.got_sample.clear()
+                await asyncio.wait_for(asyncio.gather(*(n.got_sample.wait() for n in good_nodes)), 30)
+
+            async def switches_polled() -> None:
+                while not all(s.polls >= polls[s.host.name] + 2 for s in good_switches):
+                    await rounds.get()
+
+            await asyncio.wait_for(switches_polled(), 30)
+            assert not task.done(), "the collector keeps running"
+            states = collector.status.all()
+            assert all(states[h].state is HostState.UNPARSABLE for h in BAD), {h: states[h] for h in BAD}
+            assert all(states[n.host.name].state is HostState.OK for n in good_nodes)
+            await collector.close()
+            await asyncio.wait_for(task, 30)
+        finally:
+            writer.close(timeout=10)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(("target", "form", "command", "reason"), [
+    ("gpu002", "deep_json", "python3 *", "agent line: "),  # every agent line nested 100,000 deep
+    ("gpu002", "binary", "python3 *", "agent line: "),
+    ("gpu002", "long_line", "python3 *", "python3: a line over 1048576 bytes"),
+    ("gpu002", "huge", "lldpctl *", "uname, grep, nvidia-smi, lldpctl: output over 4194304 bytes"),
+    ("leaf01", "huge", "nv *", "date, nv: output over 4194304 bytes"),
+    ("leaf01", "binary", "nv *", ""),
+    ("head01", "deep_json", "squeue *", "squeue --json: "),
+    ("head01", "long_line", "squeue *", "squeue: a line over 1048576 bytes"),
+])
+async def test_every_hostile_form_is_that_hosts_problem(tmp_path: Path, target: str, form: str, command: str,
+                                                       reason: str) -> None:
+    hosts, db = await collect_once(tmp_path, parse_scenario(FLEET.format(faults=hostile(target, form, command)),
+                                                            source="hostile.toml"))
+    assert hosts[target]["state"] == "unparsable", hosts[target]
+    assert hosts[target]["reason"].startswith(reason), hosts[target]
+    assert "unparsable" in stored_events(db, target)
+    others = {host: entry["state"] for host, entry in hosts.items() if host != target}
+    assert all(state == "ok" for state in others.values()), others
