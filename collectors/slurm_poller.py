@@ -22,7 +22,7 @@ JOBS_EVERY_S = 10.0
 """Jobs start and end on a scale of minutes; squeue costs the controller an RPC each time."""
 SQUEUE_CAP_BYTES = 64 << 20
 """``squeue --json`` prints about 5 KiB per job (Slurm 21.08, tests/fixtures/slurm): 64 MiB holds
-some 12,000 queued jobs, where the pool's default cap (4 MiB) would hold 800."""
+some 12,000 queued jobs, where the pool's default cap (8 MiB) would hold 1,600."""
 
 
 class SlurmPoller:

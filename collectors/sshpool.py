@@ -58,12 +58,13 @@ STDERR_KEEP_BYTES = 4096
 """How much of a command's stderr a result keeps (the tail: where the error usually is)."""
 
 MIB = 1 << 20
-OUTPUT_CAP_BYTES = 4 * MIB
+OUTPUT_CAP_BYTES = 8 * MIB
 """The most stdout one command may print: beyond it the host is ``unparsable`` and the channel
-is closed. The largest output fleet reads each tick is a command-mode tick of an 8-NIC node
-(sysfs counters, ``ethtool -S`` of 8 netdevs, ``ethtool -m``, ``nvidia-smi``), under 1 MiB; an
-NVUE poll of 64 ports is about 0.2 MiB. 4 MiB leaves 4x headroom and bounds the collector's
-memory under a fleet that floods it (docs/security.md, "Hostile input")."""
+is closed. The largest output fleet reads each tick is a command-mode tick of an 8-NIC node:
+sysfs counters (~0.1 MiB), ``nvidia-smi``, ``ethtool -m``, and ``ethtool -S`` of 8 netdevs, which
+for mlx5 lists some 80 counters per channel (docs.kernel.org, mlx5 "Ethtool counters"):
+~2.4 MiB at 128 channels. 8 MiB leaves 3x headroom and bounds what one host can make the
+collector hold (docs/security.md, "Hostile input")."""
 LINE_CAP_BYTES = 1 * MIB
 """The longest line a command or a stream may print: beyond it the host is ``unparsable``. An
 agent line of an 8-NIC node with its optics is under 64 KiB, a tool's line under 4 KiB."""

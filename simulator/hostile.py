@@ -12,7 +12,7 @@ it breaks naive readers:
 - ``binary``: 64 KiB of every byte value, invalid UTF-8 and escape
   sequences included, in lines of 255 bytes;
 - ``long_line``: one line of 2 MiB (twice the collector's line cap);
-- ``huge``: 16 MiB of short lines (four times the collector's output cap).
+- ``huge``: 16 MiB of short lines (twice the collector's output cap).
 
 The text is what the SSH server sends: invalid UTF-8 bytes are carried as
 ``surrogateescape`` characters, which the server encodes back to those bytes.

@@ -222,7 +222,7 @@ async def test_stream_line_over_the_cap_ends_the_stream_and_keeps_the_connection
 
 
 @pytest.mark.parametrize(("pieces", "over"), [
-    ((b"x" * 30000 + b"\n",) * 200, "output over {output} bytes"),  # 6 MB in short lines
+    ((b"x" * 30000 + b"\n",) * 300, "output over {output} bytes"),  # 9 MB in short lines
     ((b"y" * 30000,) * 40 + (b"\n",), "a line over {line} bytes"),  # 1.2 MB without a newline
     ((b"ok\n" + b"z" * 1_100_000 + b"\n",), "a line over {line} bytes"),  # one packet holds the long line
 ])
@@ -238,9 +238,9 @@ async def test_run_output_over_a_cap_is_unparsable_and_keeps_the_connection(
 
 
 async def test_run_cap_can_be_raised_for_one_command(byte_server: ByteServer, pool: SshPool) -> None:
-    data = (b"q" * 1000 + b"\n") * 5000  # 5 MB: over the default, under the command's own cap
+    data = (b"q" * 1000 + b"\n") * 9000  # 9 MB: over the default, under the command's own cap
     byte_server.handlers["jobs"] = writes(*(data[start:start + 30000] for start in range(0, len(data), 30000)))
-    result = await pool.run("gpu100", named("jobs"), timeout_s=10, max_output_bytes=8 << 20)
+    result = await pool.run("gpu100", named("jobs"), timeout_s=10, max_output_bytes=16 << 20)
     assert result.state is HostState.OK
     assert len(result.stdout) == len(data)
 
