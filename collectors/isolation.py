@@ -43,7 +43,7 @@ class Unparsable(Exception):
     """One command's output that could not be read; ``reason`` names the command and what was wrong."""
 
     def __init__(self, command: str, what: str) -> None:
-        self.reason = f"{command}: {what}"[:REASON_CHARS]
+        self.reason = clean_text(f"{command}: {what}", one_line=True)[:REASON_CHARS]
         super().__init__(self.reason)
 
 

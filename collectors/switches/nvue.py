@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fleet.collectors.commands import Command, command
-from fleet.collectors.isolation import read_output
+from fleet.collectors.isolation import Unparsable, read_output
 from fleet.collectors.parsers.switch_nvue import parse_nvue_counters
 from fleet.collectors.parsers.switch_tables import parse_switch_table
 from fleet.collectors.sections import sectioned, split_sections
@@ -67,7 +67,10 @@ class NvueDriver:
             if not name.startswith("port:"):
                 continue
             port = name.split(":", 1)[1]
-            counters = read_output(f"nv show interface {port} counters -o json", parse_nvue_counters, body)
+            what = f"nv show interface {port} counters -o json"
+            counters = read_output(what, parse_nvue_counters, body)
+            if body.strip() and not counters.counters and counters.problems:  # printed, but nothing readable
+                raise Unparsable(what, counters.problems[0].reason)
             problems += [f"{port} counters line {p.line}: {p.reason}" for p in counters.problems[:3]]
             for counter in counters.counters:
                 metric = _JSON_METRICS.get((counter.section, counter.name))
