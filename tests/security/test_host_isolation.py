@@ -17,11 +17,17 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from helpers.simfleet import running_fleet
+from textual.worker import WorkerState
 
 from fleet.collectors.engine import Collector, RoundSummary
 from fleet.collectors.inventory import load_inventory
 from fleet.collectors.node_poller import CollectSettings
+from fleet.console.app import FleetApp
 from fleet.console.cli import main
+from fleet.console.config import Config
+from fleet.console.feed import Feed, open_store_loader
+from fleet.console.view_model import ConsoleView
+from fleet.console.widgets.fleet_table import FleetTable
 from fleet.fabric.records import HostStatus
 from fleet.fabric.states import HostState
 from fleet.simulator.scenario import Scenario, load_scenario, parse_scenario
@@ -146,10 +152,9 @@ async def test_streaming_goes_on_for_every_other_host(tmp_path: Path) -> None:
     ("gpu002", "deep_json", "python3 *", "agent line: "),  # every agent line nested 100,000 deep
     ("gpu002", "binary", "python3 *", "agent line: "),
     ("gpu002", "long_line", "python3 *", "python3: a line over 1048576 bytes"),
-    ("gpu002", "huge", "lldpctl *", "uname, grep, nvidia-smi, lldpctl: output over 4194304 bytes"),
-    ("leaf01", "huge", "nv *", "date, nv: output over 4194304 bytes"),
-    ("leaf01", "binary", "nv *", ""),
-    ("head01", "deep_json", "squeue *", "squeue --json: "),
+    ("gpu002", "huge", "lldpctl *", "uname, grep, nvidia-smi, lldpctl: output over 8388608 bytes"),
+    ("leaf01", "huge", "nv *", "date, nv: output over 8388608 bytes"),
+    ("leaf01", "binary", "nv show interface * counters -o json", "nv show interface swp1 counters -o json: "),
     ("head01", "long_line", "squeue *", "squeue: a line over 1048576 bytes"),
 ])
 async def test_every_hostile_form_is_that_hosts_problem(tmp_path: Path, target: str, form: str, command: str,
@@ -161,3 +166,49 @@ async def test_every_hostile_form_is_that_hosts_problem(tmp_path: Path, target: 
     assert "unparsable" in stored_events(db, target)
     others = {host: entry["state"] for host, entry in hosts.items() if host != target}
     assert all(state == "ok" for state in others.values()), others
+
+
+@pytest.mark.timeout(180)
+async def test_the_console_stays_up_and_shows_the_hosts_that_printed_hostile_output(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The console's own collector against the ``hostile-output`` fleet: the app keeps running, the
+    bad hosts show as unparsable with their reasons (Fleet table, reasons line, Topology), and
+    every other node stays ok with fresh values."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+    db = tmp_path / "fleet.db"
+    async with running_fleet(load_scenario("hostile-output"), tmp_path / "sim") as inventory_path:
+        config = Config(db_path=db, inventory_path=inventory_path, refresh_s=0.5)
+        app = FleetApp(config, Feed(lambda: open_store_loader(db), refresh_s=0.5), load_inventory(inventory_path))
+        async with app.run_test(size=(200, 50)) as pilot:
+
+            def shown(view: ConsoleView) -> bool:
+                statuses = view.snapshot.statuses
+                rows = {row.name: row for row in view.rows}
+                return (all(h in statuses and statuses[h].state is HostState.UNPARSABLE for h in BAD)
+                        and all(rows[n].state == "ok" and rows[n].rx_gbps is not None
+                                for n in ("gpu001", "gpu003", "gpu004") if n in rows)
+                        and len(rows) == 4)
+
+            async def wait_shown() -> ConsoleView:
+                while app.view is None or not app.view.snapshot.complete or not shown(app.view):
+                    await app.next_view()
+                return app.view
+
+            view = await asyncio.wait_for(wait_shown(), 90)
+            await asyncio.wait_for(app.next_view(), 30)  # and the collector goes on after that
+            collector = next(w for w in app.workers if w.group == "collector")
+            assert collector.state is WorkerState.RUNNING, "the console's collector keeps running"
+            rows = [r.name for r in app.screen.visible_rows(app.view)]  # type: ignore[attr-defined]
+            app.screen.query_one(FleetTable).move_cursor(row=rows.index("gpu002"))
+            await pilot.pause()
+            fleet = app.export_screenshot().replace("&#160;", " ")
+            assert "unparsable: lldpctl -f json: RecursionError" in fleet, "the reasons line names the command"
+            assert "gpu002" in fleet and "unparsable" in fleet
+            await pilot.press("2")
+            await asyncio.wait_for(app.next_view(), 30)
+            await pilot.pause()
+            events = app.export_screenshot().replace("&#160;", " ")
+            for host in BAD:  # the event of each bad host, with its reason
+                assert f"{host}: " in events and f"unparsable ({REASONS[host]}" in events, host
+            assert view.snapshot.statuses["leaf01"].reason.startswith("nv show interface swp")
