@@ -276,7 +276,8 @@ async def test_a_store_written_before_cleaning_reads_and_shows_as_text(tmp_path:
         writer.put_ports([PortRecord("gpu001", "mlx5_0", "1", "ens1", "Ethernet", HOSTILE["link"], "swp1"),
                           PortRecord("leaf01", "swp1", "", peer_host=HOSTILE["title"], peer_port="mlx5_0")])
         writer.put_host_status(HostStatus("gpu001", HostState.UNPARSABLE, now, HOSTILE["c1"]))
-        writer.put_samples(HostSample("gpu001", now, {("host_up", "", ""): 1.0}))
+        writer.put_samples(HostSample("gpu001", now, {("host_up", "", ""): 1.0, ("port_state", HOSTILE["clear"], "1"): 4.0,
+                                                      ("rx_gbps", HOSTILE["clear"], "1"): 10.0}))
         writer.put_jobs([JobRecord(now, "7", HOSTILE["markup"], HOSTILE["clear"], HOSTILE["link"], "RUNNING",
                                    ("gpu001",))], ts=now)
         writer.put_event(Event(now, "host_state", Severity.WARNING, f"gpu001: {HOSTILE['dcs']}", host="gpu001",
@@ -288,7 +289,8 @@ async def test_a_store_written_before_cleaning_reads_and_shows_as_text(tmp_path:
         writer.close(timeout=10)
     reader = StoreReader(db)
     try:
-        stored = [*reader.hosts(), *reader.ports(), *reader.jobs(), *reader.events(), *reader.host_statuses().values()]
+        stored = [*reader.hosts(), *reader.ports(), *reader.jobs(), *reader.events(), *reader.host_statuses().values(),
+                  *reader.latest()]
     finally:
         reader.close()
     for record in stored:
@@ -301,6 +303,15 @@ async def test_a_store_written_before_cleaning_reads_and_shows_as_text(tmp_path:
             await pilot.press(key)
             await drawn(app, pilot)
             await screenshot_inert(app, where)
+        node = NodeScreen("gpu001")
+        await app.push_screen(node)
+        await asyncio.wait_for(node.drawn.wait(), 30)
+        async def nic_shown() -> None:
+            while "mallory" not in await screenshot_inert(app, "Node"):
+                await app.next_view()
+
+        await asyncio.wait_for(nic_shown(), 30)  # the NIC a node named, cleaned
+        await app.pop_screen()
         audit = AuditScreen()
         await app.push_screen(audit)
         await asyncio.wait_for(audit.loaded.wait(), 30)
