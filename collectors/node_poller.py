@@ -100,8 +100,6 @@ class NodePoller:
         """Lines of the current agent stream: the first one's delay is judged apart (set-up)."""
         self._stream = AgentStream(host.name, optics_values)
         self.got_sample = asyncio.Event()
-        self.line_refused = asyncio.Event()
-        """Set when an agent line could not be read: one round (``once``) has its answer then too."""
 
     # --- samples -------------------------------------------------------------
 
@@ -145,7 +143,6 @@ class NodePoller:
 
     def _refused(self, reason: str) -> None:
         self._status.set(self.host.name, HostState.UNPARSABLE, f"agent line: {reason}")
-        self.line_refused.set()
 
     def _answered(self, state: HostState, reason: str = "") -> None:
         """The node answered: ``state`` is its state, unless its last facts read was unreadable,
@@ -161,8 +158,10 @@ class NodePoller:
         try:
             read = self._stream.read(text, hold_slots=batch is not None)
         except Exception as error:  # the node's line: whatever reading it raises is the node's (isolation)
-            self._refused(str(error) if isinstance(error, AgentLineError) else describe(error))
-            return
+            # Ends this stream (nothing more of it is read: a flood of bad lines costs one), and the
+            # guarded loop marks the node and starts the agent again, with a full line, on its schedule.
+            raise Unparsable("agent line", str(error) if isinstance(error, AgentLineError) else describe(error)) \
+                from error
         sample, now = read.sample, time.time()
         if abs(sample.ts - now) > MAX_CLOCK_SKEW_S:
             sample = replace(sample, ts=now)
@@ -341,19 +340,17 @@ class NodePoller:
         """One sample (the first agent line, or one command tick), facts and neighbours."""
         stop = asyncio.Event()
         if self.mode == "agent":
+            watcher = asyncio.ensure_future(self.got_sample.wait())
             self.got_sample.clear()
-            self.line_refused.clear()
-            watchers = {asyncio.ensure_future(self.got_sample.wait()), asyncio.ensure_future(self.line_refused.wait())}
             stream = asyncio.ensure_future(self._agent_stream(stop))
-            await asyncio.wait({*watchers, stream}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({watcher, stream}, return_when=asyncio.FIRST_COMPLETED)
             stop.set()
-            for watcher in watchers:
-                watcher.cancel()
-            result = await stream
+            watcher.cancel()
+            result = await stream  # an unreadable first line raises Unparsable: the round marks the node
             if self._lacks_python(result):
                 self._fall_back(result)
                 await self._command_tick()
-            elif not self.got_sample.is_set() and not self.line_refused.is_set():
+            elif not self.got_sample.is_set():
                 self._status.set(self.host.name, result.state, result.reason)
         else:
             await self._command_tick()

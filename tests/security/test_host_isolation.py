@@ -100,13 +100,22 @@ async def test_one_round_names_the_hosts_that_printed_hostile_output_and_reads_e
     assert {"gpu001", "gpu003", "gpu004", "leaf02", "spine01"} <= sampled
 
 
+FLOODS = hostile("gpu002", "huge", "python3 *") + hostile("leaf01", "long_line", "nv *")
+"""A node whose agent floods 16 MiB of bad lines each interval, a leaf whose every poll is one endless line."""
+
+
 @pytest.mark.timeout(180)
-async def test_streaming_goes_on_for_every_other_host(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("faults", "bad"), [("hostile-output", BAD), (FLOODS, {"gpu002", "leaf01"})],
+                         ids=["hostile-output", "floods"])
+async def test_streaming_goes_on_for_every_other_host(tmp_path: Path, faults: str, bad: set[str]) -> None:
     """The collector of ``fleet collect`` and the console: the bad hosts are marked, the others
-    keep streaming round after round, and the collector never ends on its own."""
+    keep streaming round after round, and the collector never ends on its own. A flood costs
+    the collector one line per stream: the stream ends at the first bad line."""
     statuses: asyncio.Queue[HostStatus] = asyncio.Queue()
     rounds: asyncio.Queue[RoundSummary] = asyncio.Queue()
-    async with running_fleet(load_scenario("hostile-output"), tmp_path / "sim") as inventory_path:
+    scenario = load_scenario(faults) if faults == "hostile-output" else \
+        parse_scenario(FLEET.format(faults=faults), source="floods.toml")
+    async with running_fleet(scenario, tmp_path / "sim") as inventory_path:
         writer = StoreWriter(tmp_path / "fleet.db").start()
         try:
             inventory = load_inventory(inventory_path)
@@ -118,14 +127,14 @@ async def test_streaming_goes_on_for_every_other_host(tmp_path: Path) -> None:
 
             async def marked() -> None:
                 seen: set[str] = set()
-                while not BAD.issubset(seen):
+                while not bad.issubset(seen):
                     status = await statuses.get()
-                    if status.state is HostState.UNPARSABLE and status.host in BAD:
+                    if status.state is HostState.UNPARSABLE and status.host in bad:
                         seen.add(status.host)
 
             await asyncio.wait_for(marked(), 60)
-            good_nodes = [n for n in collector.nodes if n.host.name not in BAD]
-            good_switches = [s for s in collector.switches if s.host.name not in BAD]
+            good_nodes = [n for n in collector.nodes if n.host.name not in bad]
+            good_switches = [s for s in collector.switches if s.host.name not in bad]
             polls = {s.host.name: s.polls for s in good_switches}
             for _ in range(3):  # three more samples from every other node
                 for node in good_nodes:
@@ -139,7 +148,7 @@ async def test_streaming_goes_on_for_every_other_host(tmp_path: Path) -> None:
             await asyncio.wait_for(switches_polled(), 30)
             assert not task.done(), "the collector keeps running"
             states = collector.status.all()
-            assert all(states[h].state is HostState.UNPARSABLE for h in BAD), {h: states[h] for h in BAD}
+            assert all(states[h].state is HostState.UNPARSABLE for h in bad), {h: states[h] for h in bad}
             assert all(states[n.host.name].state is HostState.OK for n in good_nodes)
             await collector.close()
             await asyncio.wait_for(task, 30)
