@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fleet.fabric.text import clean_text, is_clean
+from fleet.fabric.text import clean_text
 
 ESC, BEL, ST = "\x1b", "\x07", "\x1b\\"
 
@@ -27,7 +27,7 @@ ESC, BEL, ST = "\x1b", "\x07", "\x1b\\"
 def test_escape_sequences_and_controls_are_removed_whole(hostile: str, kept: str) -> None:
     assert clean_text(hostile) == kept
     assert clean_text(hostile, one_line=True) == kept
-    assert is_clean(kept)
+    assert clean_text(kept) == kept
 
 
 @pytest.mark.parametrize("text", ["NVIDIA H100 80GB HBM3", "[bold]x[/bold] <script>alert(1)</script> | `a`",
@@ -35,14 +35,12 @@ def test_escape_sequences_and_controls_are_removed_whole(hostile: str, kept: str
 def test_plain_text_and_markup_are_left_as_they_are(text: str) -> None:
     """Markup and HTML are text here: the console renders it as text, reports escape it."""
     assert clean_text(text) is text
-    assert is_clean(text)
 
 
 def test_line_breaks_stay_in_text_and_become_spaces_in_a_field() -> None:
     text = "line one\r\n\tindented\nlast\u2028sep"
     assert clean_text(text) == "line one\n\tindented\nlast\u2028sep"
     assert clean_text(text, one_line=True) == "line one indented last sep"
-    assert not is_clean("a\tb")
 
 
 @pytest.mark.parametrize("hostile", [
@@ -54,5 +52,4 @@ def test_hostile_runs_are_cleaned_completely(hostile: str) -> None:
     """Pathological inputs come out clean (the patterns have no nested quantifiers: linear time,
     measured in benchmarks, not here)."""
     cleaned = clean_text(hostile)
-    assert is_clean(cleaned.replace("\n", ""))
-    assert ESC not in cleaned
+    assert cleaned.isprintable()
