@@ -249,6 +249,11 @@ async def test_every_screen_and_report_shows_machine_text_as_text(tmp_path: Path
             assert "\\<script\\>alert('gpu')\\</script\\>" in markdown
             await app.pop_screen()
 
+            for key, where in (("p", "Probes, after the link test"), ("2", "Events, after the link test")):
+                await pilot.press(key)
+                await drawn(app, pilot)
+                await screenshot_inert(app, where)
+
             baselines = BaselinesScreen()
             await app.push_screen(baselines)
             await asyncio.wait_for(baselines.loaded.wait(), 30)
