@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: demo test lint typecheck clean chromium
+.PHONY: demo test lint typecheck clean chromium screenshot
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,11 @@ test: $(TEST_STAMP) chromium
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/pytest -q
+
+# docs/screenshot.svg, the README's picture: the real console on the simulated `incident` fleet
+# once every fault has started (about two and a half minutes).
+screenshot: $(STAMP)
+	$(BIN)/python docs/make_screenshot.py
 
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check .

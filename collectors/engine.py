@@ -2,8 +2,9 @@
 
 One ``SshPool`` for the whole fleet; one poller task per host, so a slow or
 hung host only ever delays itself, and each runs guarded, so a host whose
-output cannot be read only ever fails itself (docs/security.md). The console runs ``Collector.run()`` as a
-worker; ``fleet collect`` runs it headless, or ``run_once()`` for one round.
+output cannot be read only ever fails itself (docs/hostile-input.md). The
+console runs ``Collector.run()`` as a worker; ``fleet collect`` runs it
+headless, or ``run_once()`` for one round.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ Why: an incident is when nodes and switches print strange things (JSON nested
 Reading such output may raise anything (a parser's error, ``RecursionError``,
 ``IndexError``, ``MemoryError``); raised into the collector's gather, it would stop
 every other host's collection. So the boundary sits where one host's work is
-done (docs/security.md, "Hostile input"):
+done (docs/hostile-input.md):
 
 - ``read_output`` runs a parser on one command's output; whatever it raises
   becomes ``Unparsable`` naming the command, which the poller turns into the

@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from fleet.fabric.report_model import Report
+from fleet.fabric.report_model import Report, audit_words
 from fleet.fabric.text import clean_text
 
 _SYNTAX = re.compile(r"([\\`*\[\]<>|&])")
@@ -48,7 +48,8 @@ def _shape(shape: Mapping[str, Any]) -> list[str]:
 def _footer(report: Report) -> list[str]:
     data = report.data
     return ["---", f"Generated {_text(data.get('generated', ''))} by {_text(data.get('tool_version', ''))}. "
-            f"SHA-256 of the report's canonical data (embedded in the HTML report): `{report.sha256}`", ""]
+            f"SHA-256 of the report's canonical data (embedded in the HTML report): `{report.sha256}`", "",
+            audit_words(data.get("audit_head")), ""]
 
 
 def _acceptance(report: Report) -> list[str]:

@@ -9,7 +9,7 @@ differently from what it holds (CVE-2021-42574, "Trojan Source"). The
 collector cleans every such string where it enters (``clean_text``), so the
 store, the console and every report hold only text.
 
-The rule (docs/security.md, "Hostile input"):
+The rule (docs/hostile-input.md):
 - escape sequences are removed whole: CSI (``ESC [`` or U+009B, parameters,
   final byte), the string commands OSC, DCS, SOS, PM and APC (``ESC ]``,
   ``ESC P``, ``ESC X``, ``ESC ^``, ``ESC _`` or their C1 forms, up to BEL or

@@ -3,7 +3,7 @@
 Text read back into events, hosts, ports, states and jobs is made inert (``clean_text``)
 whoever wrote the file: the collector cleans what it stores, but a store written by an
 older version, or by hand, must not put an escape sequence on a screen or in a report
-(docs/security.md, "Hostile input"). Probes and audit rows are read as stored: the
+(docs/hostile-input.md). Probes and audit rows are read as stored: the
 audit's hashes cover their exact text.
 """
 

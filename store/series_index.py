@@ -86,7 +86,7 @@ class SeriesIndex:
 
     def _share(self, name: str) -> str:
         """The one copy of ``name``, made inert: a device or port name is the machine's word
-        (``clean_text``; docs/security.md), cleaned once per distinct name."""
+        (``clean_text``; docs/hostile-input.md), cleaned once per distinct name."""
         shared = self._names.get(name)
         if shared is None:
             shared = self._names[name] = clean_text(name, one_line=True)

@@ -13,7 +13,7 @@ from fleet.fabric.samples import HostSample, SeriesKey
 from fleet.fabric.text import clean_text
 
 RDMA_PRIORITY = "3"
-"""RoCE's lossless priority, whose PFC pause frames matter (DOMAIN.md)."""
+"""RoCE's lossless priority, whose PFC pause frames matter (docs/domain.md, "PFC pause and pause storms")."""
 
 _JSON_METRICS: dict[tuple[str, str], str] = {
     ("", "in-bytes"): "sw_rx_bytes",

@@ -1,4 +1,4 @@
-"""One machine's output never stops the rest of the fleet (docs/security.md, "Hostile input").
+"""One machine's output never stops the rest of the fleet (docs/hostile-input.md).
 
 The ``hostile-output`` scenario over real SSH: one node's ``lldpctl -f json`` prints JSON
 nested 100,000 deep, one NVUE leaf answers ``nv show interface swpN counters -o json`` with

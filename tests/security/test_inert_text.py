@@ -1,4 +1,4 @@
-"""Machine text is inert: never a terminal command, never markup (docs/security.md, "Hostile input").
+"""Machine text is inert: never a terminal command, never markup (docs/hostile-input.md).
 
 The ``hostile-names`` scenario makes the simulated machines name themselves with escape
 sequences (ESC[2J, OSC 8 links, OSC 0 titles, DCS, C1 controls), Rich markup and HTML: in
