@@ -52,6 +52,7 @@ from fleet.collectors.sshpool import SshPool
 from fleet.fabric.ecmp import EcmpThresholds, LeafBalance, improved
 from fleet.fabric.ecmp_plan import Remedy
 from fleet.fabric.records import ActionRecord, ProbeRecord
+from fleet.fabric.text import clean_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,8 +128,8 @@ class _Audit:
 
     def row(self, step: str, *, action: str = "ecmp.apply", commands: Sequence[str] = (), output: str = "",
             before: dict[str, Any] | None = None, after: dict[str, Any] | None = None, verdict: str = "") -> None:
-        record = ActionRecord(time.time(), self._actor, self._leaf, action, step, tuple(commands), output,
-                              before or {}, after or {}, verdict)
+        record = ActionRecord(time.time(), self._actor, self._leaf, action, step, tuple(commands),
+                              clean_text(output), before or {}, after or {}, clean_text(verdict))  # switch's words
         self.rows.append(record)
         self._put(record)
         if self._on_step is not None:

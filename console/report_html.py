@@ -16,6 +16,7 @@ from typing import Any
 
 from fleet.console.report_svg import histogram, pingmesh
 from fleet.fabric.report_model import Report, audit_words
+from fleet.fabric.text import clean_text
 
 _CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2rem auto;max-width:1100px;color:#212121;
@@ -37,7 +38,8 @@ tr,svg,h3{break-inside:avoid}thead{display:table-header-group}svg{max-width:100%
 
 
 def _e(value: Any) -> str:
-    return escape(str(value))
+    """Text for HTML: inert (``clean_text``) and escaped (``<``, ``>``, ``&``, quotes)."""
+    return escape(clean_text(str(value)))
 
 
 def _n(value: Any) -> str:

@@ -13,6 +13,7 @@ counters, as on the real switch). Views are computed on demand, per command.
 from __future__ import annotations
 
 import bisect
+import fnmatch
 import itertools
 import math
 import time
@@ -28,7 +29,7 @@ from fleet.fabric.naming import RAILS_PER_NODE, nic_name
 from fleet.simulator import faults as fault_rules
 from fleet.simulator.faults import ECC_XIDS, FaultEffects, NicKey
 from fleet.simulator.optics_modules import ModuleType, module_type
-from fleet.simulator.scenario import Scenario
+from fleet.simulator.scenario import FaultSpec, Scenario
 from fleet.simulator.state import (
     GidView,
     GpuView,
@@ -393,6 +394,16 @@ class FleetModel:
         self._last_segments: tuple[tuple[float, float, int], list[tuple[float, float, Solution]]] | None = None
         self.memo: dict[Hashable, object] = {}
         """Run-long store for renderers: what depends only on the fleet's fixed shape (sysfs paths)."""
+        self._hostile: dict[str, tuple[FaultSpec, ...]] = {}
+        """``hostile_output`` faults by the machine they target."""
+        for fault in scenario.faults:
+            if fault.kind == "hostile_output":
+                self._hostile[fault.target] = (*self._hostile.get(fault.target, ()), fault)
+        reported = scenario.reported
+        self.gpu_name = reported.gpu_name if reported.gpu_name is not None else GPU_NAME
+        self.gpu_driver = reported.gpu_driver if reported.gpu_driver is not None else NVIDIA_DRIVER
+        self.nic_firmware = reported.nic_firmware if reported.nic_firmware is not None else FW_VERSION
+        self.kernel = reported.kernel if reported.kernel is not None else KERNEL
 
     # ------------------------------------------------------------------ time
 
@@ -797,12 +808,13 @@ class FleetModel:
         else:
             descr = f"Cumulus Linux version {CUMULUS_VERSION} running on Nvidia SN5600"
         alias = f"etp{index + 1}" if os_name == "sonic" else port
+        reported = self.scenario.reported
         return LldpNeighbor(
-            switch=switch,
+            switch=_reported(reported.switch_system_name, switch, port),
             switch_port=port,
             chassis_mac=self._switch_mac(switch),
             mgmt_ip=self.topology.addresses[switch],
-            port_descr=alias,
+            port_descr=_reported(reported.switch_port_description, switch, alias),
             system_descr=descr,
         )
 
@@ -832,7 +844,7 @@ class FleetModel:
         mem = fixed.busy_mem_mib if running else 0
         return GpuView(
             index=index,
-            name=GPU_NAME,
+            name=self.gpu_name,
             uuid=fixed.uuid,
             pci_bus_id=f"00000000:{GPU_PCI_BUSES[index]:02X}:00.0",
             util_pct=max(0, min(100, util)),
@@ -981,12 +993,12 @@ class FleetModel:
         if host in self.topology.nodes:
             rail = int(port.removeprefix("mlx5_"))
             return LldpNeighbor(
-                switch=host,
+                switch=_reported(self.scenario.reported.node_system_name, host, ""),
                 switch_port=self.netdev(rail),
                 chassis_mac=self._mac(host, rail),
                 mgmt_ip=self.topology.addresses[host],
                 port_descr=self.netdev(rail),
-                system_descr=f"Ubuntu 22.04.4 LTS Linux {KERNEL} #129-Ubuntu SMP x86_64",
+                system_descr=f"Ubuntu 22.04.4 LTS Linux {self.kernel} #129-Ubuntu SMP x86_64",
             )
         return self._switch_neighbor(host, port)
 
@@ -1011,6 +1023,18 @@ class FleetModel:
                 )
             )
         return tuple(views)
+
+    def hostile_output(self, host: str, words: list[str], t: float) -> str | None:
+        """The form of output ``host`` prints instead of the command ``words`` at ``t`` (its
+        ``hostile_output`` faults, ``fleet.simulator.hostile``), or None: the real output."""
+        faults = self._hostile.get(host)
+        if faults is None:
+            return None
+        line = " ".join(words)
+        for fault in faults:
+            if fault.active(t) and fnmatch.fnmatchcase(line, fault.words["command"]):
+                return fault.words["form"]
+        return None
 
     def behaviour(self, host: str, t: float) -> HostBehaviour:
         effects = self.effects(t)
@@ -1180,7 +1204,7 @@ class NodeParts:
             width="4X",
             speed_name=_speed_name(rate),
             hca_type=HCA_TYPE,
-            fw_version=FW_VERSION,
+            fw_version=model.nic_firmware,
             board_id=BOARD_ID,
             node_guid=guid,
             port_guid=port_guid(identity.mac) if model.roce else guid,
@@ -1218,8 +1242,8 @@ class NodeParts:
             self._view = NodeView(
                 name=node,
                 hostname_fqdn=f"{node}.cluster.local",
-                kernel=KERNEL,
-                driver_version=NVIDIA_DRIVER,
+                kernel=model.kernel,
+                driver_version=model.gpu_driver,
                 cuda_version=CUDA_VERSION,
                 ofed_version=OFED_VERSION,
                 mgmt_ip=model.topology.addresses[node],
@@ -1236,6 +1260,11 @@ def port_guid(mac: str) -> str:
     octets = [int(x, 16) for x in mac.split(":")]
     eui = [octets[0] ^ 0x02, octets[1], octets[2], 0xFF, 0xFE, octets[3], octets[4], octets[5]]
     return "0x" + "".join(f"{b:02x}" for b in eui)
+
+
+def _reported(template: str | None, name: str, port: str) -> str:
+    """A name as the machine reports it: the scenario's template (``[reported]``) or, without one, ``name``."""
+    return name if template is None else template.format(name=name, port=port)
 
 
 def _speed_name(rate_gbps: int) -> str:
