@@ -30,6 +30,7 @@ from typing import Any
 from fleet.fabric.acceptance import CheckResult, Criteria
 from fleet.fabric.baseline import Baseline, BaselineDiff
 from fleet.fabric.events import Finding
+from fleet.fabric.interconnect import from_baseline
 from fleet.fabric.text import clean_text
 
 
@@ -152,6 +153,7 @@ def acceptance_report(
         "checks": [r.to_json() for r in results],
         "findings": [finding_json(f) for f in findings],
         "charts": charts_json(baseline),
+        "interconnect": from_baseline(baseline).to_json(),
         "notes": list(baseline.notes),
         "audit_head": dict(audit_head) if audit_head is not None else None,
     })  # fmt: skip
@@ -169,9 +171,11 @@ def diff_report(result: BaselineDiff, generated_ts: float, audit_head: Mapping[s
         "generated": utc_words(generated_ts),
         "tool_version": after.tool_version,
         "before": {"label": before.label, "taken": utc_words(before.ts), "tool_version": before.tool_version,
-                   "shape": shape_json(before), "charts": charts_json(before)},
+                   "shape": shape_json(before), "charts": charts_json(before),
+                   "interconnect": from_baseline(before).to_json()},
         "after": {"label": after.label, "taken": utc_words(after.ts), "tool_version": after.tool_version,
-                  "shape": shape_json(after), "charts": charts_json(after)},
+                  "shape": shape_json(after), "charts": charts_json(after),
+                  "interconnect": from_baseline(after).to_json()},
         **changes,
         "audit_head": dict(audit_head) if audit_head is not None else None,
     })  # fmt: skip

@@ -89,6 +89,21 @@ def test_markdown_has_each_check_with_threshold_and_evidence() -> None:
     assert "| nic/gpu003/mlx5_1 | -4.7 | -4.7 \\< -3 dBm |" in text
 
 
+def test_both_reports_show_nvlink_beside_the_network() -> None:
+    report = broken_acceptance()
+    html, markdown = render_html(report), render_markdown(report)
+    for text in (html, markdown):
+        assert "NVLink beside the network" in text
+        assert "73.1 / 93.8 GB/s = 78 %" in text  # the all-to-all across nodes against its theoretical figure
+    assert "428.0 / 450.5 GB/s = 95 %" in html  # a node's NVLink all-reduce (busbw / efficiency)
+    assert report.data["interconnect"]["fleet"]["rdma_alltoall"]["ratio"] == 73.1 / 93.75
+    before, after = measured(label="month-1"), measured(slow="gpu005", label="month-2")
+    changed = diff_report(diff(before, after), 1_795_000_200.0)
+    for text in (render_html(changed), render_markdown(changed)):
+        assert "NVLink beside the network: before" in text and "NVLink beside the network: after" in text
+        assert "365.0 / 450.6 GB/s = 81 %" in text  # the slow node's all-reduce, after
+
+
 def chromium() -> str:
     found = shutil.which("chromium") or shutil.which("chromium-browser")
     if found is None:
