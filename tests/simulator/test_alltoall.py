@@ -162,3 +162,22 @@ async def test_a_launch_waits_for_all_its_nodes_and_a_wrong_script_fails() -> No
     assert not lonely.done()  # node 0 waits for node 1
     _, _, status = await run_collect(shell(model, "gpu002", rendezvous), EP.format(k=1))
     assert status == 0 and (await lonely)[2] == 0
+
+
+async def test_on_an_idle_fabric_a_collision_costs_all_to_all_and_leaves_the_ring_all_reduce_alone() -> None:
+    """A ring crosses the spines on a few edges, an all-to-all with every flow: one leaf hashing its flows onto
+    one uplink halves the second and leaves the first as it was."""
+    base = "[fabric]\nnodes = 8\nnodes_per_leaf = 4\nspines = 4\n"
+    collision = '[[faults]]\nkind = "ecmp_collision"\ntarget = "leaf01"\nat = 0\n'
+    everyone = hosts([f"gpu{i:03d}" for i in range(1, 9)], 8)
+    ratios = {}
+    for program in ("alltoall_perf", "all_reduce_perf"):
+        figures = []
+        for text in (base, base + collision):
+            model = FleetModel(parse_scenario(text))
+            Clock(model, 30.0)
+            result, _, status = await run(model, f"mpirun -np 64 -H {everyone} {program} -b 1G -e 1G -n 1 -w 0 -g 1")
+            assert status == 0
+            figures.append(peak(result))
+        ratios[program] = figures[1] / figures[0]
+    assert ratios["alltoall_perf"] < 0.7 and ratios["all_reduce_perf"] > 0.95
