@@ -28,6 +28,7 @@ CRITERIA = Path(__file__).parents[2] / "docs" / "acceptance-criteria.example.tom
 INVENTORY_COMMANDS: dict[str, list[str]] = {
     "accept": ["accept", "--criteria", str(CRITERIA)],
     "allreduce": ["allreduce"],
+    "alltoall": ["alltoall"],
     "audit": ["audit"],
     "baseline take": ["baseline", "take"],
     "bw": ["bw", "gpu001", "gpu002"],
@@ -37,6 +38,7 @@ INVENTORY_COMMANDS: dict[str, list[str]] = {
     "ecmp apply": ["ecmp", "apply", "--leaf", "leaf01", "--yes"],
     "ecmp plan": ["ecmp", "plan"],
     "ecmp status": ["ecmp", "status"],
+    "ep-bench": ["ep-bench"],
     "export": ["export", "--collect", "--listen", "127.0.0.1:0"],
     "lat": ["lat", "gpu001", "gpu002"],
     "linktest": ["linktest"],
