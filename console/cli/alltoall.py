@@ -51,6 +51,7 @@ from fleet.console.cli.exit_codes import ExitCode
 from fleet.console.cli.probes import _history, _hostlist, _nodes, _record_json, _run, _store
 from fleet.console.cli.read_only import read_only_option, refuse_if_read_only
 from fleet.fabric.records import ProbeRecord
+from fleet.fabric.text import clean_text
 
 
 class _Steps:
@@ -172,12 +173,12 @@ def _report(db_path: Path | None, record: ProbeRecord, as_json: bool, words: Any
             "previous": _record_json(previous, raw=False) if previous else None,
             "baseline": asdict(baseline) if baseline else None,
             "verdict": verdict.as_json() if verdict else None})
-    elif record.ok:
+    elif record.ok:  # machine text (GPU names, NCCL's words) printed inert (docs/hostile-input.md)
         for line in words(record):
-            click.echo(line)
+            click.echo(clean_text(line, one_line=True))
         if previous is not None:
             click.echo(f"previous ({time.strftime('%Y-%m-%d %H:%M', time.localtime(previous.ts))}): "
-                       f"{words(previous)[0]}")
+                       f"{clean_text(words(previous)[0], one_line=True)}")
         if verdict is not None:
             click.echo(f"verdict: {verdict.words}")
     if not record.ok:
