@@ -85,9 +85,13 @@ def _node_penalty(machine: Machine, nodes: Sequence[str], t: float) -> float | N
     return penalty
 
 
-def _busbw(machine: Machine, program: str, ranks: Sequence[NcclRank], rails: Sequence[int], qps: int,
-           t: float) -> float:
-    """The run's peak bus bandwidth, GB/s (0.0: a connection has no path)."""
+async def _busbw(machine: Machine, program: str, ranks: Sequence[NcclRank], rails: Sequence[int], qps: int,
+                 t: float) -> float:
+    """The run's peak bus bandwidth, GB/s (0.0: a connection has no path).
+
+    The connections' paths and shares are worked out in a thread (``asyncio.to_thread``): an all-to-all over
+    N nodes hashes N(N-1) flows per rail (64 nodes: ~0.5 s of CPU, 256 nodes: ~13 s), and the simulator's
+    other machines keep answering meanwhile. What it reads (the solved fabric state) no task changes."""
     model = machine.model
     nodes = list(dict.fromkeys(r.host for r in ranks))
     penalty = _node_penalty(machine, nodes, t)
@@ -105,10 +109,11 @@ def _busbw(machine: Machine, program: str, ranks: Sequence[NcclRank], rails: Seq
             if peer.host != rank.host:
                 pairs.append(((rank.host, rail if len(rails) == 1 else rank.device % RAILS_PER_NODE),
                               (peer.host, rail if len(rails) == 1 else peer.device % RAILS_PER_NODE)))
-        rates = pair_rates(fabric, state, solution, pairs, qps, tag=("sendrecv", t))
+        rates = await asyncio.to_thread(pair_rates, fabric, state, solution, pairs, qps, ("sendrecv", t))
         slowest = min(rates.values(), default=0.0)
         return min(NVLINK_ALLTOALL_BUSBW_GBS, slowest * NCCL_NET_SHARE / 8.0) * penalty
-    rates = pair_rates(fabric, state, solution, all_pairs(nodes, rails), qps, tag=("alltoall", t))
+    rates = await asyncio.to_thread(pair_rates, fabric, state, solution, all_pairs(nodes, rails), qps,
+                                    ("alltoall", t))
     slowest = min(slowest_per_rail(rates).values(), default=0.0)
     if slowest <= 0.0:
         return 0.0
@@ -172,7 +177,7 @@ async def run_exchange_test(machine: Machine, program: str, args: NcclArgs, rank
         nccl_version=NCCL_VERSION if debug == "VERSION" else None,
     )  # fmt: skip
     before, inside = _info_lines(program, ranks, rails, env, machine) if debug == "INFO" else ([], [])
-    busbw = _busbw(machine, program, ranks, rails, qps, t)
+    busbw = await _busbw(machine, program, ranks, rails, qps, t)
     if busbw <= 0.0:
         header = format_all_reduce_perf(params, [], log_before=before, log_in_table=inside).split("# Out of bounds")[0]
         io.stdout(header)
@@ -198,13 +203,14 @@ async def run_exchange_test(machine: Machine, program: str, args: NcclArgs, rank
     return 0
 
 
-def per_nic_gbps(machine: Machine, nodes: Sequence[str], rails: Sequence[int], qps: int, t: float) -> float:
+async def per_nic_gbps(machine: Machine, nodes: Sequence[str], rails: Sequence[int], qps: int, t: float) -> float:
     """What each NIC of an all-to-all over ``nodes`` moves, Gb/s: its peers times its slowest connection
-    (the expert-parallel kernels' RDMA figure starts from it)."""
+    (the expert-parallel kernels' RDMA figure starts from it; worked out in a thread, as ``_busbw``)."""
     if len(nodes) < 2:
         return 0.0
     state, solution = machine.model.solution(t)
-    rates = pair_rates(machine.model.fabric, state, solution, all_pairs(list(nodes), rails), qps, tag=("ep", t))
+    rates = await asyncio.to_thread(pair_rates, machine.model.fabric, state, solution, all_pairs(list(nodes), rails),
+                                    qps, ("ep", t))
     slowest = min(slowest_per_rail(rates).values(), default=0.0)
     return 0.0 if not math.isfinite(slowest) else (len(nodes) - 1) * slowest * NCCL_NET_SHARE
 

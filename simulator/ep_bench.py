@@ -128,7 +128,7 @@ async def run_torchrun(machine: Machine, argv: list[str], io: StreamIO) -> int:
     if args.node_rank != 0:
         await asyncio.sleep(0.2)
         return 0
-    text = _benchmark_text(machine, nodes, args)
+    text = await _benchmark_text(machine, nodes, args)
     await asyncio.sleep(0.5)
     if rendezvous.groups.get(key) is members:
         del rendezvous.groups[key]
@@ -140,12 +140,12 @@ async def run_torchrun(machine: Machine, argv: list[str], io: StreamIO) -> int:
     return 0
 
 
-def _benchmark_text(machine: Machine, nodes: list[str], args: TorchrunArgs) -> str:
+async def _benchmark_text(machine: Machine, nodes: list[str], args: TorchrunArgs) -> str:
     """What local rank 0 of node 0 prints; "" when the fabric cannot carry the exchange at all."""
     model = machine.model
     t = model.now()
     rails = range(min(args.nproc_per_node, RAILS_PER_NODE))
-    now = per_nic_gbps(machine, nodes, rails, 1, t)
+    now = await per_nic_gbps(machine, nodes, rails, 1, t)
     if now <= 0.0:
         return ""
     scale = min(1.0, now / (model.fabric.link_gbps * NCCL_NET_SHARE))
