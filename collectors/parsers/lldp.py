@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from fleet.collectors.parsers.base import ParseProblem
+from fleet.collectors.parsers.base import ParseProblem, parser
 from fleet.collectors.parsers.problem_log import ProblemLog, to_int
 
 _INTERFACE_RE = re.compile(
@@ -318,6 +318,7 @@ def _parse_text(text: str, log: ProblemLog) -> tuple[list[LldpNeighbor], list[Ll
     return neighbors, stats
 
 
+@parser
 def parse_lldp(text: str) -> LldpResult:
     """Parse lldpcli/lldpctl neighbours (json, json0 or text) or statistics; never raises."""
     log = ProblemLog()

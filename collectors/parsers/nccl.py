@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from fleet.collectors.parsers.base import ParseProblem
+from fleet.collectors.parsers.base import ParseProblem, parser
 from fleet.collectors.parsers.textscan import Problems, is_na, split_lines, to_float, to_int
 
 KIND = "nccl"
@@ -101,6 +101,7 @@ def _value(text: str) -> float | None:
     return None if is_na(text) else to_float(text)
 
 
+@parser
 def parse_nccl(text: str) -> Nccl:
     """Parse one nccl-tests run; never raises."""
     problems = Problems()

@@ -22,7 +22,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fleet.collectors.parsers.base import ParseProblem
+from fleet.collectors.parsers.base import ParseProblem, parser
 from fleet.collectors.parsers.textscan import Problems, split_lines, to_float, to_int
 
 KIND = "nvidia-smi-query"
@@ -143,6 +143,7 @@ class NvidiaSmiQuery:
     unknown_lines: int
 
 
+@parser
 def parse_nvidia_smi_query(text: str, columns: Sequence[str] | None = None) -> NvidiaSmiQuery:
     """Parse ``--query-gpu`` CSV (header optional when ``columns`` is given) or ``-q`` text."""
     lines = split_lines(text)

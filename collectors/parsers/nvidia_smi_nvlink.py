@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from fleet.collectors.parsers.base import ParseProblem
+from fleet.collectors.parsers.base import ParseProblem, parser
 from fleet.collectors.parsers.textscan import Problems, is_na, split_lines, to_float, to_int
 
 KIND = "nvidia-smi-nvlink"
@@ -63,6 +63,7 @@ class _Link:
     errors: dict[str, int | float | None] | None = None
 
 
+@parser
 def parse_nvidia_smi_nvlink(text: str) -> NvidiaSmiNvlink:
     """Parse ``nvlink -s`` and/or ``nvlink -e`` output; never raises."""
     problems = Problems()

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from fleet.collectors.parsers.base import ParseProblem
+from fleet.collectors.parsers.base import ParseProblem, parser
 from fleet.collectors.parsers.textscan import Problems, split_lines, strip_ansi
 
 KIND = "nvidia-smi-topo"
@@ -76,6 +76,7 @@ def _split_codes(cell: str) -> list[str] | None:
     return parts or None
 
 
+@parser
 def parse_nvidia_smi_topo(text: str) -> NvidiaSmiTopo:
     """Parse ``nvidia-smi topo -m`` output; never raises."""
     problems = Problems()

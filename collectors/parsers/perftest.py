@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TypeVar
 
-from fleet.collectors.parsers.base import ParseProblem
+from fleet.collectors.parsers.base import ParseProblem, parser
 from fleet.collectors.parsers.textscan import Problems, split_lines, to_float, to_int
 
 KIND = "perftest"
@@ -181,6 +181,7 @@ def _header_line(line: str) -> tuple[bool, tuple[tuple[str, str], ...]]:
     return False, tuple((key.strip(), value) for key, value in _PAIR.findall(line))
 
 
+@parser
 def parse_perftest(text: str) -> Perftest:
     """Parse one perftest run's output; never raises."""
     problems = Problems()

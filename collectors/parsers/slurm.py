@@ -24,7 +24,7 @@ from typing import Any
 
 import hostlist
 
-from fleet.collectors.parsers.base import ParseProblem
+from fleet.collectors.parsers.base import ParseProblem, parser
 from fleet.collectors.parsers.textscan import Problems, split_lines, to_int
 
 KINDS = ("squeue-json", "squeue", "scontrol-job")
@@ -110,6 +110,7 @@ def _message(entry: Any) -> str:
     return str(entry)
 
 
+@parser
 def parse_squeue_json(text: str) -> SqueueJson:
     """Parse ``squeue --json`` (any OpenAPI version seen so far); never raises."""
     problems = Problems()
@@ -230,6 +231,7 @@ def _is_squeue_header(words: list[str]) -> bool:
     )
 
 
+@parser
 def parse_squeue(text: str, columns: Sequence[str] | None = None) -> Squeue:
     """Parse an ``squeue`` table; the header is detected, or given as ``columns`` with ``-h``.
 
@@ -361,6 +363,7 @@ def _pairs(line: str) -> list[tuple[str, str]]:
     return pairs
 
 
+@parser
 def parse_scontrol_job(text: str) -> ScontrolJobs:
     """Parse ``scontrol show job [--details]`` for one or many jobs; never raises."""
     problems = Problems()

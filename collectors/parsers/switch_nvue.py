@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from fleet.collectors.parsers.base import ParseProblem
+from fleet.collectors.parsers.base import ParseProblem, parser
 from fleet.collectors.parsers.textscan import (
     Problems,
     column_spans,
@@ -78,6 +78,7 @@ def _cell(text: str) -> tuple[int | float | None, str]:
     return (whole if whole is not None else to_float(number)), unit
 
 
+@parser
 def parse_nvue_counters(text: str) -> NvueCounters:
     """Parse NVUE counters text or JSON, or ``net show counters``; never raises."""
     stripped = text.lstrip()

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from fleet.collectors.parsers.base import ParseProblem
+from fleet.collectors.parsers.base import ParseProblem, parser
 from fleet.collectors.parsers.textscan import (
     Problems,
     column_spans,
@@ -138,6 +138,7 @@ class SonicCounters:
 _PORT_COUNTERS = ("RX_OK", "RX_ERR", "RX_DRP", "RX_OVR", "TX_OK", "TX_ERR", "TX_DRP", "TX_OVR")
 
 
+@parser
 def parse_sonic_counters(text: str) -> SonicCounters:
     """Parse ``show interfaces counters`` / ``portstat`` tables; never raises."""
     problems = Problems()
@@ -200,6 +201,7 @@ class SonicPfc:
     unknown_lines: int
 
 
+@parser
 def parse_sonic_pfc(text: str) -> SonicPfc:
     """Parse ``show pfc counters`` (one ``Port Rx`` and one ``Port Tx`` table); never raises."""
     problems = Problems()
@@ -265,6 +267,7 @@ _QUEUE_COLUMNS = {
 }
 
 
+@parser
 def parse_sonic_queue(text: str) -> SonicQueue:
     """Parse ``show queue counters``; never raises."""
     problems = Problems()
