@@ -15,6 +15,7 @@ from typing import Any, NoReturn
 
 import click
 
+from fleet.collectors.parsers.base import ParseError
 from fleet.collectors.parsers.registry import KINDS, ParserUnavailable, detect, to_jsonable
 from fleet.collectors.parsers.registry import parse as run_parser
 
@@ -26,14 +27,15 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 class _Failure(click.ClickException):
-    """A one-line error on stderr and exit status 1 (the input could not be handled)."""
+    """A one-line error on stderr and exit status 1 (a parser that cannot be loaded)."""
 
     def show(self, file: Any = None) -> None:
         click.echo(f"fleet parse: {self.format_message()}", err=True)
 
 
 class _UsageFailure(_Failure):
-    """A one-line error on stderr and exit status 2 (wrong arguments, unreadable file)."""
+    """A one-line error on stderr and exit status 2 (wrong arguments; a file that cannot be
+    read, whose tool cannot be told, or that its parser refuses)."""
 
     exit_code = 2
 
@@ -118,6 +120,11 @@ def parse(args: tuple[str, ...], as_json: bool, list_kinds: bool) -> None:
 
     Without --json a short summary is printed. Floats in --json: NaN is
     null, infinities are "inf" / "-inf".
+
+    Exit status: 0 parsed (problems, if any, are in the output); 2 wrong
+    arguments, or a file that cannot be read, whose tool cannot be told, or
+    that the parser refuses as a whole (one line on stderr says why); 1 a
+    parser that cannot be loaded.
     """
     if list_kinds:
         if args:
@@ -143,11 +150,13 @@ def parse(args: tuple[str, ...], as_json: bool, list_kinds: bool) -> None:
     if kind is None:
         kind = detect(text)
         if kind is None:
-            _fail(f"cannot tell what tool printed {path}; name the kind (fleet parse --list)")
+            _fail(f"cannot tell what tool printed {path}; name the kind (fleet parse --list)", 2)
     try:
         result = run_parser(kind, text)
     except ParserUnavailable as exc:
         _fail(str(exc))
+    except ParseError as exc:
+        _fail(f"{path} is not {kind} output: {exc.reason}", 2)
     if as_json:
         payload = {"kind": kind, "detected": detected, "result": to_jsonable(result)}
         sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
