@@ -26,8 +26,10 @@ _UUID = "(UUID: "
 
 def _gpu_line(line: str) -> tuple[int, str, str | None] | None:
     """``GPU 0: NVIDIA H100 PCIe (UUID: GPU-...)`` -> (0, name, uuid); None for other lines."""
+    if not line.startswith("GPU "):
+        return None
     number, sep, rest = line[4:].partition(": ")
-    if not line.startswith("GPU ") or not sep or not is_digits(number) or not U32.holds(int(number)):
+    if not sep or not is_digits(number) or not U32.holds(int(number)):
         return None
     rest = rest.rstrip()
     at = rest.rfind(_UUID)
@@ -79,6 +81,7 @@ def parse_nvidia_smi_nvlink(text: str) -> NvidiaSmiNvlink:
     """Parse ``nvlink -s`` and/or ``nvlink -e`` output; never raises."""
     problems = Problems()
     gpus: list[tuple[int, str, str | None, dict[int, _Link]]] = []
+    snake: dict[str, str] = {}  # counter name as printed -> snake case, for this parse
     for number, line in enumerate(split_lines(text), start=1):
         if not line.strip():
             continue
@@ -112,7 +115,10 @@ def parse_nvidia_smi_nvlink(text: str) -> NvidiaSmiNvlink:
             value = (U64 if isinstance(value, int) else NON_NEGATIVE).check(value, problems, number, line, name)
             if link.errors is None:
                 link.errors = {}
-            link.errors[_snake(name)] = value
+            key = snake.get(name)
+            if key is None:
+                key = snake[name] = _snake(name)
+            link.errors[key] = value
         else:
             problems.unknown(number, line)
     return NvidiaSmiNvlink(

@@ -71,20 +71,21 @@ def _tables(text: str, problems: Problems, notes: list[str]) -> list[_Table]:
         if columns:
             tables.append(_Table(namespace, tuple(columns), tuple(rows)))
 
+    rules = [is_rule(line) for line in lines]
+    rules.append(False)
     for number, line in enumerate(lines, start=1):
         stripped = line.strip()
         if not stripped:
             continue
-        next_line = lines[number] if number < len(lines) else ""
         if (found := _namespace(stripped)) is not None:
             namespace = found
             continue
-        if is_rule(next_line) and not is_rule(line):
+        if rules[number] and not rules[number - 1]:
             close()
-            spans = column_spans(next_line)
+            spans = column_spans(lines[number])
             columns, rows = cut(line, spans), []
             continue
-        if is_rule(line) and spans:
+        if rules[number - 1] and spans:
             continue
         if _NOTE.match(stripped):
             notes.append(stripped)
@@ -113,6 +114,8 @@ def _utilization(cell: str, name: str, number: int, line: str, problems: Problem
 
 def _counter(cell: str, name: str, number: int, line: str, problems: Problems) -> int | None:
     """A counter cell: a u64 count (thousands separators allowed), None for N/A."""
+    if len(cell) <= 20 and cell.isascii() and cell.isdigit() and int(cell) <= U64.high:
+        return int(cell)  # a plain count: most cells
     if is_na(cell):
         return None
     value = to_int(cell)
@@ -233,10 +236,12 @@ def parse_sonic_pfc(text: str) -> SonicPfc:
             for number, line, _cells in table.rows:
                 problems.unknown(number, line, "not a Port Rx / Port Tx PFC table")
             continue
+        named_priorities = tuple(p for p in priorities if p is not None)
+        counter_columns = table.columns[1:]
         for number, line, cells in table.rows:
             frames = tuple(
                 _counter(cell, column, number, line, problems)
-                for column, cell in zip(table.columns[1:], cells[1:], strict=False)
+                for column, cell in zip(counter_columns, cells[1:], strict=False)
             )
             rows.append(
                 SonicPfcRow(
@@ -244,7 +249,7 @@ def parse_sonic_pfc(text: str) -> SonicPfc:
                     interface=cells[0],
                     direction=direction,
                     pfc_frames=frames,
-                    priorities=tuple(p for p in priorities if p is not None)[: len(frames)],
+                    priorities=named_priorities[: len(frames)],
                 )
             )
     if not rows and not problems.items:

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 from fleet.collectors.parsers.base import ParseProblem, problem
-from fleet.collectors.parsers.values import is_digits
+from fleet.collectors.parsers.values import MAX_DIGITS, is_digits
 
 # Enough to see what went wrong; a 10 MB garbage capture must not become 10 MB of problems.
 MAX_LISTED_PROBLEMS = 200
@@ -67,6 +67,8 @@ def to_float(text: str) -> float | None:
 def to_int(text: str) -> int | None:
     """An integer printed plainly or with thousands separators (ASCII digits, at most
     ``values.MAX_DIGITS``); None for anything else."""
+    if len(text) <= MAX_DIGITS and text.isascii() and text.isdigit():
+        return int(text)  # a plain cell: most of them
     stripped = text.strip().replace(",", "")
     body = stripped[1:] if stripped[:1] in ("+", "-") else stripped
     return int(stripped) if is_digits(body) else None
@@ -91,7 +93,7 @@ def column_spans(rule: str) -> list[tuple[int, int]]:
 def is_rule(line: str) -> bool:
     """A line of dashes (and spaces) under a table header."""
     stripped = line.strip()
-    return len(stripped) >= 3 and set(stripped) <= {"-", " "}
+    return len(stripped) >= 3 and not stripped.strip("- ")  # nothing but dashes and spaces
 
 
 def cut(line: str, spans: list[tuple[int, int]]) -> list[str]:

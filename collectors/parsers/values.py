@@ -63,7 +63,6 @@ from typing import Protocol, TypeVar
 MAX_DIGITS = 40
 """Digits read at most; 2**64 has 20. Longer digit runs are not numbers any tool prints."""
 
-_ASCII_DIGITS = frozenset("0123456789")
 _HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
 _FLOAT_CHARS = frozenset("0123456789.eE+-")
 _N = TypeVar("_N", int, float)
@@ -77,12 +76,16 @@ class ProblemSink(Protocol):
 
 def is_digits(text: str) -> bool:
     """True for a non-empty run of ASCII digits, at most ``MAX_DIGITS`` long."""
-    return 0 < len(text) <= MAX_DIGITS and _ASCII_DIGITS.issuperset(text)
+    return 0 < len(text) <= MAX_DIGITS and text.isascii() and text.isdigit()
 
 
 def read_int(text: str) -> int | None:
     """A decimal (optionally signed) or ``0x`` hex integer in ASCII, or None; never raises."""
+    if len(text) <= MAX_DIGITS and text.isascii() and text.isdigit():
+        return int(text)  # the common case: a plain count, no sign or blanks
     text = text.strip()
+    if not text.isascii():
+        return None
     if text[:2] in ("0x", "0X"):
         digits = text[2:]
         ok = 0 < len(digits) <= MAX_DIGITS and _HEX_DIGITS.issuperset(digits)
@@ -112,13 +115,12 @@ class Range:
     what: str
 
     def holds(self, value: float) -> bool:
-        if isinstance(value, float) and not math.isfinite(value):
-            return False
-        return self.low <= value <= self.high
+        # NaN fails both comparisons; +inf is refused even where ``high`` is infinite.
+        return self.low <= value <= self.high and value != math.inf
 
     def check(self, value: _N | None, sink: ProblemSink, line: int, text: str, name: str) -> _N | None:
         """``value`` when it is None or in range; else None, and a problem naming the range."""
-        if value is None or self.holds(value):
+        if value is None or (self.low <= value <= self.high and value != math.inf):
             return value
         sink.add(line, text, f"{name}: {_shown(value)} is outside {self.what} ({_shown(self.low)}..{_shown(self.high)}); left out")
         return None
@@ -171,6 +173,10 @@ UNIX_TIME_S = Range(0, 2**63 - 1, "a Unix time in seconds")
 
 def int_in(text: str, where: Range, sink: ProblemSink, line: int, name: str) -> int | None:
     """The integer ``text`` prints when it is one and ``where`` holds it; else None and a problem."""
+    if len(text) <= MAX_DIGITS and text.isascii() and text.isdigit():
+        plain = int(text)
+        if where.low <= plain <= where.high:
+            return plain  # the common case, without the calls below
     value = read_int(text)
     if value is None:
         sink.add(line, text, f"{name}: {text.strip()[:40]!r} is not an integer")
