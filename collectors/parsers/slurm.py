@@ -140,7 +140,7 @@ def _message(entry: Any) -> str:
 
 @parser
 def parse_squeue_json(text: str) -> SqueueJson:
-    """Parse ``squeue --json`` (any OpenAPI version seen so far); never raises."""
+    """Parse ``squeue --json`` (any OpenAPI version seen so far); ParseError for JSON nested too deep."""
     problems = Problems()
     try:
         data = load_json(text, "squeue --json")

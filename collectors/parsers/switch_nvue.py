@@ -92,7 +92,7 @@ def _counter(
 
 @parser
 def parse_nvue_counters(text: str) -> NvueCounters:
-    """Parse NVUE counters text or JSON, or ``net show counters``; never raises."""
+    """Parse NVUE counters text or JSON, or ``net show counters``; ParseError for JSON nested too deep."""
     stripped = text.lstrip()
     if stripped.startswith("{"):
         return _parse_json(text)
