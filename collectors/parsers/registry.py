@@ -109,7 +109,8 @@ KINDS: dict[str, ParserSpec] = dict(
 
 
 def parse(kind: str, text: str) -> Any:
-    """Parse ``text`` as ``kind``. KeyError for an unknown kind, ParserUnavailable if not loadable."""
+    """Parse ``text`` as ``kind``. KeyError for an unknown kind, ParserUnavailable if not loadable;
+    otherwise the parser's result or its ParseError (``base``: the one way a parser fails)."""
     spec = KINDS.get(kind)
     if spec is None:
         raise KeyError(kind)
