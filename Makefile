@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: demo test fuzz lint typecheck clean chromium
+.PHONY: demo test fuzz lint typecheck clean chromium screenshot
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,11 @@ test: $(TEST_STAMP) chromium
 # tens of minutes; per-kind counts are in the statistics Hypothesis prints at the end.
 fuzz: $(TEST_STAMP)
 	FLEET_FUZZ_PROFILE=long $(BIN)/pytest -q --timeout=0 --hypothesis-show-statistics tests/security/test_parser_fuzz.py
+
+# docs/screenshot.svg, the README's picture: the real console on the simulated `incident` fleet
+# once every fault has started (about two and a half minutes).
+screenshot: $(STAMP)
+	$(BIN)/python docs/make_screenshot.py
 
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check .

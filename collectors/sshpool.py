@@ -1,6 +1,6 @@
 """One SSH transport for the whole fleet: a connection per host, reused, on asyncssh.
 
-Why it looks like this (measured against clush/pdsh, see issue 3):
+Why it looks like this (compared with clush/pdsh on a 1,024-host simulated fleet):
 - known_hosts is read ONCE into an ``SSHKnownHosts`` object and that object is
   passed to every connect; passing the path re-reads the file per connect and
   cost five times the CPU at 1,024 hosts.
@@ -13,9 +13,9 @@ Why it looks like this (measured against clush/pdsh, see issue 3):
 - Commands and streams use asyncssh's session callbacks, not its process API:
   output is kept as bytes and decoded once, a stream's lines are split and
   handed on inside the data callback, and one timer per stream watches for
-  silence. The process API cost a readline task and an ``asyncio.wait`` per
-  line and three tasks per command (collector CPU per agent line 0.27 -> 0.17
-  ms, per command on 256 open connections 0.65 -> 0.42 ms, against the simulator).
+  silence. The process API costs a readline task and an ``asyncio.wait`` per
+  line and three tasks per command: about half again the collector's CPU per
+  agent line and per command, against the simulator.
 
 Host keys: a key that differs from known_hosts, or a host that known_hosts does
 not list, is refused before authentication (nothing is sent to that machine).
@@ -25,7 +25,9 @@ changed key is refused even then.
 
 ``~/.ssh/config`` (HostName, User, Port, IdentityFile, ProxyJump ...) is
 honoured by asyncssh; the ssh-agent is used when ``SSH_AUTH_SOCK`` is set;
-inventory identity files and jump hosts override the config.
+inventory identity files and jump hosts override the config. An inventory identity file
+that group or others may access is refused before connecting, in OpenSSH's words
+(``collectors/identity_file.py``), as ``ssh -i`` would refuse it.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from typing import Any
 import asyncssh
 
 from fleet.collectors.commands import Command
+from fleet.collectors.identity_file import identity_file_problem
 from fleet.collectors.inventory import InventoryHost
 from fleet.collectors.ssh_ignore import only_for_cbc
 from fleet.collectors.ssh_logging import quiet_when_off
@@ -103,7 +106,7 @@ class PoolSettings:
     )
     """Ciphers in order of preference: AES-GCM first. asyncssh's default puts
     chacha20-poly1305 first, which builds a new cipher context per packet: at 1,024
-    hosts a round on open connections cost 1.9x the CPU (``fleet bench collect``)."""
+    hosts a round on open connections costs 1.9x the CPU (``python -m benchmarks collect``)."""
 
 
 def raise_open_file_limit(wanted: int) -> int:
@@ -282,6 +285,9 @@ class SshPool:
     async def _client_keys(self, path: Path | None) -> Sequence[asyncssh.SSHKey] | tuple[()]:
         if path is None:
             return ()
+        too_open = await asyncio.to_thread(identity_file_problem, path)  # on every try: a chmod takes effect
+        if too_open is not None:
+            raise _Failure(HostState.AUTH_FAILED, too_open)
         cached = self._keys.get(path)
         if cached is None:
             try:
@@ -334,7 +340,7 @@ class SshPool:
         if isinstance(exc, asyncssh.HostKeyNotVerifiable):
             if client.key_verdict == "changed":
                 return _Failure(HostState.HOST_KEY_MISMATCH,
-                                f"host key CHANGED (offered {client.offered_key}; not in known_hosts): "
+                                f"known_hosts holds other keys: host key CHANGED (offered {client.offered_key}): "
                                 "refused before authentication; check for a reinstall or an impostor")
             if client.key_verdict == "unknown":
                 return _Failure(HostState.HOST_KEY_MISMATCH,

@@ -26,6 +26,7 @@ from fleet.collectors.sshpool import SshPool
 from fleet.fabric.ecmp import EcmpThresholds, LeafBalance
 from fleet.fabric.ecmp_plan import Remedy
 from fleet.fabric.records import ActionRecord
+from fleet.store.audit import ChainVerdict
 from fleet.store.reader import StoreReader
 from fleet.store.writer import StoreWriter
 
@@ -119,6 +120,18 @@ async def read_audit(db_path: Path) -> list[ActionRecord]:
     return await asyncio.to_thread(read)
 
 
+async def verify_audit(db_path: Path) -> ChainVerdict | None:
+    """The audit's hash chain walked on a fresh connection (None: no history yet)."""
+
+    def read() -> ChainVerdict | None:
+        if not db_path.exists():
+            return None
+        with StoreReader(db_path) as reader:
+            return reader.verify_audit()
+
+    return await asyncio.to_thread(read)
+
+
 class EcmpOps:
     """The plan and the guarded apply of one leaf (see the module doc)."""
 
@@ -189,4 +202,4 @@ class EcmpOps:
 
 
 __all__ = ["EcmpOps", "EcmpSettings", "LastChange", "actor", "last_changes", "read_audit", "read_balances",
-           "read_balances_and_changes", "roles_inventory"]
+           "read_balances_and_changes", "roles_inventory", "verify_audit"]

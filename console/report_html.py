@@ -15,7 +15,7 @@ from html import escape
 from typing import Any
 
 from fleet.console.report_svg import histogram, pingmesh
-from fleet.fabric.report_model import Report
+from fleet.fabric.report_model import Report, audit_words
 
 _CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2rem auto;max-width:1100px;color:#212121;
@@ -109,7 +109,8 @@ def _findings(findings: Sequence[Mapping[str, Any]]) -> str:
 def _footer(report: Report) -> str:
     data = report.data
     return (f'<footer>Generated {_e(data.get("generated", ""))} by {_e(data.get("tool_version", ""))}. '
-            f"SHA-256 of the report's canonical data (embedded below as JSON): <code>{report.sha256}</code></footer>"
+            f"SHA-256 of the report's canonical data (embedded below as JSON): <code>{report.sha256}</code>"
+            f"<br>{_e(audit_words(data.get('audit_head')))}</footer>"
             f'<script type="application/json" id="report-data">{report.canonical}</script>')
 
 

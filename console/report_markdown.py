@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from fleet.fabric.report_model import Report
+from fleet.fabric.report_model import Report, audit_words
 
 
 def _cell(value: Any) -> str:
@@ -35,7 +35,8 @@ def _shape(shape: Mapping[str, Any]) -> list[str]:
 def _footer(report: Report) -> list[str]:
     data = report.data
     return ["---", f"Generated {data.get('generated', '')} by {data.get('tool_version', '')}. "
-            f"SHA-256 of the report's canonical data (embedded in the HTML report): `{report.sha256}`", ""]
+            f"SHA-256 of the report's canonical data (embedded in the HTML report): `{report.sha256}`", "",
+            audit_words(data.get("audit_head")), ""]
 
 
 def _acceptance(report: Report) -> list[str]:

@@ -201,7 +201,7 @@ DEFAULT_THRESHOLDS: Mapping[str, Threshold] = {
     "rate_gbps": Threshold(higher_is_better=True, relative=0.0, critical_factor=1.0),
     "errors": Threshold(higher_is_better=False, absolute=0.0, critical_factor=1.0),
 }
-"""The issue's defaults: p99 latency +10 %, bandwidth -5 %, all-reduce -3 %, rx power -2 dB, any new errors.
+"""Default thresholds: p99 latency +10 %, bandwidth -5 %, all-reduce -3 %, rx power -2 dB, any new errors.
 Metrics without a threshold (``packets``) are context, never a change."""
 
 

@@ -2,7 +2,7 @@
 
 A leaf hashes every flow that leaves its rack onto one member of its ECMP
 group (one uplink per spine). RoCEv2 flows carry little entropy (one UDP
-source port per QP pair, DOMAIN.md "ECMP on RoCE fabrics"), so a few elephant
+source port per QP pair, docs/domain.md "ECMP on RoCE fabrics"), so a few elephant
 flows can share one uplink while others idle: cross-rack bandwidth then drops
 for every job on the leaf.
 
@@ -16,9 +16,10 @@ What counts as a problem, and why (defaults of :class:`EcmpThresholds`):
   member carries half again its share".
 - The hot uplink must also be near line rate (``hot_util_pct`` 90 %): only
   then does the imbalance cost bandwidth (flows on it are squeezed while other
-  members have room). DOMAIN.md: balanced fabrics run at ~80 % utilization,
+  members have room). Operators report balanced fabrics at ~80 % utilization,
   so 90 % on one member while the mean is far lower is the collision pattern
-  operators report ("cross-rack bandwidth down 20 %").
+  they describe ("cross-rack bandwidth down 20 %"; docs/domain.md, "What
+  operators report").
 - Sustained for ``sustain_s`` (60 s): a hash collision lasts as long as the
   flows do (a training job runs for hours), while a burst of a checkpoint
   write or an all-to-all phase passes in seconds; a minute of samples keeps

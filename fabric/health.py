@@ -33,7 +33,7 @@ class Health(StrEnum):
 
 
 CRITICAL_XIDS: frozenset[int] = frozenset({48, 63, 64, 74, 79, 92, 94, 95})
-"""XIDs that mean lost data or a lost GPU (DOMAIN.md, GPU section; NVIDIA XID catalogue)."""
+"""XIDs that mean lost data or a lost GPU (NVIDIA XID catalogue; docs/domain.md, "GPUs: NVML and XID")."""
 
 PORT_ACTIVE = 4.0
 """IB port state code for ACTIVE (``port_state`` metric)."""
@@ -73,10 +73,10 @@ class HealthThresholds:
     even while it is still far from the alarm."""
     pause_warn_per_s: float = 1000.0
     """PFC pause frames per second per NIC. A DCQCN-tuned fabric pauses rarely; a sustained
-    thousand a second means head-of-line blocking that stalls collectives (DOMAIN.md, fault 1)."""
+    thousand a second means head-of-line blocking that stalls collectives (docs/domain.md, "PFC pause and pause storms")."""
     ecn_without_cnp_per_s: float = 100.0
     """ECN-marked packets per second received while no CNP is sent back: congestion control is
-    not working (DOMAIN.md, mlx5 hw_counters)."""
+    not working (docs/domain.md, "ECN, CNP and DCQCN")."""
     pre_fec_ber_warn: float = 1e-5
     """RS-FEC on 400G PAM4 corrects up to about 2.4e-4; 1e-5 leaves an order of magnitude of
     headroom and flags a link that is getting worse before it starts to drop."""

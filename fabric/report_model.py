@@ -6,7 +6,10 @@ report's data is one JSON document; :func:`canonical_json` writes it one way
 only (sorted keys, no spaces, ASCII, ``<``/``>``/``&`` escaped so it can sit
 inside an HTML ``<script>`` as is), and ``sha256`` is the SHA-256 of that text.
 The HTML embeds the text, so anyone can recompute the digest and see whether
-the figures were edited afterwards.
+the figures were edited afterwards. The data also carries the head of the
+store's audit chain when the report was made (``audit_head``: rows and
+SHA-256, docs/audit.md): compared with ``fleet audit`` later, it shows whether
+the history of changes to machines was rewritten since.
 
 Pure: no I/O.
 """
@@ -16,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -60,6 +64,21 @@ def finite(data: Any) -> Any:
 def make_report(kind: str, data: Mapping[str, Any]) -> Report:
     canonical = canonical_json(finite(data))
     return Report(kind, json.loads(canonical), canonical, hashlib.sha256(canonical.encode("ascii")).hexdigest())
+
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def audit_words(head: Any) -> str:
+    """The audit head line every report prints: compare it with ``fleet audit`` later."""
+    if not isinstance(head, Mapping):
+        return "Audit head: not read."
+    digest = head.get("sha256")
+    if not isinstance(digest, str) or not _SHA256.fullmatch(digest):
+        return "Audit head: not a SHA-256 (the store's audit head was altered; run fleet audit verify)."
+    rows = head.get("rows")
+    return (f"Audit head when generated: {rows if isinstance(rows, int) else '?'} rows, sha256 {digest} "
+            "(fleet audit shows the head now; fleet audit verify checks the chain).")
 
 
 def utc_words(ts: float) -> str:
@@ -107,8 +126,10 @@ def acceptance_report(
     results: Sequence[CheckResult],
     findings: Sequence[Finding],
     generated_ts: float,
+    audit_head: Mapping[str, Any] | None = None,
 ) -> Report:
-    """The walkthrough's report: shape, criteria, each verdict with numbers and threshold, charts, findings."""
+    """The walkthrough's report: shape, criteria, each verdict with numbers and threshold, charts, findings;
+    ``audit_head``: the store's audit head as ``fleet.store.audit.AuditHead.as_json()`` gives it (None: not read)."""
     return make_report("acceptance", {
         "kind": "acceptance",
         "title": criteria.title,
@@ -124,11 +145,13 @@ def acceptance_report(
         "findings": [finding_json(f) for f in findings],
         "charts": charts_json(baseline),
         "notes": list(baseline.notes),
+        "audit_head": dict(audit_head) if audit_head is not None else None,
     })  # fmt: skip
 
 
-def diff_report(result: BaselineDiff, generated_ts: float) -> Report:
-    """The baseline diff's report: both baselines, regressions first, new/gone parts, software, cables."""
+def diff_report(result: BaselineDiff, generated_ts: float, audit_head: Mapping[str, Any] | None = None) -> Report:
+    """The baseline diff's report: both baselines, regressions first, new/gone parts, software, cables;
+    ``audit_head`` as for :func:`acceptance_report`."""
     before, after = result.before, result.after
     changes = result.to_json()
     del changes["before"], changes["after"]
@@ -142,10 +165,11 @@ def diff_report(result: BaselineDiff, generated_ts: float) -> Report:
         "after": {"label": after.label, "taken": utc_words(after.ts), "tool_version": after.tool_version,
                   "shape": shape_json(after), "charts": charts_json(after)},
         **changes,
+        "audit_head": dict(audit_head) if audit_head is not None else None,
     })  # fmt: skip
 
 
 __all__ = [
-    "Report", "acceptance_report", "canonical_json", "charts_json", "diff_report", "finding_json", "finite", "make_report",
+    "Report", "acceptance_report", "audit_words", "canonical_json", "charts_json", "diff_report", "finding_json", "finite", "make_report",
     "shape_json", "utc_words",
 ]  # fmt: skip

@@ -274,9 +274,8 @@ async def _run_pair(
     is pure and done half way through the run: a link test's round of probes
     starts and ends together (64 pairs on 128 nodes), and each pair's work
     there queues the others' starts and ends; a round lasts as long as its
-    last pair. (Formatted after the calibration, 7 ms before the end, the
-    texts queued the ends: 0.5 ms more formatting per probe made a round
-    ~12 ms longer.)
+    last pair. (Formatted near the end instead, the texts would queue the
+    ends, and every probe's formatting would lengthen the round.)
     """
     loop = asyncio.get_running_loop()
     started = loop.time() if io.asked_at is None else io.asked_at

@@ -8,7 +8,7 @@ its NICs are done with round r, so one slow pair delays only the NICs it
 shares, never the whole round; a NIC is still never in two measurements at
 once. Its perftest server is started while those NICs are still in their
 round-r probes (``SERVER_START_AFTER_S``): a waiting server only listens on
-TCP, and its start no longer lies between one round and the next. At most
+TCP, and its start does not lie between one round and the next. At most
 ``max_parallel`` probes are in flight (a waiting server counts). The
 modules' optics are read while the probes measure, spread over the run (``_read_optics``).
 

@@ -11,7 +11,7 @@ from fleet.fabric.records import PortRecord
 from fleet.fabric.samples import HostSample, SeriesKey
 
 RDMA_PRIORITY = "3"
-"""RoCE's lossless priority, whose PFC pause frames matter (DOMAIN.md)."""
+"""RoCE's lossless priority, whose PFC pause frames matter (docs/domain.md, "PFC pause and pause storms")."""
 
 _JSON_METRICS: dict[tuple[str, str], str] = {
     ("", "in-bytes"): "sw_rx_bytes",

@@ -1,10 +1,16 @@
-"""`fleet ecmp status|plan|apply` and `fleet audit`: find an imbalanced leaf, plan, apply with guards.
+"""`fleet ecmp status|plan|apply`: find an imbalanced leaf, plan, apply with guards (audited: `fleet audit`).
 
 status/plan read the store; when it holds no switch data newer than the
 window they collect the switches (and the Slurm head) for one window first
 and say so on stderr. apply changes a switch: refused in read-only mode
 (``--read-only`` or ``FLEET_READ_ONLY=1`` / ``read_only = true`` in the config
 file), shows the exact commands and asks on the terminal unless ``--yes``.
+
+Exit status (docs/exit-codes.md): 0 done (apply: the change was kept); 1 apply
+rolled back or did not apply, or a leaf's configuration could not be read; 2 a
+bad option, a leaf the inventory does not hold, an inventory without leaves
+(said at once, before any collection), read-only mode; 3 no leaf has uplink
+data, or the store cannot write.
 """
 
 from __future__ import annotations
@@ -38,9 +44,12 @@ from fleet.console.cli.common import (
     inventory_option,
     json_option,
     open_inventory,
+    open_writer,
     print_json,
+    require_leaves,
     run_async,
 )
+from fleet.console.cli.exit_codes import ExitCode
 from fleet.console.config import ConfigError, load_config
 from fleet.fabric.ecmp import EcmpThresholds, LeafBalance
 from fleet.fabric.ecmp_plan import Remedy, default_remedy
@@ -86,7 +95,8 @@ def _actor() -> str:
 def _leaves(inventory: Inventory, leaf: str | None) -> list[str]:
     names = [h.name for h in inventory.by_role("leaf")]
     if leaf is not None and leaf not in names:
-        fail(f"{leaf} is not a leaf of the inventory (leaves: {', '.join(names[:8])}{' ...' if len(names) > 8 else ''})")
+        fail(f"{leaf} is not a leaf of the inventory (leaves: {', '.join(names[:8])}{' ...' if len(names) > 8 else ''})",
+             ExitCode.USAGE)
     return [leaf] if leaf else names
 
 
@@ -101,19 +111,24 @@ def _fresh_store(inventory: Inventory, writer: StoreWriter, reader: StoreReader,
     click.echo(f"fleet: {seen}: collecting {window_s:g} s from the switches first", err=True)
     run_async(collect_switches(inventory, writer, window_s + max(3 * interval_s, 3.0), interval_s))
     if not writer.flush(timeout=30):
-        fail("the store did not take the collected samples within 30 s")
+        fail(f"the store did not take the collected samples: {writer.stats().failing or 'timed out after 30 s'}",
+             ExitCode.NO_DATA)
 
 
 def _balances(inventory: Inventory, db_path: Path | None, window_s: float, interval_s: float,
               thresholds: EcmpThresholds, leaves: list[str]) -> tuple[list[LeafBalance], Path]:
     path = db_path_or_default(db_path)
-    writer = StoreWriter(path).start()
+    writer = open_writer(path)
     try:
         _fresh_store(inventory, writer, StoreReader(path), window_s, interval_s)
         reader = StoreReader(path)  # a new read connection sees what was just collected
-        return leaf_balances(reader, inventory, thresholds, window_s=window_s, leaves=leaves), path
+        balances = leaf_balances(reader, inventory, thresholds, window_s=window_s, leaves=leaves)
     finally:
         writer.close()
+    if not any(b.samples for b in balances):
+        fail(f"no uplink throughput of any leaf in the last {window_s:g} s (did any leaf answer? see "
+             "`fleet collect --once`)", ExitCode.NO_DATA)
+    return balances, path
 
 
 @click.group()
@@ -130,6 +145,7 @@ def status(inventory_path: Path | None, db_path: Path | None, window_s: float, i
            sustain_s: float | None, ratio: float, hot_util_pct: float, as_json: bool) -> None:
     """Every leaf's uplink utilizations, max/mean imbalance and whether it is flagged."""
     inventory = open_inventory(inventory_path)
+    require_leaves(inventory, "fleet ecmp status")
     thresholds = _thresholds(window_s, sustain_s, ratio, hot_util_pct)
     balances, _ = _balances(inventory, db_path, window_s, interval_s, thresholds, _leaves(inventory, None))
     if as_json:
@@ -166,6 +182,7 @@ def plan(inventory_path: Path | None, db_path: Path | None, leaf: str | None, wi
          sustain_s: float | None, ratio: float, hot_util_pct: float, as_json: bool) -> None:
     """Remedies for a leaf, least disruptive first, from the configuration the switch runs now."""
     inventory = open_inventory(inventory_path)
+    require_leaves(inventory, "fleet ecmp plan")
     thresholds = _thresholds(window_s, sustain_s, ratio, hot_util_pct)
     balances, _ = _balances(inventory, db_path, window_s, interval_s, thresholds, _leaves(inventory, leaf))
     chosen = balances if leaf else [b for b in balances if b.flagged]
@@ -187,7 +204,7 @@ def _read_only(flag: bool) -> bool:
     try:
         return load_config({"read_only": True if flag else None}, os.environ, time.time()).read_only
     except ConfigError as error:
-        fail(str(error))
+        fail(str(error), ExitCode.USAGE)
 
 
 def _show_remedy(leaf: str, remedy: Remedy) -> None:
@@ -210,18 +227,18 @@ async def _apply(inventory: Inventory, writer: StoreWriter, reader: StoreReader,
                                 leaves=[leaf])[0]
         leaf_plan = await plan_leaf(pool, host, balance)
         if not leaf_plan.snapshot.reachable:
-            fail(f"cannot read {leaf}'s configuration: {leaf_plan.snapshot.reason}")
+            fail(f"cannot read {leaf}'s configuration: {leaf_plan.snapshot.reason}", ExitCode.FAILED)
         remedies = {r.id: r for r in leaf_plan.remedies}
         remedy = remedies.get(remedy_id) if remedy_id else default_remedy(leaf_plan.remedies)
         if remedy is None:
             fail(f"no remedy {remedy_id!r} for {leaf} (available: {', '.join(remedies) or 'none'})" if remedy_id
-                 else f"no switch remedy left for {leaf}")
+                 else f"no switch remedy left for {leaf}", ExitCode.USAGE if remedy_id else ExitCode.FAILED)
         if not balance.flagged:
             click.echo(f"fleet: {leaf} is not flagged now ({balance.reason}); it is still the canary you chose",
                        err=True)
         _show_remedy(leaf, remedy)
         if not yes and not click.confirm(f"Apply to {leaf}?", default=False, err=True):
-            fail("not applied: not confirmed")
+            fail("not applied: not confirmed", ExitCode.FAILED)
         outcome = await guarded_apply(pool, inventory, reader, writer, leaf_plan, remedy, actor=_actor(),
                                       settings=settings, read_only=read_only,
                                       on_step=lambda step, words: click.echo(f"[{step}] {words}", err=True))
@@ -251,46 +268,28 @@ def apply(inventory_path: Path | None, db_path: Path | None, leaf: str, remedy_i
     read_only = _read_only(read_only_flag)
     if read_only:
         fail("refused: read-only mode (--read-only / FLEET_READ_ONLY / read_only in the config) never changes "
-             "a machine")
+             "a machine", ExitCode.USAGE)
     inventory = open_inventory(inventory_path)
+    require_leaves(inventory, "fleet ecmp apply")
     _leaves(inventory, leaf)
     thresholds = _thresholds(window_s, sustain_s, ratio, hot_util_pct)
     settings = ApplySettings(window_s=window_s, interval_s=interval_s, margin=margin,
                              probe_tolerance=probe_tolerance, thresholds=thresholds)
     path = db_path_or_default(db_path)
-    writer = StoreWriter(path).start()
+    writer = open_writer(path)
     try:
         _fresh_store(inventory, writer, StoreReader(path), window_s, interval_s)
         reader = StoreReader(path)  # a new read connection sees what was just collected
         document = run_async(_apply(inventory, writer, reader, leaf, remedy_id, yes, settings, read_only))
     finally:
-        writer.flush(timeout=30)
+        audited = writer.flush(timeout=30)
+        store_failing = None if audited else writer.stats().failing or "timed out after 30 s"
         writer.close()
     if as_json:
         print_json(document)
     else:
         click.echo(f"{document['state']}: {document['verdict']}")
+    if store_failing is not None:
+        fail(f"the audit of this change was not stored in {path}: {store_failing}", ExitCode.NO_DATA)
     if document["state"] != "kept":
-        sys.exit(1)
-
-
-@click.command()
-@inventory_option
-@db_option
-@json_option
-def audit(inventory_path: Path | None, db_path: Path | None, as_json: bool) -> None:
-    """Every recorded change to a machine (the append-only audit table), oldest first."""
-    del inventory_path  # accepted like every command; the audit needs only the store
-    path = db_path_or_default(db_path)
-    StoreWriter(path).start().close()  # creates the schema of a new store
-    rows = StoreReader(path).audit()
-    if as_json:
-        print_json({"actions": [
-            {"ts": r.ts, "actor": r.actor, "target": r.target, "action": r.action, "step": r.step,
-             "commands": list(r.commands), "output": r.output, "before": r.before, "after": r.after,
-             "verdict": r.verdict}
-            for r in rows]})
-        return
-    for r in rows:
-        when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(r.ts))
-        click.echo(f"{when} {r.actor} {r.target} {r.action} {r.step}: {r.verdict or '; '.join(r.commands)}")
+        sys.exit(int(ExitCode.FAILED))

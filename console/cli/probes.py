@@ -1,10 +1,12 @@
 """`fleet lat`, `fleet bw`, `fleet linktest`, `fleet allreduce`: active probes from the command line.
 
 Each result is stored in the history (``--db``) with its raw output, printed
-in words or, with ``--json``, as one JSON document on stdout. A probe that
-fails exits 1 with a one-line reason on stderr (and, with ``--json``, its
-record on stdout). Ctrl-C stops the probe and its perftest servers before
-exiting 130.
+in words or, with ``--json``, as one JSON document on stdout. Exit status
+(docs/exit-codes.md): a probe or all-reduce that fails, or a link test that
+finds bad pairs or bad NICs, exits 1 with a one-line reason on stderr (and, with
+``--json``, the result on stdout); a name the inventory does not hold or a bad
+option 2; a link test with too few reachable nodes, or a store that cannot
+write, 3. Ctrl-C stops the probe and its perftest servers before exiting 130.
 """
 
 from __future__ import annotations
@@ -29,16 +31,18 @@ from fleet.console.cli.common import (
     db_option,
     db_path_or_default,
     fail,
+    interrupted,
     inventory_option,
     json_option,
     open_inventory,
+    open_reader,
+    open_writer,
     print_json,
     run_async,
 )
+from fleet.console.cli.exit_codes import ExitCode
 from fleet.fabric.pairing import MODES
 from fleet.fabric.records import ProbeRecord
-from fleet.store.reader import StoreReader
-from fleet.store.writer import StoreWriter
 
 T = TypeVar("T")
 
@@ -56,15 +60,14 @@ def _run(inventory: Inventory, work: Callable[[SshPool], Awaitable[T]]) -> T:
     try:
         return run_async(main())
     except KeyboardInterrupt:
-        click.echo("fleet: interrupted; probe servers stopped", err=True)
-        sys.exit(130)
+        interrupted("interrupted; probe servers stopped")
 
 
 def _nodes(inventory: Inventory, names: list[str]) -> tuple[str, ...]:
     known = {host.name for host in inventory.nodes}
     unknown = [name for name in names if name not in known]
     if unknown:
-        fail(f"not a node of the inventory: {', '.join(unknown)}")
+        fail(f"not a node of the inventory: {', '.join(unknown)}", ExitCode.USAGE)
     return tuple(names)
 
 
@@ -74,17 +77,17 @@ def _hostlist(inventory: Inventory, expression: str | None) -> tuple[str, ...]:
     try:
         names = hostlist.expand_hostlist(expression)
     except hostlist.BadHostlist as error:
-        fail(f"bad host list {expression!r}: {error}")
+        fail(f"bad host list {expression!r}: {error}", ExitCode.USAGE)
     return _nodes(inventory, list(names))
 
 
 def _store(db_path: Path | None, records: list[ProbeRecord]) -> Path:
     path = db_path_or_default(db_path)
-    with StoreWriter(path) as writer:
+    with open_writer(path) as writer:
         for record in records:
             writer.put_probe(record)
         if not writer.flush(timeout=30):
-            fail(f"could not write to {path}: {writer.stats().failing or 'timed out'}")
+            fail(f"could not write to {path}: {writer.stats().failing or 'timed out'}", ExitCode.NO_DATA)
     return path
 
 
@@ -93,7 +96,7 @@ def _previous(db_path: Path | None, record: ProbeRecord) -> ProbeRecord | None:
     path = db_path_or_default(db_path)
     if not path.exists():
         return None
-    with StoreReader(path) as reader:
+    with open_reader(path) as reader:
         return previous_probe(reader, record)
 
 
@@ -130,7 +133,7 @@ def _perftest_command(kind: str) -> click.Command:
             spec = PerftestSpec(src, dst, test=test, src_nic=nic, dst_nic=peer_nic, size_bytes=size_bytes,
                                 iterations=iterations, gid_index=gid_index, timeout_s=timeout_s)
         except ValueError as error:
-            fail(str(error))
+            fail(str(error), ExitCode.USAGE)
         record = _run(inventory, lambda pool: run_perftest(pool, spec))
         previous = _previous(db_path, record)
         _store(db_path, [record])
@@ -142,7 +145,7 @@ def _perftest_command(kind: str) -> click.Command:
                 click.echo(f"previous ({time.strftime('%Y-%m-%d %H:%M', time.localtime(previous.ts))}): "
                            + _perftest_words(previous).split(": ", 1)[1])
         if not record.ok:
-            fail(str(record.result.get("error", "probe failed")))
+            fail(str(record.result.get("error", "probe failed")), ExitCode.FAILED)
 
     return probe
 
@@ -184,7 +187,7 @@ def _rails(text: str) -> tuple[int, ...]:
     try:
         rails = tuple(int(r) for r in hostlist.expand_hostlist(f"[{text}]"))
     except (hostlist.BadHostlist, ValueError):
-        fail(f"bad rail list {text!r}: use e.g. 0-7 or 0,3")
+        fail(f"bad rail list {text!r}: use e.g. 0-7 or 0,3", ExitCode.USAGE)
     return rails
 
 
@@ -208,12 +211,12 @@ def linktest(nodes_expr: str | None, mode: str, rails_text: str, flows: int, sam
     inventory = open_inventory(inventory_path)
     nodes = _hostlist(inventory, nodes_expr)
     if len(nodes) < 2:
-        fail("a link test needs at least two nodes")
+        fail("a link test needs at least two nodes", ExitCode.USAGE)
     spec = LinktestSpec(nodes, rails=_rails(rails_text), mode=mode, flows=flows, sample_rounds=sample_rounds,
                         max_parallel=max_parallel, iterations=iterations, local_checks=not no_local_checks)
     bar = _ProgressBar() if sys.stderr.isatty() else None
     path = db_path_or_default(db_path)
-    with StoreWriter(path) as writer:
+    with open_writer(path) as writer:
         try:
             report = _run(inventory, lambda pool: run_linktest(pool, spec, cabling=inventory.cabling,
                                                                on_progress=bar, on_record=writer.put_probe))
@@ -221,13 +224,37 @@ def linktest(nodes_expr: str | None, mode: str, rails_text: str, flows: int, sam
             if bar is not None:
                 bar.close()
         writer.put_probe(report.summary_record(time.time()))
-        writer.flush(timeout=30)
+        stored = writer.flush(timeout=30)
+        store_failing = None if stored else writer.stats().failing or "timed out after 30 s"
     if as_json:
         print_json(report.to_json())
     else:
         click.echo(_linktest_words(report))
     if len(report.unreachable) >= len(nodes) - 1:
-        fail(f"too few reachable nodes to test: {', '.join(sorted(report.unreachable))} unreachable")
+        fail(f"too few reachable nodes to test: {', '.join(sorted(report.unreachable))} unreachable",
+             ExitCode.NO_DATA)
+    if store_failing is not None:
+        fail(f"the link test was not stored in {path}: {store_failing}", ExitCode.NO_DATA)
+    problems = _linktest_problems(report)
+    if problems:
+        fail(problems, ExitCode.FAILED)
+
+
+def _linktest_problems(report: LinktestReport) -> str:
+    """One line naming what the link test found wrong ("" when nothing): bad pairs, NICs, unreachable nodes."""
+    found = []
+    if report.bad:
+        found.append(f"{len(report.bad)} bad pair(s)")
+    nics = [c for c in report.nic_checks if c.problems]
+    if nics:
+        found.append(f"{len(nics)} NIC(s) with problems")
+    if report.unreachable:
+        found.append(f"{len(report.unreachable)} node(s) unreachable")
+    if not found:
+        return ""
+    suspects = ", ".join(f"{s.kind} {s.part}" for s in report.suspects[:5])
+    more = f" and {len(report.suspects) - 5} more" if len(report.suspects) > 5 else ""
+    return "link test found " + ", ".join(found) + (f"; suspects: {suspects}{more}" if suspects else "")
 
 
 def _linktest_words(report: LinktestReport) -> str:
@@ -254,7 +281,7 @@ def allreduce(nodes_expr: str | None, gpus_per_node: int, max_bytes: str, timeou
     inventory = open_inventory(inventory_path)
     nodes = _hostlist(inventory, nodes_expr)
     if not nodes:
-        fail("no nodes to run on")
+        fail("no nodes to run on", ExitCode.USAGE)
     spec = AllreduceSpec(nodes, gpus_per_node=gpus_per_node, max_bytes=max_bytes, timeout_s=timeout_s)
     record = _run(inventory, lambda pool: run_allreduce(pool, spec))
     _store(db_path, [record])
@@ -267,4 +294,4 @@ def allreduce(nodes_expr: str | None, gpus_per_node: int, max_bytes: str, timeou
                    f"{r['peak_busbw_gbytes_s']} GB/s, {efficiency} of {r['theoretical_busbw_gbytes_s']} GB/s "
                    f"({r['theoretical_basis']})")
     if not record.ok:
-        fail(str(record.result.get("error", "all-reduce failed")))
+        fail(str(record.result.get("error", "all-reduce failed")), ExitCode.FAILED)

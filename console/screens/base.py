@@ -58,6 +58,7 @@ class FleetScreenBase(Screen[None]):
         self.build()
         self.watch(self.app, "view", self._view_arrived, init=False)
         self.watch(self.app, "highlighted_nodes", lambda _nodes: self._view_arrived(None), init=False)
+        self.watch(self.app, "store_failing", lambda _reason: self._view_arrived(None), init=False)
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self._view_arrived(None))
         self._view_arrived(None)
 
@@ -71,7 +72,8 @@ class FleetScreenBase(Screen[None]):
         header = self.query_one(FleetHeader)
         cursor = self.fleet_app.cursor_ts
         moment = view.snapshot.moment_ts if view is not None else cursor
-        header.show(self.TITLE_TEXT, moment, cursor is None, self.fleet_app.config.read_only)
+        header.show(self.TITLE_TEXT, moment, cursor is None, self.fleet_app.config.read_only,
+                    self.fleet_app.store_failing)
         if view is None:
             return
         self.query_one(SummaryBar).show(

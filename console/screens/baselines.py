@@ -26,7 +26,7 @@ from fleet.console.screens.base import FleetScreenBase, fixed_columns
 from fleet.console.screens.path_prompt import PathPrompt
 from fleet.fabric.baseline import Baseline, BaselineDiff, Rank, diff
 from fleet.fabric.report_model import diff_report, utc_words
-from fleet.store.reader import StoreReader
+from fleet.store.reader import StoreReader, audit_head_at
 
 
 def stored_baselines(db_path: Path) -> list[Baseline]:
@@ -186,7 +186,9 @@ class BaselinesScreen(FleetScreenBase):
     @work(group="baselines-report", exit_on_error=False)
     async def write(self, result: BaselineDiff, path: Path) -> None:
         """Write the report off the event loop; the paths are told and kept in ``report_written``."""
-        written = await asyncio.to_thread(write_report, diff_report(result, time.time()), path)
+        head = await asyncio.to_thread(audit_head_at, self.fleet_app.config.db_path)
+        report = diff_report(result, time.time(), head.as_json() if head is not None else None)
+        written = await asyncio.to_thread(write_report, report, path)
         self.report_written = written
         self.notify(f"report written: {written[0]} and {written[1].name}", title="baseline diff", markup=False)
 

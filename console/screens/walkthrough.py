@@ -36,6 +36,7 @@ from fleet.console.screens.base import FleetScreenBase, fixed_columns
 from fleet.console.screens.path_prompt import PathPrompt
 from fleet.fabric.acceptance import CheckResult, Criteria, CriteriaError, parse_criteria
 from fleet.fabric.report_model import acceptance_report
+from fleet.store.reader import audit_head_at
 
 WALKTHROUGH_THEME = "fleet-high-contrast"
 """Readable on a projector; the theme in use before is restored when the screen closes."""
@@ -262,7 +263,9 @@ class WalkthroughScreen(FleetScreenBase):
 
     @work(group="walkthrough-report", exit_on_error=False)
     async def write(self, run: AcceptanceRun, path: Path) -> None:
-        report = acceptance_report(run.criteria, run.suite.baseline, run.results, run.findings, time.time())
+        head = await asyncio.to_thread(audit_head_at, self.fleet_app.config.db_path)
+        report = acceptance_report(run.criteria, run.suite.baseline, run.results, run.findings, time.time(),
+                                   head.as_json() if head is not None else None)
         written = await asyncio.to_thread(write_report, report, path)
         self.report_written = written
         self.notify(f"report written: {written[0]} and {written[1].name}", title="acceptance", markup=False)

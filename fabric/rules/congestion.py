@@ -1,6 +1,7 @@
 """Congestion control and load spreading: pfc_storm, ecn_not_working, ecmp_imbalance.
 
-DOMAIN.md: a NIC that sends pause frames non-stop (a stuck receiver) freezes
+docs/domain.md, "PFC pause and pause storms" and "ECN, CNP and DCQCN": a NIC
+that sends pause frames non-stop (a stuck receiver) freezes
 its leaf port and, through the leaf's shared buffer, its neighbours; DCQCN
 works when ECN-marked packets are answered by CNPs and senders act on them.
 Marks without CNPs, CNPs ignored, or pauses rising while CNPs stay at zero

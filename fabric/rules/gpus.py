@@ -1,10 +1,11 @@
 """GPUs and queue pairs: gpu_xid, gpu_thermal, qp_errors.
 
-XIDs are the driver's own error reports (DOMAIN.md: 48, 63, 64, 74, 79, 92, 94,
-95 mean lost data or a lost GPU); a GPU too hot throttles its clocks and the
-whole job steps at its pace. QP trouble (DOMAIN.md, fault 2): too few QP
-resources or leaked QPs show as error completions, RNR retries and receive
-queues running dry.
+XIDs are the driver's own error reports (docs/domain.md, "GPUs: NVML and XID":
+48, 63, 64, 74, 79, 92, 94, 95 mean lost data or a lost GPU); a GPU too hot
+throttles its clocks and the whole job steps at its pace. QP trouble (latency
+jitter from too few QP resources is a fault operators report often;
+docs/domain.md, "What operators report"): too few QP resources or leaked QPs
+show as error completions, RNR retries and receive queues running dry.
 """
 
 from __future__ import annotations

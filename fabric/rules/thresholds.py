@@ -1,7 +1,8 @@
 """Every limit the diagnosis rules use, in one typed, configurable place.
 
-Each default says why it has its value (DOMAIN.md, vendor documentation, or
-what a healthy fabric shows). Units are in the names.
+Each default says why it has its value (vendor documentation, specifications, or
+what a healthy fabric shows); docs/domain.md, "Thresholds", lists every one with
+its public source. Units are in the names.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ class Thresholds:
     # --- links --------------------------------------------------------------
     flap_downs_total: float = 2.0
     """Link-down events since the counters were cleared at or above which an up link is *flapping*.
-    ``link_downed`` is 0 on a link that trained once and stayed up (DOMAIN.md: "link_downed rising
-    means a flapping link"); one event can be a reseat, two are a pattern."""
+    ``link_downed`` is 0 on a link that trained once and stayed up, and rises on a flapping link
+    (docs/domain.md, "IB port counters"); one event can be a reseat, two are a pattern."""
     flap_downs_in_window: float = 1.0
     """... or any new link-down event inside the window while the link is up again now."""
     expected_rate_gbps: float | None = None
@@ -35,7 +36,7 @@ class Thresholds:
     link down, not weak optics."""
     pre_fec_ber_warn: float = 1e-5
     """RS-FEC on 400G PAM4 corrects up to ~2.4e-4 pre-FEC BER; 1e-5 keeps an order of magnitude of
-    headroom and flags a link getting worse before it drops packets (DOMAIN.md, link quality)."""
+    headroom and flags a link getting worse before it drops packets (docs/domain.md, "Link quality: FEC and BER")."""
     post_fec_errors_in_window: float = 1.0
     """Symbol errors FEC could not fix (``rx_pcs_symbol_err_phy``, ``symbol_error``): any is real loss."""
     # --- congestion ---------------------------------------------------------
@@ -54,7 +55,7 @@ class Thresholds:
     not slow down on CNPs has DCQCN disabled."""
     pause_without_cnp_per_s: float = 100.0
     """Pause frames received per second while no CNP flows either way and no ECN mark is seen: the
-    fabric falls back to PFC because ECN never triggers (DOMAIN.md, fault 1)."""
+    fabric falls back to PFC because ECN never triggers (docs/domain.md, "ECN, CNP and DCQCN")."""
     cnp_idle_per_s: float = 1.0
     """CNP rate (sent + handled) counted as "no CNPs"."""
     ecn_switch_min_nics: int = 3
@@ -62,7 +63,7 @@ class Thresholds:
     # --- spines -------------------------------------------------------------
     spine_loss_ratio_min: float = 1e-4
     """Estimated packet loss through one spine at or above 0.01 %: the delivery standard for RDMA
-    links is loss below 0.01 % (DOMAIN.md, operators' delivery standard)."""
+    links is loss below 0.01 % (docs/domain.md, "What operators report")."""
     spine_fit_explained_min: float = 0.8
     """The one-spine model (receivers' loss per leaf = loss ratio x packets that spine sent to the
     leaf) must explain this share of the loss pattern; below it the loss is not one spine's."""
@@ -86,7 +87,7 @@ class Thresholds:
     gpu_thermal_throttle_mask: int = 0x8 | 0x20 | 0x40
     """NVML clocks-event reasons that mean heat: HW slowdown (0x8), SW thermal (0x20), HW thermal (0x40)."""
     critical_xids: frozenset[int] = frozenset({48, 63, 64, 74, 79, 92, 94, 95})
-    """XIDs that mean lost data or a lost GPU (DOMAIN.md, GPU section; NVIDIA XID catalogue)."""
+    """XIDs that mean lost data or a lost GPU (NVIDIA XID catalogue; docs/domain.md, "GPUs: NVML and XID")."""
     # --- hosts ----------------------------------------------------------------
     slow_times_min: int = 2
     """A node slow on its own (no other node slow in the window) is named once it was slow this often:
@@ -101,7 +102,7 @@ class Thresholds:
     percent run to run, a lossy or congested path doubles it (retransmissions cost tens of us)."""
     latency_regression_min_usec: float = 2.0
     """... and at least this much slower in absolute terms (RoCE one-way latency is 1.5-5 us,
-    DOMAIN.md), so sub-microsecond jitter on a 1.6 us path is not a regression."""
+    docs/domain.md, "What operators report"), so sub-microsecond jitter on a 1.6 us path is not a regression."""
     # --- ECMP -------------------------------------------------------------------
     ecmp: EcmpThresholds = field(default_factory=EcmpThresholds)
     """Uplink imbalance limits (fabric.ecmp: max/mean >= 1.5 with a hot uplink >= 90 %, held 60 s: with a

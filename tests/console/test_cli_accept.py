@@ -81,9 +81,9 @@ def test_accept_names_a_bad_criteria_file(tmp_path: Path) -> None:
     criteria = tmp_path / "c.toml"
     criteria.write_text('[[check]]\nkind = "latency_max"\n')
     code, _, err = fleet("accept", "--criteria", str(criteria), "--inventory", str(tmp_path / "none.toml"))
-    assert code == 1 and f"fleet: {criteria}: check 1" in err and "'latency_max' is not one of" in err
+    assert code == 2 and f"fleet: {criteria}: check 1" in err and "'latency_max' is not one of" in err
 
 
 def test_baseline_diff_names_an_unknown_baseline(tmp_path: Path) -> None:
     code, _, err = fleet("baseline", "diff", "june", "july", "--db", str(tmp_path / "fleet.db"))
-    assert code == 1 and "no baseline 'june'" in err
+    assert code == 2 and "no baseline 'june'" in err

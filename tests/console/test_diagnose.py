@@ -162,4 +162,4 @@ def test_cli_json_lists_the_findings_and_the_events_screen_gets_them(tmp_path: P
                                        "gpu_temp_warn_c=95", "--json"])
     assert calmer.exit_code == 0 and json.loads(calmer.output) == []
     wrong = CliRunner().invoke(main, ["diagnose", "--db", str(db), "--threshold", "gpu_temp_warn_c"])
-    assert wrong.exit_code == 1 and "NAME=VALUE" in wrong.output
+    assert wrong.exit_code == 2 and "NAME=VALUE" in wrong.output  # a bad option (docs/exit-codes.md)

@@ -37,7 +37,7 @@ def test_apply_is_refused_in_read_only_mode_before_touching_anything(tmp_path: P
         result = runner.invoke(main, ["ecmp", "apply", "--leaf", "leaf01", "--yes", "--inventory",
                                       str(tmp_path / "none.toml"), "--db", str(tmp_path / "f.db"), *args],
                                env={"XDG_CONFIG_HOME": str(tmp_path), **env})
-        assert result.exit_code == 1
+        assert result.exit_code == 2  # refused by the mode it runs in (docs/exit-codes.md)
         assert "refused: read-only mode" in result.output
 
 

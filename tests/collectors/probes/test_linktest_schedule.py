@@ -153,8 +153,9 @@ async def test_every_pair_runs_once_no_nic_twice_and_rounds_in_order(
 
 
 async def test_a_straggler_holds_back_only_the_probes_that_wait_for_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    # One pair of round 0 hangs. Its two nodes' next partners must wait, and theirs, and so on (2, 4, 8, 16
-    # nodes held by round 0, 1, 2, 3); with 32 nodes the other half still reaches round 3 meanwhile.
+    # One pair of the first round hangs. Its two nodes' next partners must wait, and theirs, and so on
+    # (2, 4, 8, 16 nodes held by the first four rounds); with 32 nodes the other half still reaches the
+    # fourth round meanwhile.
     nodes = tuple(f"gpu{k:03d}" for k in range(1, 33))
     spec = LinktestSpec(nodes, rails=(0,), local_checks=False)
     round_of = _round_of(spec)
