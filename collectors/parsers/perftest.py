@@ -28,7 +28,7 @@ from typing import TypeVar
 
 from fleet.collectors.parsers.base import ParseProblem, parser
 from fleet.collectors.parsers.textscan import Problems, split_lines, to_float, to_int
-from fleet.collectors.parsers.values import U32, Range
+from fleet.collectors.parsers.values import LINK_RATE_GBPS, U32, Range
 
 # Every cell of a result row (sizes, iterations, microseconds, bandwidths, message rates) is
 # a non-negative amount; sizes and iteration counts are 64-bit in perftest.
@@ -362,6 +362,9 @@ def _rows(
     for number, line, row in parsed:
         if "BW average" not in row or "BW peak" not in row:
             problems.add(number, line, "bandwidth row without BW peak/average columns")
+            continue
+        if not (LINK_RATE_GBPS.holds(row["BW peak"] * factor) and LINK_RATE_GBPS.holds(row["BW average"] * factor)):
+            problems.add(number, line, "bandwidth beyond any link's rate (2400 Gb/s); row left out")
             continue
         bw.append(
             PerftestBwRow(
