@@ -5,11 +5,12 @@ into ``"%-41s : %s"`` lines. Per-lane readings carry ``(Channel N)``,
 ``(Chan N)`` or ``(Lane N)``; SFP modules have a single lane, numbered 1 here.
 Readings outside what the SFF/CMIS fields can encode (``values``: temperature
 -128..128 degC, voltage 0..6.5535 V, bias 0..524.28 mA, power 0..6.5535 mW) are
-listed as problems and left out. Units follow the names: ``tx_bias_ma`` (mA), ``*_power_mw`` (mW), ``*_power_dbm``
-(dBm; ``-inf`` when the lane sees no light, exactly as ethtool prints a 0 mW
-reading), ``temp_c`` (degrees Celsius), ``voltage_v`` (V). Alarm/warning flags
-are booleans (``On`` = raised). Every printed pair is also kept, in order, in
-``fields``, so fields this parser does not name are never lost.
+listed as problems and left out. Units follow the names: ``tx_bias_ma`` (mA),
+``*_power_mw`` (mW), ``*_power_dbm`` (dBm; ``-inf`` when the lane sees no light,
+exactly as ethtool prints a 0 mW reading), ``temp_c`` (degrees Celsius),
+``voltage_v`` (V). Alarm/warning flags are booleans (``On`` = raised). Every
+printed pair is also kept, in order, in ``fields``, so fields this parser does
+not name are never lost.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from fleet.collectors.parsers.values import (
 )
 
 _LANE_WORDS = ("Channel", "Chan", "Lane")
-_MAX_LANE = 32  # CMIS modules have at most 8 lanes per bank; sixteen is the most any module reports
+_MAX_LANE = 32  # CMIS: up to 4 banks of 8 lanes
 _POWER_RE = re.compile(r"^([-+0-9.eE]+)\s*mW\s*/\s*([-+0-9.a-zA-Z]+)\s*dBm")
 _TEMP_RE = re.compile(r"^([-+0-9.]+)\s*degrees C")
 _UNIT_RE = re.compile(r"^([-+0-9.]+)\s*(mA|V)\b")
