@@ -353,15 +353,12 @@ def test_every_real_capture_keeps_the_contract(kind: str) -> None:
 
 
 @pytest.mark.parametrize("kind", FUZZED)
-def test_hostile_mutations_of_real_captures(kind: str) -> None:
-    @PROFILE
-    @given(rng=st.randoms(use_true_random=True))
-    def check(rng: random.Random) -> None:
-        text, mutations = hostile(kind, rng)
-        try:
-            assert_contract(kind, text)
-            detect(text)  # fleet parse FILE without a kind runs every signature on it
-        except AssertionError as failure:
-            raise AssertionError(f"{failure} after {mutations} on {text[:300]!r}") from failure
-
-    check()
+@PROFILE
+@given(rng=st.randoms(use_true_random=True))
+def test_hostile_mutations_of_real_captures(kind: str, rng: random.Random) -> None:
+    text, mutations = hostile(kind, rng)
+    try:
+        assert_contract(kind, text)
+        detect(text)  # fleet parse FILE without a kind runs every signature on it
+    except AssertionError as failure:
+        raise AssertionError(f"{failure} after {mutations} on {text[:300]!r}") from failure
