@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: demo test lint typecheck clean chromium screenshot
+.PHONY: demo test fuzz lint typecheck clean chromium screenshot
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,12 @@ test: $(TEST_STAMP) chromium
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/pytest -q
+
+# The long fuzz profile: 10,000 hostile inputs per parser kind (tests/security/test_parser_fuzz.py),
+# with a fresh seed each run; `make test` runs the same suite at 200 fixed inputs per kind. Takes
+# tens of minutes; per-kind counts are in the statistics Hypothesis prints at the end.
+fuzz: $(TEST_STAMP)
+	FLEET_FUZZ_PROFILE=long $(BIN)/pytest -q --timeout=0 --hypothesis-show-statistics tests/security/test_parser_fuzz.py
 
 # docs/screenshot.svg, the README's picture: the real console on the simulated `incident` fleet
 # once every fault has started (about two and a half minutes).
