@@ -103,7 +103,7 @@ class PoolSettings:
     )
     """Ciphers in order of preference: AES-GCM first. asyncssh's default puts
     chacha20-poly1305 first, which builds a new cipher context per packet: at 1,024
-    hosts a round on open connections cost 1.9x the CPU (``fleet bench collect``)."""
+    hosts a round on open connections cost 1.9x the CPU (``python -m benchmarks collect``)."""
 
 
 def raise_open_file_limit(wanted: int) -> int:

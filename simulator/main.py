@@ -36,7 +36,7 @@ def collection_interval_s(nodes: int) -> float:
     """Agent interval the inventory suggests: 1 s up to 1,024 nodes, 5 s beyond, so one 2-core machine
     can both simulate and collect the fleet.
 
-    Measured on the shared 2-core machine (``bench collect``'s stream, 8 s window, bench scenario,
+    Measured on the shared 2-core machine (``python -m benchmarks collect``'s stream, 8 s window, bench scenario,
     1,024 nodes at 1 s): agent lines built from node parts cost the simulator 0.6-0.7 ms each with SSH,
     0.58-0.65 CPU-s/s for 930-1,024 lines/s next to the collector's 0.72 CPU-s/s. Built from whole node
     views (1.9 ms a line) the simulator saturated at about 500 lines/s, hence 5 s past 256 nodes before."""

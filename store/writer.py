@@ -65,7 +65,7 @@ class StoreWriter:
         lines instead of per line saves most of the writer's fixed cost per transaction. A
         quarter second (~250 lines of a 1,024-node fleet at 1 s) writes each B-tree page a
         commit touches once for more lines than 0.05 s did: the writer's CPU per line fell
-        ~15% (``fleet bench collect``, docs/benchmarks.md), and the console, which redraws
+        ~15% (``python -m benchmarks collect``, docs/benchmarks.md), and the console, which redraws
         every second, sees a line at most that much later.
         """
         self.path = Path(path)

@@ -80,7 +80,7 @@ collector and the simulated sshds that answer them allocate fast; with the
 default (700, 10, 10) the collections, and above all the full ones that stall
 the loop for tens of ms, come every few hundred probes (~12% of the
 simulator's CPU in a 128-node link test). A young collection every 20,000 net
-allocations instead (``fleet bench linktest`` and ``fleet bench collect``,
+allocations instead (``python -m benchmarks linktest`` and ``python -m benchmarks collect``,
 docs/benchmarks.md)."""
 
 
@@ -96,7 +96,7 @@ def run_async(main: Coroutine[Any, Any, T]) -> T:
 
     libuv's loop reads a socket and calls back in C: at 1,024 nodes streaming at 1 s,
     the SSH receive of an agent line cost the collector about half the CPU of the
-    standard loop's (``fleet bench collect``, docs/benchmarks.md).
+    standard loop's (``python -m benchmarks collect``, docs/benchmarks.md).
     """
     collect_less_often()
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
