@@ -5,7 +5,9 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: demo test lint typecheck clean chromium
+BENCH_RESULTS ?= bench-results
+
+.PHONY: demo test bench lint typecheck clean chromium
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +41,22 @@ test: $(TEST_STAMP) chromium
 	$(BIN)/mypy
 	$(BIN)/pytest -q
 
+# Every benchmark at its full size, one after the other, each writing its JSON document to
+# $(BENCH_RESULTS)/NAME.json (benchmarks/README.md says what each measures). A missed target is
+# reported and kept in the document; a benchmark that could not measure fails the target.
+bench: $(TEST_STAMP)
+	@mkdir -p $(BENCH_RESULTS)
+	@failed=; for name in $$($(BIN)/python -m benchmarks --list); do \
+	  echo "== benchmarks $$name" >&2; \
+	  $(BIN)/python -m benchmarks $$name --json > $(BENCH_RESULTS)/$$name.json; \
+	  case $$? in \
+	    0) echo "== $$name: every target met ($(BENCH_RESULTS)/$$name.json)" >&2 ;; \
+	    1) echo "== $$name: some target missed ($(BENCH_RESULTS)/$$name.json)" >&2 ;; \
+	    *) rm -f $(BENCH_RESULTS)/$$name.json; failed="$$failed $$name"; echo "== $$name: could not measure" >&2 ;; \
+	  esac; \
+	done; \
+	if [ -n "$$failed" ]; then echo "benchmarks that could not measure:$$failed" >&2; exit 1; fi
+
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check .
 
@@ -46,4 +64,4 @@ typecheck: $(TEST_STAMP)
 	$(BIN)/mypy
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache $(BENCH_RESULTS)
