@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 from benchmarks.report import BenchmarkFailed
 from fleet.console.cli.sim_process import SimProcess, SimulatorFailed, start_sim
@@ -57,9 +59,16 @@ def idle_fleet(nodes: int) -> str:
     return _IDLE.format(nodes=nodes, per_leaf=max(1, -(-nodes // 4)))
 
 
+class Simulated(NamedTuple):
+    """A simulator that is ready, and how long it took from its start to its ready line."""
+
+    sim: SimProcess
+    start_to_ready_s: float
+
+
 @contextlib.contextmanager
 def simulator(scenario: str, workdir: Path, *, timeout_s: float = 300.0,
-              tree: Path | None = None) -> Iterator[SimProcess]:
+              tree: Path | None = None) -> Iterator[Simulated]:
     """``fleet sim`` on ``scenario`` (TOML text), ready, stopped on exit.
 
     ``tree``: run the simulator of that source tree instead (a checkout with ``fleet/``, e.g. a
@@ -71,6 +80,7 @@ def simulator(scenario: str, workdir: Path, *, timeout_s: float = 300.0,
     if tree is not None:
         os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(tree.resolve()), saved_path) if p)
         os.chdir(tree)
+    started = time.monotonic()
     try:
         sim = start_sim(str(path), workdir / "sim", timeout_s=timeout_s)
     except SimulatorFailed as error:
@@ -82,7 +92,8 @@ def simulator(scenario: str, workdir: Path, *, timeout_s: float = 300.0,
                 os.environ.pop("PYTHONPATH", None)
             else:
                 os.environ["PYTHONPATH"] = saved_path
+    ready_s = time.monotonic() - started
     try:
-        yield sim
+        yield Simulated(sim, ready_s)
     finally:
         sim.stop()

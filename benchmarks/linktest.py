@@ -123,7 +123,7 @@ def _once(args: argparse.Namespace, tree: Path | None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="fleet-bench-linktest-") as temp:
         print(f"starting {args.nodes} nodes" + (f" (simulator of {tree})" if tree else "") + "...",
               file=sys.stderr)
-        with simulator(idle_fleet(args.nodes), Path(temp), tree=tree) as sim:
+        with simulator(idle_fleet(args.nodes), Path(temp), tree=tree) as (sim, _):
             print(f"link test on rail {args.rail}, then {args.sample} pairs one at a time...", file=sys.stderr)
             return run_async(_measure(sim.inventory, args.rail, args.iterations, args.sample,
                                       args.max_parallel, sim.process.pid))
