@@ -47,7 +47,7 @@ from fleet.store.writer import StoreWriter
 
 ROUND_COMMAND: Command = command("grep", "-H", ".", Glob("/sys/class/infiniband/*/ports/*/counters/*"))
 WRITER_THREAD = "fleet-store-writer"
-"""The name ``StoreWriter`` gives its thread (tests/benchmarks/test_collect.py holds the two equal)."""
+"""The name ``StoreWriter`` gives its thread (tests/benchmarks/test_bench_collect.py holds the two equal)."""
 
 
 @dataclass(frozen=True, slots=True)

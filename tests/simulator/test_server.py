@@ -277,7 +277,9 @@ def test_bad_scenario_is_one_line_not_a_traceback(tmp_path: Path) -> None:
 
 async def test_unreachable_for_a_while_then_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    faults = '[[faults]]\nkind = "node_unreachable"\ntarget = "gpu002"\nat = 0\nuntil = 0.5\n'
+    # Unreachable for the first 3 s of the run: time enough to be refused once the simulator is ready,
+    # however busy the machine, and short enough to wait for its return.
+    faults = '[[faults]]\nkind = "node_unreachable"\ntarget = "gpu002"\nat = 0\nuntil = 3\n'
     state, stop, ready = tmp_path / "state", asyncio.Event(), asyncio.Event()
     task = asyncio.create_task(serve(small_scenario(faults), state, ready=lambda _line: ready.set(), stop=stop))
     try:
