@@ -18,10 +18,11 @@ from click.testing import CliRunner
 from helpers.simfleet import running_fleet
 
 import fleet.simulator.main
-from fleet.collectors.inventory import load_inventory
+from fleet.collectors.engine import Collector
+from fleet.collectors.inventory import Inventory, load_inventory
 from fleet.collectors.node_poller import CollectSettings
 from fleet.console.cli import main
-from fleet.console.cli.diagnose import collect_for, diagnose_store
+from fleet.console.cli.diagnose import diagnose_store
 from fleet.fabric.events import Finding
 from fleet.simulator.model import FleetModel
 from fleet.simulator.scenario import load_scenario
@@ -29,7 +30,8 @@ from fleet.store.reader import StoreReader
 from fleet.store.writer import StoreWriter
 
 SETTINGS = CollectSettings(interval_s=1.0, hung_after_s=10.0, slow_after_s=2.0, facts_every_s=60.0, optics_every=2)
-COLLECT_S = 4.0
+COLLECT_LINES = 4
+"""Agent lines per answering node streamed before the diagnosis: what 4 s at 1 s give a quiet machine."""
 
 Key = tuple[str, str, str]
 
@@ -37,6 +39,22 @@ Key = tuple[str, str, str]
 def key(finding: Finding) -> Key:
     """(kind, node or switch, nic or GPU): the part a finding names."""
     return finding.kind, finding.node or finding.switch, finding.nic or str(finding.evidence.get("gpu", ""))
+
+
+async def _collect(inventory: Inventory, writer: StoreWriter) -> None:
+    """What ``fleet diagnose --collect`` does, one full round then streaming, but streaming until the
+    answering nodes have sent :data:`COLLECT_LINES` lines each on average rather than for a number
+    of seconds: a busy machine takes longer to start the agents, and would leave the rules less."""
+    first = await Collector(inventory, writer, settings=SETTINGS).run_once()
+    answering = sum(1 for host in inventory.nodes if not first.states[host.name].state.is_failure)
+    collector = Collector(inventory, writer, settings=SETTINGS)
+    task = asyncio.ensure_future(collector.run())
+    try:
+        while collector.counters.lines < COLLECT_LINES * answering and not task.done():
+            await asyncio.sleep(0.1)  # the count moves with every line; no event tells of a number reached
+    finally:
+        await collector.close()
+        await task
 
 
 async def _diagnose(scenario: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *,
@@ -49,7 +67,7 @@ async def _diagnose(scenario: str, tmp_path: Path, monkeypatch: pytest.MonkeyPat
     try:
         async with running_fleet(load_scenario(scenario), tmp_path / "sim") as inventory_path:
             inventory = load_inventory(inventory_path)
-            await asyncio.wait_for(collect_for(inventory, writer, COLLECT_S, SETTINGS), timeout=60)
+            await asyncio.wait_for(_collect(inventory, writer), timeout=120)
         assert writer.flush(timeout=30)
         findings = diagnose_store(db, window_s=300.0, cabling=inventory.cabling, writer=writer)
         assert writer.flush(timeout=30)
