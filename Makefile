@@ -36,10 +36,13 @@ chromium:
 	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q chromium \
 	    || echo "chromium: could not be installed: the HTML report tests will skip"; }
 
+# The suite runs on every core (pytest-xdist; an idle worker takes tests queued for a busy one).
+# TEST_WORKERS=0 runs it in this process alone.
+TEST_WORKERS ?= auto
 test: $(TEST_STAMP) chromium
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist worksteal
 
 # Every benchmark at its full size, one after the other, each writing its JSON document to
 # $(BENCH_RESULTS)/NAME.json (benchmarks/README.md says what each measures). A missed target is
