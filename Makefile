@@ -7,7 +7,7 @@ TEST_STAMP := $(VENV)/.installed-test
 
 BENCH_RESULTS ?= bench-results
 
-.PHONY: demo test bench lint typecheck clean chromium
+.PHONY: demo test bench lint typecheck clean chromium screenshot
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -59,6 +59,11 @@ bench: $(TEST_STAMP)
 	  esac; \
 	done; \
 	if [ -n "$$failed" ]; then echo "benchmarks that could not measure:$$failed" >&2; exit 1; fi
+
+# docs/screenshot.svg, the README's picture: the real console on the simulated `incident` fleet
+# once every fault has started (about two and a half minutes).
+screenshot: $(STAMP)
+	$(BIN)/python docs/make_screenshot.py
 
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check .

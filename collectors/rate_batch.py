@@ -4,7 +4,7 @@ At 1,024 nodes a collector reads a thousand lines a second, each with a hundred
 or so changed counters. ``write_slots`` puts the values of dozens of lines in
 place, and ``RateTracker.update_changed_batch`` derives their rates, each in one
 pass of array arithmetic, for a fraction of the CPU of one line at a time
-(``python -m benchmarks collect``, docs/benchmarks.md). The lines wait ``hold_s`` at most
+(``python -m benchmarks collect``). The lines wait ``hold_s`` at most
 (or until ``most`` have come), a delay no one reading a one-second stream can
 see; a node's next line, or the end of its stream, lets its held line go first,
 so every node's lines are read and derived in order.

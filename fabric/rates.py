@@ -3,7 +3,7 @@
 Pure functions and one small stateful tracker; no I/O, no clock (time comes
 from the samples' ``ts``, unix seconds).
 
-Rules (DOMAIN.md, "Counters and what they mean"):
+Rules (docs/domain.md, "IB port counters"):
 - ``tx_bytes``/``rx_bytes`` are already ``port_xmit_data``/``port_rcv_data`` x 4
   (the counters count 4-byte words), so their modulus is 4 x 2^64 bytes.
 - Counters that WRAP (64-bit sysfs and ethtool counters, 32-bit switch ones): a

@@ -3,7 +3,7 @@
 Accepts the full output (``NIC statistics:`` header then indented
 ``name: value`` lines), captures without the header or indentation, and
 ``grep``-filtered excerpts. Values are the driver's raw u64 counters (frames,
-bytes, events; ``*_pause_duration`` in microseconds on mlx5, see DOMAIN.md).
+bytes, events; ``*_pause_duration`` in microseconds on mlx5, see docs/domain.md).
 Per-priority counters (mlx5 ``rx_prio3_pause``, mlx4 ``rx_pause_prio_3``) are
 reachable through :meth:`EthtoolStats.priority` and :meth:`EthtoolStats.pause_frames`.
 A headerless text with at least as many unrecognised lines as counter lines is not

@@ -1,7 +1,7 @@
 """InfiniBand value formats shared by ibstatus, sysfs, perfquery, ibqueryerrors and topology.
 
-Counter widths come from the IBA PortCounters attribute (see DOMAIN.md, "Counters
-and what they mean"): IB error counters saturate, they stick at their maximum
+Counter widths come from the IBA PortCounters attribute (see docs/domain.md, "IB port
+counters"): IB error counters saturate, they stick at their maximum
 instead of wrapping, so a counter at its maximum means "at least this many" and
 must never be turned into a rate.
 """

@@ -13,7 +13,8 @@ lines padded with trailing blanks), ``nccl/autodl-2x2080ti-pcie-all_reduce_perf-
 prints at init). Row fields: ``%12li  %12li  %8s  %6s  %6i`` then per
 out-of-place / in-place ``  %7s  %6.2f  %6.2f  %5d`` where the time string is
 ``%7.2f`` below 100 us, ``%7.1f`` below 10 ms and ``%7.0f`` above.
-Bus bandwidth = algorithm bandwidth x 2(n-1)/n for all-reduce (DOMAIN.md).
+Bus bandwidth = algorithm bandwidth x 2(n-1)/n for all-reduce (nccl-tests doc/PERFORMANCE.md;
+docs/domain.md, "Probes").
 """
 
 from __future__ import annotations

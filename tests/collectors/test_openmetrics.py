@@ -67,7 +67,7 @@ def test_listen_addresses(text: str, expected: tuple[str, int]) -> None:
 
 def test_a_missing_history_is_refused_in_one_line(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["export", "--listen", "127.0.0.1:0", "--db", str(tmp_path / "none.db")])
-    assert result.exit_code == 1
+    assert result.exit_code == 3  # nothing collected there (docs/exit-codes.md)
     assert "no history at" in result.output
 
 

@@ -1,4 +1,4 @@
-"""perftest parser shortcuts (issue #6): the same results as the plain regex walk.
+"""perftest parser shortcuts: the same results as the plain regex walk.
 
 Why: parse_perftest skips each regex on lines a string test rules out, reads
 plain decimals without the number regex, checks warnings on the lowered line
