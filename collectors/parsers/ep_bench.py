@@ -36,7 +36,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from fleet.collectors.parsers.base import ParseProblem
+from fleet.collectors.parsers.base import ParseProblem, parser
 from fleet.collectors.parsers.textscan import Problems, split_lines, strip_ansi, to_float, to_int
 
 KIND = "ep-bench"
@@ -170,8 +170,10 @@ def _config(text: str) -> list[tuple[str, str]]:
     return pairs
 
 
+@parser
 def parse_ep_bench(text: str) -> EpBench:
-    """Parse one run of UCCL-EP's or DeepEP's internode benchmark; never raises."""
+    """Parse one run of UCCL-EP's or DeepEP's internode benchmark (the contract of ``base``: never a
+    ParseError, every value in range)."""
     problems = Problems()
     best: list[EpTuning] = []
     config: list[tuple[str, str]] = []

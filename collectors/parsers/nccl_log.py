@@ -29,7 +29,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from fleet.collectors.parsers.base import ParseProblem
+from fleet.collectors.parsers.base import ParseProblem, parser
 from fleet.collectors.parsers.textscan import Problems, split_lines, strip_ansi, to_int
 
 KIND = "nccl-log"
@@ -111,8 +111,13 @@ class NcclLog:
     unknown_lines: int
 
 
+MAX_PORT = 255
+"""An IB port number is 8 bits (IBA Vol 1 14.2.5.6, ``fleet.collectors.parsers.values``)."""
+
+
 def _devices(text: str) -> tuple[list[NcclNetDevice], bool]:
-    """``[0]mlx5_0:1/RoCE [1]mlx5_1:1/RoCE [RO]; OOB ...`` -> the devices and whether ``[RO]`` is there."""
+    """``[0]mlx5_0:1/RoCE [1]mlx5_1:1/RoCE [RO]; OOB ...`` -> the devices and whether ``[RO]`` is there;
+    a port number past 8 bits is left out (None)."""
     head = text[:MAX_USING_CHARS].split(";", 1)[0]
     devices: list[NcclNetDevice] = []
     relaxed = False
@@ -122,13 +127,15 @@ def _devices(text: str) -> tuple[list[NcclNetDevice], bool]:
         elif match := _NET_DEVICE.match(word):
             index = to_int(match.group(1))
             port = to_int(match.group(3)) if match.group(3) else None
+            port = port if port is not None and port <= MAX_PORT else None
             if index is not None:
                 devices.append(NcclNetDevice(index, match.group(2), port, match.group(4) or ""))
     return devices, relaxed
 
 
+@parser
 def parse_nccl_log(text: str) -> NcclLog:
-    """NCCL's log lines in ``text``; never raises."""
+    """NCCL's log lines in ``text`` (the contract of ``base``: never a ParseError, every value in range)."""
     problems = Problems()
     version: str | None = None
     info = other = inits = 0
