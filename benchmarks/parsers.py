@@ -2,7 +2,7 @@
 
 Why: a host can print anything, and the collector parses it on its event loop; a parser
 whose time grows faster than its input (a backtracking pattern, a quadratic loop) lets
-one host stall the fleet. Each parser kind (the 26 of ``fleet parse --list`` and the
+one host stall the fleet. Each parser kind (the 28 of ``fleet parse --list`` and the
 switch CLIs' fixed-width tables) reads inputs of about 10 MB shaped as:
 
 - ``repeated``: its largest real capture under tests/fixtures, repeated;
@@ -45,6 +45,11 @@ SWITCH_TABLE = (
     "swp1       up     400G   9216   swp       gpu001       enp12s0np0\n"
     "swp17      down   400G   9216   swp\n"
 )
+
+
+# NCCL's log lines (kind nccl-log) have no capture of their own: they come interleaved in this one, which
+# detection calls nccl-tests output.
+NCCL_LOG = FIXTURES / "nccl" / "nccl-tests-issue321-2node-h20-vm-alltoall_perf-roce-bond-rdma-plugin.txt"
 
 
 def _captures() -> dict[str, str]:
@@ -94,7 +99,8 @@ def run(argv: list[str]) -> Measured:
     size = int(args.megabytes * 1_000_000)
     parsers: dict[str, Callable[[str], Any]] = {kind: spec.load() for kind, spec in KINDS.items()}
     parsers["switch-table"] = parse_switch_table
-    captures = {**_captures(), "switch-table": SWITCH_TABLE}
+    captures = {**_captures(), "switch-table": SWITCH_TABLE,
+                "nccl-log": NCCL_LOG.read_bytes().decode("utf-8", errors="replace")}
     wanted = [k for k in args.kinds.split(",") if k] or sorted(parsers)
     results: dict[str, Any] = {"megabytes": args.megabytes}
     targets = {}
