@@ -42,8 +42,27 @@ FAULT_KINDS: dict[str, dict[str, tuple[type, Any]]] = {
     "node_unreachable": {},
     "node_hang": {},
     "slow_node": {"delay": (float, 2.0)},
+    # misconfigurations (fleet.simulator.qos_state): what `fleet check` finds and `fleet check fix` restores
+    "pfc_disabled": {},
+    "trust_pcp": {},
+    "dscp_map_mismatch": {"dscp": (int, 26), "priority": (int, 0)},
+    "mtu_mismatch": {"mtu": (int, 1500)},
+    "gid_index_mismatch": {},
+    "peermem_missing": {},
+    "acs_enabled": {},
+    "pcie_downtrained": {"gts": (float, 16.0), "width": (int, 16)},
+    "nic_far_from_gpu": {},
+    "firmware_drift": {},
+    "pfc_watchdog_disabled": {},
 }
-"""Each fault kind and its parameters (units: seconds, dB, bit error ratio, Gb/s, fraction)."""
+"""Each fault kind and its parameters (units: seconds, dB, bit error ratio, Gb/s, fraction; MTU in bytes,
+PCIe speed in GT/s, width in lanes)."""
+
+MISCONFIG_KINDS = frozenset({
+    "pfc_disabled", "trust_pcp", "dscp_map_mismatch", "mtu_mismatch", "gid_index_mismatch", "peermem_missing",
+    "acs_enabled", "pcie_downtrained", "nic_far_from_gpu", "firmware_drift", "pfc_watchdog_disabled",
+})  # fmt: skip
+"""Fault kinds that misconfigure a machine rather than break a part (``ecn_disabled`` does both)."""
 
 TARGET_KINDS: dict[str, tuple[str, ...]] = {
     # which target forms a fault kind accepts: nic = node:mlx5_N, port = switch:port,
@@ -64,6 +83,17 @@ TARGET_KINDS: dict[str, tuple[str, ...]] = {
     "node_unreachable": ("host",),
     "node_hang": ("host",),
     "slow_node": ("host",),
+    "pfc_disabled": ("nic", "port"),
+    "trust_pcp": ("nic", "switch"),
+    "dscp_map_mismatch": ("nic", "switch"),
+    "mtu_mismatch": ("nic", "port"),
+    "gid_index_mismatch": ("nic", "node"),
+    "peermem_missing": ("node",),
+    "acs_enabled": ("node", "gpu"),
+    "pcie_downtrained": ("nic", "gpu"),
+    "nic_far_from_gpu": ("nic",),
+    "firmware_drift": ("nic", "node"),
+    "pfc_watchdog_disabled": ("switch", "port"),
 }
 
 
@@ -406,7 +436,7 @@ def _fault(check: _Checker, index: int, raw: Mapping[str, Any], names: _Names) -
         value = check.get(t, index, raw, key, float if kind_type is float else int, default)
         if value is not None and not isinstance(value, str):
             params[key] = float(value)
-            if value < 0 or (key in ("period", "gbps", "qps", "delay") and value <= 0):
+            if value < 0 or (key in ("period", "gbps", "qps", "delay", "mtu", "gts", "width") and value <= 0):
                 raise check.fail(t, index, key, f"must be positive, got {value}")
     if kind in ("high_ber", "spine_loss"):
         key = "ber" if kind == "high_ber" else "rate"
