@@ -24,13 +24,15 @@ ALLOWED_TOOLS: frozenset[str] = frozenset({
     "cat", "grep", "ls", "echo", "true", "ethtool", "lldpctl", "hostname", "uname", "timeout", "date",
     # GPUs
     "nvidia-smi",
+    # RoCE, PCIe and driver configuration (fleet check, fleet check fix)
+    "mlnx_qos", "cma_roce_mode", "cma_roce_tos", "lsmod", "ofed_info", "lspci", "ip", "modprobe", "setpci",
     # probes
     "ib_send_lat", "ib_write_lat", "ib_read_lat", "ib_send_bw", "ib_write_bw", "ib_read_bw",
     "all_reduce_perf", "mpirun",
     # Slurm head
     "squeue", "scontrol", "sinfo",
     # switches: Cumulus NVUE, SONiC
-    "nv", "show", "config",
+    "nv", "show", "config", "ecnconfig", "sonic-cfggen",
 })
 """Tools fleet may run. Adding one is a reviewed change to this file, never a runtime option.
 ``python3`` is not among them: the only Python fleet runs is its node agent (``agent_command``)
