@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from fleet.fabric.events import Event, Severity
 from fleet.fabric.roce_config import FleetConfig, NicConfig, NodeConfig, SwitchConfig
 from fleet.fabric.roce_profile import RoceProfile
 
@@ -506,3 +507,37 @@ def run_checks(config: FleetConfig, profile: RoceProfile, ts: float = 0.0) -> Co
     order = {spec.id: index for index, spec in enumerate(CHECKS)}
     results.sort(key=lambda r: (order[r.check], r.target))
     return ConfigReport(ts, profile.name, tuple(results), unreachable)
+
+
+# ------------------------------------------------------------------ the store's form
+
+CONFIG_CHECK_EVENT = "config_check"
+"""Event kind of a stored check run: the diagnosis, the console and baselines read the newest."""
+
+
+def report_event(report: ConfigReport, configuration: Mapping[str, Any]) -> Event:
+    """A check run as an event: the Events screen lists it, its data keeps the whole report and the
+    configuration summary (``fleet.fabric.roce_config.configuration_summary``) for drift."""
+    failed = [s for s in report.summaries() if s.failed]
+    if failed:
+        words = "; ".join(f"{SPECS[s.check].title}: {', '.join(s.odd[:3])}{' ...' if len(s.odd) > 3 else ''}"
+                          for s in failed[:4])
+        message = f"configuration check: {len(failed)} checks fail ({words})"
+    else:
+        message = f"configuration check: every check passes ({len(report.results)} results)"
+    if report.unreachable:
+        message += f"; {len(report.unreachable)} hosts not read"
+    severity = Severity.WARNING if failed or report.unreachable else Severity.INFO
+    return Event(report.ts, CONFIG_CHECK_EVENT, severity, message,
+                 data={"report": report.to_json(), "configuration": dict(configuration)})
+
+
+def report_of(event: Event) -> ConfigReport | None:
+    """The report a ``config_check`` event holds (None for another event or a damaged one)."""
+    data = event.data.get("report") if event.kind == CONFIG_CHECK_EVENT else None
+    if not isinstance(data, Mapping):
+        return None
+    try:
+        return ConfigReport.from_json(data)
+    except (KeyError, ValueError, TypeError):
+        return None

@@ -14,7 +14,7 @@ Pure: the input is plain data (``DiagnosisInput``, built from the store by
 from __future__ import annotations
 
 from fleet.fabric.events import Event, Finding, Severity
-from fleet.fabric.rules import congestion, gpus, hosts, latency, links, spine
+from fleet.fabric.rules import config, congestion, gpus, hosts, latency, links, spine
 from fleet.fabric.rules.context import Context, DiagnosisInput, Reading, SeriesId
 from fleet.fabric.rules.thresholds import Thresholds
 
@@ -24,7 +24,7 @@ __all__ = ["FINDING_KINDS", "DiagnosisInput", "Reading", "SeriesId", "Thresholds
 FINDING_KINDS: tuple[str, ...] = (
     "link_down", "link_flapping", "degraded_rate", "optics_low_rx_power", "high_ber", "miswired", "pfc_storm",
     "ecn_not_working", "ecmp_imbalance", "spine_loss", "qp_errors", "gpu_xid", "gpu_thermal", "node_unreachable",
-    "node_unresponsive", "node_slow", "latency_regression",
+    "node_unresponsive", "node_slow", "latency_regression", "misconfigured",
 )
 
 _RANK = {Severity.CRITICAL: 0, Severity.WARNING: 1, Severity.INFO: 2}
@@ -36,6 +36,7 @@ def diagnose(data: DiagnosisInput, thresholds: Thresholds | None = None) -> list
     found: list[Finding] = []
     for family in (links, congestion, spine, gpus, hosts, latency):
         found += family.rules(ctx)
+    found = config.rules(ctx, found)  # a failed configuration check is the root cause of what it explains
     return sorted(found, key=lambda f: (_RANK[f.severity], f.kind, f.node, f.nic, f.switch, f.port, f.job))
 
 

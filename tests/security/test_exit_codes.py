@@ -31,6 +31,7 @@ INVENTORY_COMMANDS: dict[str, list[str]] = {
     "audit": ["audit"],
     "baseline take": ["baseline", "take"],
     "bw": ["bw", "gpu001", "gpu002"],
+    "check": ["check"],
     "collect": ["collect", "--once"],
     "console": ["console"],
     "diagnose": ["diagnose", "--collect", "1"],
