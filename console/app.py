@@ -258,7 +258,11 @@ class FleetApp(App[None]):
         self.push_screen(EcmpPlanScreen(leaf))
 
     def action_walkthrough(self) -> None:
-        """Ask for the criteria file (the configured one offered first), then walk through it."""
+        """Ask for the criteria file (the configured one offered first), then walk through it; in read-only
+        mode nothing is measured, so the newest stored acceptance run is shown at once."""
+        if self.config.read_only:
+            self.push_screen(WalkthroughScreen(None))
+            return
 
         def chosen(path: Path | None) -> None:
             if path is not None:

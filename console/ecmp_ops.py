@@ -23,7 +23,7 @@ from fleet.collectors.ecmp_apply import ApplyOutcome, ApplySettings, StepCallbac
 from fleet.collectors.ecmp_status import LeafPlan, guarded_apply, leaf_balances, plan_leaf
 from fleet.collectors.inventory import Inventory, InventoryHost
 from fleet.collectors.sshpool import SshPool
-from fleet.fabric.ecmp import EcmpThresholds, LeafBalance
+from fleet.fabric.ecmp import EcmpThresholds, LeafBalance, ecmp_thresholds
 from fleet.fabric.ecmp_plan import Remedy
 from fleet.fabric.records import ActionRecord
 from fleet.store.audit import ChainVerdict
@@ -46,12 +46,12 @@ class EcmpSettings:
 
     @property
     def thresholds(self) -> EcmpThresholds:
-        return EcmpThresholds(sustain_s=min(self.sustain_s, self.window_s))
+        return ecmp_thresholds(self.window_s, self.sustain_s)
 
     @property
     def apply_settings(self) -> ApplySettings:
         return ApplySettings(window_s=self.verify_window_s, interval_s=self.interval_s,
-                             thresholds=EcmpThresholds(sustain_s=min(self.sustain_s, self.verify_window_s)))
+                             thresholds=ecmp_thresholds(self.verify_window_s, self.sustain_s))
 
 
 def actor() -> str:

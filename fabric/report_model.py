@@ -2,9 +2,10 @@
 
 Why a separate model: the HTML and the Markdown files (``console/report_*.py``)
 draw the same numbers, and the digest must cover exactly those numbers. The
-report's data is one JSON document; :func:`canonical_json` writes it one way
-only (sorted keys, no spaces, ASCII, ``<``/``>``/``&`` escaped so it can sit
-inside an HTML ``<script>`` as is), and ``sha256`` is the SHA-256 of that text.
+report's data is one JSON document, every string in it inert (``clean_text``);
+:func:`canonical_json` writes it one way only (sorted keys, no spaces, ASCII,
+``<``/``>``/``&`` escaped so it can sit inside an HTML ``<script>`` as is),
+and ``sha256`` is the SHA-256 of that text.
 The HTML embeds the text, so anyone can recompute the digest and see whether
 the figures were edited afterwards. The data also carries the head of the
 store's audit chain when the report was made (``audit_head``: rows and
@@ -29,6 +30,7 @@ from typing import Any
 from fleet.fabric.acceptance import CheckResult, Criteria
 from fleet.fabric.baseline import Baseline, BaselineDiff
 from fleet.fabric.events import Finding
+from fleet.fabric.text import clean_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,11 +53,15 @@ def canonical_json(data: Any) -> str:
 
 
 def finite(data: Any) -> Any:
-    """``data`` with every infinite or NaN float written as a string (``"inf"``): JSON has no such numbers."""
+    """``data`` fit for a report: every infinite or NaN float written as a string (``"inf"``: JSON
+    has no such numbers), every string and key made inert (``clean_text``: a machine's name or
+    version with escape sequences, stored before it was cleaned, is text here too)."""
     if isinstance(data, float) and not math.isfinite(data):
         return str(data)
+    if isinstance(data, str):
+        return clean_text(data)
     if isinstance(data, Mapping):
-        return {str(k): finite(v) for k, v in data.items()}
+        return {clean_text(str(k)): finite(v) for k, v in data.items()}
     if isinstance(data, list | tuple):
         return [finite(v) for v in data]
     return data
@@ -86,7 +92,8 @@ def utc_words(ts: float) -> str:
 
 
 def shape_json(baseline: Baseline) -> dict[str, Any]:
-    """Counts, names and the software versions as "value: how many nodes" per key."""
+    """Counts, names and the software versions as "value: how many" per key, each count in its unit
+    (``software_units``): a firmware version is counted per NIC, the rest per node."""
     versions: dict[str, Counter[str]] = {}
     for info in baseline.software.values():
         for key, value in info.items():
@@ -97,6 +104,7 @@ def shape_json(baseline: Baseline) -> dict[str, Any]:
         "switches": len(baseline.shape.switches), "rails": list(baseline.shape.rails),
         "node_names": list(baseline.shape.nodes), "switch_names": list(baseline.shape.switches),
         "software": {k: dict(sorted(v.items())) for k, v in sorted(versions.items())},
+        "software_units": {k: "NICs" if k == "nic_firmware" else "nodes" for k in sorted(versions)},
         "unreachable": dict(baseline.unreachable),
     }  # fmt: skip
 

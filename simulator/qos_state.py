@@ -151,8 +151,11 @@ def _nic_of(target: str) -> tuple[str, int] | None:
 class QosState:
     """Every machine's configuration at any ``t``: healthy, then the active faults, then the writes."""
 
-    def __init__(self, topology: Topology, faults: Sequence[FaultSpec], roce: bool) -> None:
+    def __init__(self, topology: Topology, faults: Sequence[FaultSpec], roce: bool, *,
+                 firmware: str = FW_VERSION, kernel: str = KERNEL, driver: str = NVIDIA_DRIVER) -> None:
         self.topology = topology
+        self.firmware, self.kernel, self.driver = firmware, kernel, driver
+        """What every machine runs where no fault drifts it (a scenario's ``[reported]`` may change it)."""
         self.faults = tuple(f for f in faults if f.kind in MISCONFIG_KINDS or f.kind == "ecn_disabled")
         self.roce = roce
         self._writes: dict[str, list[Write]] = {}
@@ -202,7 +205,7 @@ class QosState:
     # ------------------------------------------------------------------ nodes
 
     def node(self, node: str, t: float) -> NodeQos:
-        nics = [NicQos() for _ in range(RAILS_PER_NODE)]
+        nics = [NicQos(firmware=self.firmware) for _ in range(RAILS_PER_NODE)]
         state: dict[str, Any] = {"peermem": True, "acs": set(), "gpu_pcie": [PCIE_GEN5] * RAILS_PER_NODE}
         for fault in self.faults:
             if fault.active(t) and fault.target.partition(":")[0] == node:
@@ -217,7 +220,8 @@ class QosState:
             elif key[0] == "acs":
                 gpu = int(key[1])  # type: ignore[call-overload]
                 (state["acs"].add if value else state["acs"].discard)(gpu)
-        return NodeQos(tuple(nics), state["peermem"], frozenset(state["acs"]), tuple(state["gpu_pcie"]))
+        return NodeQos(tuple(nics), state["peermem"], frozenset(state["acs"]), tuple(state["gpu_pcie"]),
+                       kernel=self.kernel, driver=self.driver)
 
     def _node_fault(self, fault: FaultSpec, nics: list[NicQos], state: dict[str, Any]) -> None:
         kind, target = fault.kind, fault.target

@@ -31,6 +31,7 @@ from fleet.console.cli.common import (
     run_async,
 )
 from fleet.console.cli.exit_codes import ExitCode
+from fleet.console.cli.read_only import read_only_option, refuse_if_read_only
 from fleet.console.cli.suite_progress import ProgressView
 from fleet.console.report_write import write_report
 from fleet.fabric.acceptance import CriteriaError, parse_rails
@@ -56,10 +57,13 @@ def baseline() -> None:
 @click.option("--no-fleet-allreduce", is_flag=True, help="Skip the all-reduce across every node.")
 @inventory_option
 @db_option
+@read_only_option
 @json_option
 def take(label: str, nodes_expr: str | None, mode: str, sample_rounds: int, rails_text: str, max_bytes: str,
-         no_fleet_allreduce: bool, inventory_path: Path | None, db_path: Path | None, as_json: bool) -> None:
+         no_fleet_allreduce: bool, inventory_path: Path | None, db_path: Path | None, read_only_flag: bool,
+         as_json: bool) -> None:
     """Run the standard suite and store it as a baseline."""
+    refuse_if_read_only(read_only_flag, "runs the link test, bandwidth probes and all-reduce on the fleet")
     inventory = open_inventory(inventory_path)
     try:
         rails = parse_rails(rails_text)

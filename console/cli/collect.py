@@ -25,6 +25,7 @@ from fleet.console.cli.common import (
     run_async,
 )
 from fleet.console.cli.exit_codes import ExitCode
+from fleet.console.cli.read_only import read_only_option, refuse_if_read_only
 from fleet.fabric.host_failures import failure_groups
 from fleet.fabric.records import JobRecord
 from fleet.store.types import WriterStats
@@ -41,14 +42,18 @@ from fleet.store.writer import StoreWriter
 @click.option("--job-latency", is_flag=True,
               help="Also probe RDMA latency between a few node pairs of every running Slurm job each minute "
                    "(the console's Jobs screen plots it). Puts light traffic on the jobs' links.")
+@read_only_option
 @json_option
 def collect(inventory_path: Path | None, db_path: Path | None, once: bool, duration: float | None,
-            interval: float | None, tofu: bool, job_latency: bool, as_json: bool) -> None:
+            interval: float | None, tofu: bool, job_latency: bool, read_only_flag: bool, as_json: bool) -> None:
     """Collect every node, switch and the Slurm head into the history database.
 
     Exit status (docs/exit-codes.md): 0 every host answered; 1 some hosts failed; 3 no host
-    answered, or the store cannot write (collection stops at once); 2 a bad inventory.
+    answered, or the store cannot write (collection stops at once); 2 a bad inventory, or
+    ``--job-latency`` in read-only mode.
     """
+    if job_latency:
+        refuse_if_read_only(read_only_flag, "with --job-latency starts perftest inside the running jobs")
     inventory = open_inventory(inventory_path)
     writer = open_writer(db_path_or_default(db_path))
     try:

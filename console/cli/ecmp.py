@@ -1,16 +1,21 @@
 """`fleet ecmp status|plan|apply`: find an imbalanced leaf, plan, apply with guards (audited: `fleet audit`).
 
-status/plan read the store; when it holds no switch data newer than the
+status, plan and apply judge each leaf with the one assessment
+(``fleet.collectors.ecmp_status.leaf_balances``: the numbers and the state
+the console shows too); when the store holds no switch data newer than the
 window they collect the switches (and the Slurm head) for one window first
 and say so on stderr. apply changes a switch: refused in read-only mode
 (``--read-only`` or ``FLEET_READ_ONLY=1`` / ``read_only = true`` in the config
-file), shows the exact commands and asks on the terminal unless ``--yes``.
+file), refused for a leaf that needs no remedy (idle, balanced, no data)
+unless ``--force REASON`` (audited), shows the exact commands and asks on
+the terminal unless ``--yes``.
 
 Exit status (docs/exit-codes.md): 0 done (apply: the change was kept); 1 apply
-rolled back or did not apply, or a leaf's configuration could not be read; 2 a
-bad option, a leaf the inventory does not hold, an inventory without leaves
-(said at once, before any collection), read-only mode; 3 no leaf has uplink
-data, or the store cannot write.
+rolled back or did not apply (a leaf that needs no remedy, unforced), or a
+leaf's configuration could not be read; 2 a bad option, a leaf the inventory
+does not hold, an inventory without leaves (said at once, before any
+collection), read-only mode; 3 no leaf has uplink data, or the store cannot
+write.
 """
 
 from __future__ import annotations
@@ -50,8 +55,8 @@ from fleet.console.cli.common import (
     run_async,
 )
 from fleet.console.cli.exit_codes import ExitCode
-from fleet.console.config import ConfigError, load_config
-from fleet.fabric.ecmp import EcmpThresholds, LeafBalance
+from fleet.console.cli.read_only import read_only_option, refuse_if_read_only
+from fleet.fabric.ecmp import COLLISION_TARGET, EcmpThresholds, LeafBalance, ecmp_thresholds
 from fleet.fabric.ecmp_plan import Remedy, default_remedy
 from fleet.store.reader import StoreReader
 from fleet.store.writer import StoreWriter
@@ -79,8 +84,7 @@ def _window_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _thresholds(window_s: float, sustain_s: float | None, ratio: float, hot_util_pct: float) -> EcmpThresholds:
-    sustain = sustain_s if sustain_s is not None else min(_DEFAULTS.sustain_s, window_s)
-    return EcmpThresholds(imbalance_ratio=ratio, hot_util_pct=hot_util_pct, sustain_s=sustain)
+    return ecmp_thresholds(window_s, sustain_s, ratio=ratio, hot_util_pct=hot_util_pct)
 
 
 def _actor() -> str:
@@ -150,17 +154,24 @@ def status(inventory_path: Path | None, db_path: Path | None, window_s: float, i
     balances, _ = _balances(inventory, db_path, window_s, interval_s, thresholds, _leaves(inventory, None))
     if as_json:
         print_json({"thresholds": _thresholds_json(thresholds), "leaves": [b.as_json() for b in balances],
-                    "flagged": [b.leaf for b in balances if b.flagged]})
+                    "flagged": [b.leaf for b in balances if b.flagged],
+                    "warnings": [b.leaf for b in balances if b.warning]})
         return
     for b in balances:
-        bars = " ".join(f"{u.spine}:{u.util_pct:3.0f}%" for u in b.uplinks)
-        mark = "FLAGGED" if b.flagged else "ok"
-        click.echo(f"{b.leaf:8} {mark:7} max/mean {b.imbalance:4.2f} spread {b.spread_gbps:6.1f} Gb/s  {bars}")
+        click.echo(status_line(b))
+
+
+def status_line(b: LeafBalance) -> str:
+    """One leaf in words: state, max/mean, uplink utilizations, the collision estimate, why."""
+    bars = " ".join(f"{u.spine}:{u.util_pct:3.0f}%" for u in b.uplinks)
+    collision = f"  {b.collision_words()}" if b.collision_rate is not None and b.actionable else ""
+    return (f"{b.leaf:8} {b.state.upper() if b.actionable else b.state:9} max/mean {b.imbalance:4.2f} "
+            f"spread {b.spread_gbps:6.1f} Gb/s  {bars}{collision}  ({b.reason})")
 
 
 def _thresholds_json(t: EcmpThresholds) -> dict[str, float]:
     return {"imbalance_ratio": t.imbalance_ratio, "hot_util_pct": t.hot_util_pct, "sustain_s": t.sustain_s,
-            "min_mean_gbps": t.min_mean_gbps}
+            "min_mean_gbps": t.min_mean_gbps, "collision_target": COLLISION_TARGET}
 
 
 async def _plans(inventory: Inventory, balances: list[LeafBalance]) -> list[dict[str, object]]:
@@ -185,26 +196,20 @@ def plan(inventory_path: Path | None, db_path: Path | None, leaf: str | None, wi
     require_leaves(inventory, "fleet ecmp plan")
     thresholds = _thresholds(window_s, sustain_s, ratio, hot_util_pct)
     balances, _ = _balances(inventory, db_path, window_s, interval_s, thresholds, _leaves(inventory, leaf))
-    chosen = balances if leaf else [b for b in balances if b.flagged]
+    chosen = balances if leaf else [b for b in balances if b.actionable]
     plans = run_async(_plans(inventory, chosen)) if chosen else []
     if as_json:
         print_json({"plans": plans})
         return
     if not plans:
-        click.echo("no leaf is flagged; give --leaf NAME to plan one anyway")
-    for p in plans:
+        click.echo("no leaf needs a remedy (none squeezed, in collision or uneven); give --leaf NAME to plan one anyway")
+    for balance, p in zip(chosen, plans, strict=True):
+        click.echo(status_line(balance))
         click.echo(f"{p['leaf']}: config {p['config']}")
         for r in p["remedies"]:  # type: ignore[attr-defined]
             click.echo(f"  [{r['id']}] {r['title']}")
             for line in r["commands"]:
                 click.echo(f"      {line}")
-
-
-def _read_only(flag: bool) -> bool:
-    try:
-        return load_config({"read_only": True if flag else None}, os.environ, time.time()).read_only
-    except ConfigError as error:
-        fail(str(error), ExitCode.USAGE)
 
 
 def _show_remedy(leaf: str, remedy: Remedy) -> None:
@@ -219,7 +224,7 @@ def _show_remedy(leaf: str, remedy: Remedy) -> None:
 
 
 async def _apply(inventory: Inventory, writer: StoreWriter, reader: StoreReader, leaf: str,
-                 remedy_id: str | None, yes: bool, settings: ApplySettings, read_only: bool) -> dict[str, object]:
+                 remedy_id: str | None, yes: bool, settings: ApplySettings, force_reason: str) -> dict[str, object]:
     host = inventory.host(leaf)
     pool = SshPool(inventory.hosts, known_hosts=inventory.known_hosts)
     try:
@@ -233,14 +238,15 @@ async def _apply(inventory: Inventory, writer: StoreWriter, reader: StoreReader,
         if remedy is None:
             fail(f"no remedy {remedy_id!r} for {leaf} (available: {', '.join(remedies) or 'none'})" if remedy_id
                  else f"no switch remedy left for {leaf}", ExitCode.USAGE if remedy_id else ExitCode.FAILED)
-        if not balance.flagged:
-            click.echo(f"fleet: {leaf} is not flagged now ({balance.reason}); it is still the canary you chose",
-                       err=True)
+        click.echo(f"fleet: {status_line(balance)}", err=True)
+        if not balance.actionable and not force_reason:
+            fail(f"refused: {leaf} needs no remedy, it is {balance.state} ({balance.reason}); "
+                 "give --force REASON to change it anyway (the reason is audited)", ExitCode.FAILED)
         _show_remedy(leaf, remedy)
         if not yes and not click.confirm(f"Apply to {leaf}?", default=False, err=True):
             fail("not applied: not confirmed", ExitCode.FAILED)
         outcome = await guarded_apply(pool, inventory, reader, writer, leaf_plan, remedy, actor=_actor(),
-                                      settings=settings, read_only=read_only,
+                                      settings=settings, read_only=False, force_reason=force_reason,
                                       on_step=lambda step, words: click.echo(f"[{step}] {words}", err=True))
     finally:
         await pool.close()
@@ -254,7 +260,9 @@ async def _apply(inventory: Inventory, writer: StoreWriter, reader: StoreReader,
 @click.option("--remedy", "remedy_id", default=None, help="Remedy id from `fleet ecmp plan` (default: the least "
               "disruptive switch change).")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
-@click.option("--read-only", "read_only_flag", is_flag=True, help="Refuse to change anything (as FLEET_READ_ONLY=1).")
+@click.option("--force", "force_reason", default="", metavar="REASON",
+              help="Change a leaf that needs no remedy (idle, balanced, no data) anyway; the reason is audited.")
+@read_only_option
 @click.option("--margin", type=float, default=0.25, show_default=True,
               help="Keep a change that lowers max/mean by this fraction even if above the threshold.")
 @click.option("--probe-tolerance", type=float, default=0.25, show_default=True,
@@ -262,13 +270,11 @@ async def _apply(inventory: Inventory, writer: StoreWriter, reader: StoreReader,
 @_window_options
 @json_option
 def apply(inventory_path: Path | None, db_path: Path | None, leaf: str, remedy_id: str | None, yes: bool,
-          read_only_flag: bool, margin: float, probe_tolerance: float, window_s: float, interval_s: float, sustain_s: float | None,
+          force_reason: str, read_only_flag: bool, margin: float, probe_tolerance: float, window_s: float,
+          interval_s: float, sustain_s: float | None,
           ratio: float, hot_util_pct: float, as_json: bool) -> None:
     """Apply a remedy to one leaf, verify it on fresh counters and a probe, roll back if it did not help."""
-    read_only = _read_only(read_only_flag)
-    if read_only:
-        fail("refused: read-only mode (--read-only / FLEET_READ_ONLY / read_only in the config) never changes "
-             "a machine", ExitCode.USAGE)
+    refuse_if_read_only(read_only_flag, f"changes {leaf}'s ECMP configuration")
     inventory = open_inventory(inventory_path)
     require_leaves(inventory, "fleet ecmp apply")
     _leaves(inventory, leaf)
@@ -280,7 +286,8 @@ def apply(inventory_path: Path | None, db_path: Path | None, leaf: str, remedy_i
     try:
         _fresh_store(inventory, writer, StoreReader(path), window_s, interval_s)
         reader = StoreReader(path)  # a new read connection sees what was just collected
-        document = run_async(_apply(inventory, writer, reader, leaf, remedy_id, yes, settings, read_only))
+        document = run_async(_apply(inventory, writer, reader, leaf, remedy_id, yes, settings,
+                                    force_reason.strip()))
     finally:
         audited = writer.flush(timeout=30)
         store_failing = None if audited else writer.stats().failing or "timed out after 30 s"

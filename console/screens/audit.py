@@ -24,18 +24,20 @@ from textual.widgets import DataTable, Static
 from fleet.console.ecmp_ops import read_audit, verify_audit
 from fleet.console.screens.base import FleetScreenBase, fixed_columns
 from fleet.fabric.records import ActionRecord
+from fleet.fabric.text import clean_text
 from fleet.store.audit import ChainVerdict
 
 
 def detail_text(row: ActionRecord) -> Text:
-    """One audit row in full, every field as plain text."""
+    """One audit row in full, every field as plain text; what a switch said (verdict, output) made
+    inert, as stored by an older version it may not be (audit rows are read exactly as written)."""
     text = Text(f"{row.action} {row.step} on {row.target} by {row.actor}\n", style="bold")
     if row.verdict:
-        text.append(f"verdict: {row.verdict}\n")
+        text.append(f"verdict: {clean_text(row.verdict)}\n")
     for line in row.commands:
         text.append(f"  $ {line}\n")
     if row.output:
-        text.append(f"output:\n{row.output}\n")
+        text.append(f"output:\n{clean_text(row.output)}\n")
     for label, numbers in (("before", row.before), ("after", row.after)):
         if numbers:
             text.append(f"{label}: {json.dumps(numbers, sort_keys=True)[:600]}\n")
@@ -94,7 +96,7 @@ class AuditScreen(FleetScreenBase):
         table = self.query_one("#audit-table", DataTable)
         table.clear()
         for index, row in enumerate(self.rows):
-            what = row.verdict or "; ".join(row.commands)
+            what = clean_text(row.verdict, one_line=True) or "; ".join(row.commands)
             table.add_row(Text(time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(row.ts))), Text(row.actor),
                           Text(row.target), Text(row.action), Text(row.step), Text(what), key=str(index))
         if not self.rows:

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, cast
 
+from textual import events
 from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer
 
-from fleet.console.actions import is_machine_changing
+from fleet.console.actions import is_machine_changing, refusal
 from fleet.console.view_model import ConsoleView
 from fleet.console.widgets.header import FleetHeader
 from fleet.console.widgets.summary_bar import SummaryBar
@@ -40,6 +41,16 @@ class FleetScreenBase(Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Read-only mode hides and refuses every action marked ``changes_machine``."""
         return not (self.fleet_app.config.read_only and is_machine_changing(self, action))
+
+    def on_key(self, event: events.Key) -> None:
+        """In read-only mode a refused action's key arrives here (its binding is off): say why."""
+        if not self.fleet_app.config.read_only:
+            return
+        reason = refusal(self, event.key)
+        if reason is not None:
+            event.stop()
+            event.prevent_default()
+            self.notify(reason, title="read-only", severity="warning", markup=False)
 
     def compose(self) -> ComposeResult:
         yield FleetHeader(id="header")

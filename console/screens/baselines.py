@@ -21,7 +21,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Static
 
-from fleet.console.report_write import write_report
+from fleet.console.report_write import default_report_path, write_report
 from fleet.console.screens.base import FleetScreenBase, fixed_columns
 from fleet.console.screens.path_prompt import PathPrompt
 from fleet.fabric.baseline import Baseline, BaselineDiff, Rank, diff
@@ -174,8 +174,8 @@ class BaselinesScreen(FleetScreenBase):
         if result is None:
             self.notify("pick two baselines first (space, space)", severity="warning")
             return
-        stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
-        default = self.fleet_app.config.db_path.parent / f"baseline-diff-{stamp}.html"
+        default = default_report_path(self.fleet_app.config.reports_folder, "baseline-diff")  # kept, not beside a
+        # temporary history
 
         def chosen(path: Path | None) -> None:
             if path is not None:

@@ -121,8 +121,9 @@ async def test_ecn_off_on_a_leaf_queue_is_the_root_cause_of_its_nics_pausing_wit
         findings = diagnose_store(db, window_s=300.0, cabling=inventory.cabling, writer=writer)
     finally:
         writer.close()
-    assert [(f.kind, f.switch) for f in symptom_only] == [("ecn_not_working", "leaf03")]
-    [cause] = findings  # the symptom is folded into its cause: one finding
+    assert [(life.finding.kind, life.finding.switch) for life in symptom_only] == [("ecn_not_working", "leaf03")]
+    # the symptom is folded into its cause: one finding now (the symptom's, gone, is only held open)
+    [cause] = [life.finding for life in findings if life.active]
     assert (cause.kind, cause.switch) == ("misconfigured", "leaf03")
     assert cause.evidence["check"] == "switch_ecn" and cause.evidence["expected"] == "ECN on traffic class 3"
     assert cause.evidence["symptom_ecn_not_working"]["nics_pausing_without_cnp"] >= 2
