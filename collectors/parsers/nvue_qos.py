@@ -38,7 +38,7 @@ class NvueSetting:
 @dataclass(frozen=True, slots=True)
 class NvueShow:
     settings: dict[str, NvueSetting] = field(default_factory=dict)
-    """Dotted key path (``pfc.pfc-priority``) -> its values."""
+    """Dotted key path (``pfc.pfc-priority``) -> its values (a parent key, ``pfc``, holds none)."""
     tables: dict[str, tuple[dict[str, str], ...]] = field(default_factory=dict)
     """Sub-table title -> rows (column -> cell; the unnamed first column under ``""``)."""
     problems: tuple[ParseProblem, ...] = ()
@@ -51,8 +51,10 @@ class NvueShow:
     # --- the RoCE reading, for `nv show qos roce` and `... qos roce status`
     @property
     def pfc_priorities(self) -> tuple[int, ...] | None:
-        text = self.get("pfc.pfc-priority")
-        return int_list(text, 0, 7) if text else None
+        """() when the switch prints the key empty (no PFC); None when the key is missing."""
+        if "pfc.pfc-priority" not in self.settings:
+            return None
+        return int_list(self.get("pfc.pfc-priority"), 0, 7)
 
     @property
     def ecn_traffic_classes(self) -> tuple[int, ...] | None:
@@ -156,8 +158,7 @@ def parse_nvue_show(text: str) -> NvueShow:
             path.pop()
         path.append((depth, key))
         dotted = ".".join(k for _, k in path)
-        if len(cells) > 1 and any(cells[1:3]):
-            settings[dotted] = NvueSetting(cells[1], cells[2] if len(cells) > 2 else "")
+        settings[dotted] = NvueSetting(cells[1] if len(cells) > 1 else "", cells[2] if len(cells) > 2 else "")
         index += 1
     if not spans and not tables:
         log.add(0, "", "no 'operational  applied' header")
