@@ -366,12 +366,12 @@ def _gpudirect_checks(node: NodeConfig, p: RoceProfile) -> list[CheckResult]:
 # ------------------------------------------------------------------ switch checks
 
 
-def _collapse(check: str, switch: SwitchConfig, results: list[CheckResult]) -> list[CheckResult]:
-    """One result naming the switch when every checked port fails the same way."""
+def _collapse(check: str, switch: SwitchConfig, results: list[CheckResult], fix_all: str = "") -> list[CheckResult]:
+    """One result naming the switch when every checked port fails the same way (``fix_all``: one command for all)."""
     failed = [r for r in results if r.verdict is Verdict.FAIL]
     if len(results) > 1 and len(failed) == len(results):
         found = f"on all {len(results)} ports: {failed[0].found}"
-        fix = "; ".join(dict.fromkeys(r.fix for r in failed if r.fix))
+        fix = fix_all or "; ".join(dict.fromkeys(r.fix for r in failed if r.fix))
         return [CheckResult(check, switch.switch, Verdict.FAIL, failed[0].expected, found, (switch.switch,), fix)]
     return results
 
@@ -385,7 +385,7 @@ def _switch_checks(switch: SwitchConfig, p: RoceProfile, host_mtu: int | None) -
     per_port: list[CheckResult] = []
     for port in ports:
         ok = None if port.pfc is None else prio in port.pfc
-        fix = (f"nv unset interface {port.port} qos pfc" if nvue
+        fix = (f"nv set interface {port.port} qos pfc profile default-global" if nvue
                else f"config interface pfc priority {port.port} {prio} on")
         per_port.append(_result("switch_pfc", f"{name}:{port.port}", ok, f"PFC on priority {prio}",
                                 f"on priorities {_prios(port.pfc)}" if port.pfc is not None else "not read", fix))
@@ -411,7 +411,8 @@ def _switch_checks(switch: SwitchConfig, p: RoceProfile, host_mtu: int | None) -
                    else f"config pfcwd start --action drop {port.port} 200 --restoration-time 200")
             per_port.append(_result("switch_pfc_watchdog", f"{name}:{port.port}", ok, "on",
                                     _onoff(port.pfc_watchdog), fix))
-        out += _collapse("switch_pfc_watchdog", switch, per_port)
+        out += _collapse("switch_pfc_watchdog", switch, per_port,
+                         "" if nvue else "config pfcwd start --action drop all 200 --restoration-time 200")
     ok = None if not switch.trust else switch.trust in p.switch_trust
     out.append(_result("switch_trust", name, ok, " or ".join(p.switch_trust), switch.trust or "not read",
                        "nv set qos mapping default-global trust both" if nvue else
