@@ -221,6 +221,11 @@ def write_sysfs(machine: Machine, path: str, text: str, io: StreamIO) -> int:
         if rail is not None and int(value) < 256:
             model.qos.write(machine.host, ("nic", rail, "traffic_class"), int(value), t)
             return 0
+    unknown = (path.startswith("/sys/class/net/") and len(parts) > 5 and _rail_of_netdev(parts[4]) is None) or \
+        (path.startswith("/sys/class/infiniband/") and len(parts) > 5 and _rail_of_device(parts[4]) is None)
+    if unknown:
+        io.stderr(f"sh: 1: cannot create {path}: Directory nonexistent\n")
+        return 2
     if path.startswith("/sys/"):
         io.stderr("sh: 1: echo: echo: I/O error\n" if value else f"sh: 1: cannot create {path}: Permission denied\n")
         return 1 if value else 2
