@@ -115,6 +115,23 @@ def command(tool: str, *args: Arg) -> Command:
     return Command((words,), _TOKEN, argv=argv)
 
 
+_SYSFS_WRITABLE = re.compile(r"^/sys/class/(net|infiniband)/[A-Za-z0-9_.:-]+(/[A-Za-z0-9_.:-]+)+$")
+
+
+def write_sysfs(path: str, value: int) -> Command:
+    """``echo VALUE > PATH``: one whole number into one file under ``/sys/class/net`` or
+    ``/sys/class/infiniband`` (``fleet check fix``: DCQCN's enable flags, the verbs traffic class).
+
+    The one command with a redirection, so both sides are checked rather than quoted: the path
+    holds only ``[A-Za-z0-9_.:/-]`` and no ``..`` component, the value is a non-negative integer.
+    """
+    if not _SYSFS_WRITABLE.match(path) or any(part in (".", "..") for part in path.split("/")):
+        raise CommandError(f"{path!r} is not a file fleet writes (under /sys/class/net or /sys/class/infiniband)")
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise CommandError(f"{value!r} is not a whole number to write")
+    return Command((("echo", str(value), ">", path),), _TOKEN)
+
+
 def gated(cmd: Command) -> Command:
     """``cmd`` staged ahead: the remote shell waits for one line on stdin, then runs it; at the end
     of stdin without a line (the channel closed first) it never runs.

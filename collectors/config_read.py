@@ -128,7 +128,8 @@ def _link(pci: LspciVerbose, bdf: str) -> PcieLinkState | None:
 
 def _rails(topo_text: str, nics: Sequence[NicConfig], gpus: Sequence[GpuConfig], pci: LspciVerbose,
            tree: LspciTree) -> tuple[RailPair, ...]:
-    """Each NIC with its nearest GPU (ties: the GPU of the NIC's rail number, then the lowest index)."""
+    """Each NIC with the GPU behind its own PCIe switch (PIX/PXB; ties: the GPU of the NIC's rail number, then
+    the lowest index); a NIC near no GPU is paired with its rail's GPU (mlx5_5 with GPU5), else the nearest."""
     topo = parse_nvidia_smi_topo(topo_text)
     label_of = {d.device: d.label for d in topo.devices if d.kind == "nic"}
     links = {(link.src, link.dst): link.connection for link in topo.links}
@@ -143,7 +144,11 @@ def _rails(topo_text: str, nics: Sequence[NicConfig], gpus: Sequence[GpuConfig],
         known = {g: p for g, p in paths.items() if p in PATH_RANK}
         if not known:
             continue
-        gpu = min(known, key=lambda g: (PATH_RANK[known[g]], str(g) != rail, g))
+        close = [g for g in known if known[g] in ("PIX", "PXB")]
+        if not close and rail.isdigit() and int(rail) in known:
+            gpu = int(rail)
+        else:
+            gpu = min(close or known, key=lambda g: (PATH_RANK[known[g]], str(g) != rail, g))
         bridges = tree.bridges_between(nic.bdf, gpu_bdf[gpu]) if nic.bdf and gpu_bdf.get(gpu) else ()
         acs = {b: d.acs_enabled for b in bridges if (d := pci.device(b)) is not None and d.acs_enabled}
         pairs.append(RailPair(nic.nic, gpu, known[gpu], bridges, acs))
@@ -394,6 +399,16 @@ async def read_fleet(pool: SshPool, inventory: Inventory, nodes: Sequence[str], 
             if host in node_names:
                 lldp.setdefault(host, {})[_netdev_of(node_configs, host, nic)] = (config.switch, port.port)
     return FleetConfig(tuple(node_configs), tuple(switch_configs), _links(node_configs, lldp, inventory.cabling))
+
+
+async def read_host(pool: SshPool, inventory: Inventory, name: str, timeout_s: float) -> NodeConfig | SwitchConfig:
+    """One node's or switch's configuration alone (``fleet check fix`` reads a host again after a change)."""
+    host = inventory.host(name)
+    if host.role == "node":
+        return await read_node(pool, name, timeout_s)
+    plan_peers = {(row.switch, row.port): f"{row.node}:{row.nic}" for row in inventory.cabling}
+    return await read_switch(pool, host, plan_peers, {h.name for h in inventory.nodes},
+                             {h.name for h in inventory.switches}, timeout_s)
 
 
 def _netdev_of(nodes: Sequence[NodeConfig], node: str, name: str) -> str:

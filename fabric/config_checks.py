@@ -290,10 +290,15 @@ def _map_words(mapping: Mapping[int, int | None]) -> str:
     return ", ".join(f"DSCP {d} -> {'?' if q is None else q}" for d, q in sorted(mapping.items()))
 
 
+def fleet_netdev_mtu(nodes: Sequence[NodeConfig], p: RoceProfile) -> int | None:
+    """The netdev MTU every NIC should have: the profile's, else what most NICs have."""
+    return p.netdev_mtu or _majority(n.netdev_mtu for node in nodes for n in node.nics)
+
+
 def _fleet_checks(nodes: Sequence[NodeConfig], p: RoceProfile) -> list[CheckResult]:
     out: list[CheckResult] = []
     nics = [nic for node in nodes for nic in node.nics]
-    netdev_mtu = p.netdev_mtu or _majority(n.netdev_mtu for n in nics)
+    netdev_mtu = fleet_netdev_mtu(nodes, p)
     active_mtu = p.active_mtu or _majority(n.active_mtu for n in nics)
     for nic in nics:
         ok: bool | None = None

@@ -68,6 +68,9 @@ async def run_nv(machine: Machine, argv: list[str], io: StreamIO) -> int:
         return _nv_set(args[1:], pending, io)
     if args[:1] == ["unset"]:
         path = " ".join(args[1:])
+        if len(args) == 5 and args[1] == "interface" and args[3:] == ["qos", "pfc"]:
+            pending[f"interface {args[2]} pfc"] = "none"  # the port leaves PFC (applied with the rest)
+            return 0
         if pending.pop(path, None) is None:
             io.stderr("Error: The requested item does not exist.\n")
             return 1

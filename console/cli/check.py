@@ -192,3 +192,8 @@ def check(ctx: click.Context, nodes_expr: str | None, switches_expr: str | None,
         fail(f"no host answered ({len(report.unreachable)} not read)", ExitCode.NO_DATA)
     if code is not ExitCode.OK:
         sys.exit(int(code))
+
+
+from fleet.console.cli import check_fix  # noqa: E402  (registers `fleet check fix` on the group above)
+
+__all__ = ["check", "check_fix", "load_profile", "read_config", "select_hosts"]
