@@ -538,6 +538,18 @@ def report_event(report: ConfigReport, configuration: Mapping[str, Any]) -> Even
                  data={"report": report.to_json(), "configuration": dict(configuration)})
 
 
+def checks_json(report: ConfigReport) -> dict[str, dict[str, Any]]:
+    """A run in brief, per check: its counts and the parts that failed or warned (a baseline keeps this)."""
+    out: dict[str, dict[str, Any]] = {}
+    for summary in report.summaries():
+        failed = [{"part": part, "verdict": r.verdict.value, "expected": r.expected, "found": r.found}
+                  for r in report.results if r.check == summary.check and r.verdict is not Verdict.PASS
+                  for part in r.culprits]
+        out[summary.check] = {"pass": summary.passed, "warn": summary.warned, "fail": summary.failed,
+                              "failed": failed}
+    return out
+
+
 def report_of(event: Event) -> ConfigReport | None:
     """The report a ``config_check`` event holds (None for another event or a damaged one)."""
     data = event.data.get("report") if event.kind == CONFIG_CHECK_EVENT else None
