@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from fleet.collectors.parsers.base import ParseProblem
+from fleet.collectors.parsers.base import ParseProblem, parser
 from fleet.collectors.parsers.config_text import MAX_JSON_DEPTH, json_depth
 from fleet.collectors.parsers.problem_log import ProblemLog
 from fleet.collectors.parsers.textscan import split_lines
@@ -161,6 +161,7 @@ def _parse_json(doc: Any, log: ProblemLog) -> DcgmDiag:
     return DcgmDiag(version, driver, (), tuple(tests), log.freeze(), log.unknown_lines)
 
 
+@parser
 def parse_dcgmi_diag(text: str) -> DcgmDiag:
     log = ProblemLog()
     if text.lstrip().startswith("{"):

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from fleet.collectors.parsers.base import ParseProblem
+from fleet.collectors.parsers.base import ParseProblem, parser
 from fleet.collectors.parsers.config_text import ascii_float, ascii_int
 from fleet.collectors.parsers.lspci import MAX_SPEED_GTS, MAX_WIDTH, normalize_bdf
 from fleet.collectors.parsers.problem_log import ProblemLog
@@ -164,6 +164,7 @@ def _xid(number: int, message: str) -> XidEvent | None:
     return XidEvent(number, device, code, detail.strip())
 
 
+@parser
 def parse_kernel_log(text: str) -> KernelLog:
     log = ProblemLog()
     entries: list[KernelLine] = []

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fleet.collectors.parsers.base import ParseProblem
+from fleet.collectors.parsers.base import ParseProblem, parser
 from fleet.collectors.parsers.config_text import ascii_int
 from fleet.collectors.parsers.problem_log import ProblemLog
 from fleet.collectors.parsers.textscan import split_lines
@@ -35,6 +35,7 @@ class Lsmod:
         return any(m.name == name or name in m.used_by for m in self.modules)
 
 
+@parser
 def parse_lsmod(text: str) -> Lsmod:
     log = ProblemLog()
     modules: list[KernelModule] = []

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from fleet.collectors.parsers.base import ParseProblem
+from fleet.collectors.parsers.base import ParseProblem, parser
 from fleet.collectors.parsers.config_text import ascii_float, ascii_int
 from fleet.collectors.parsers.problem_log import ProblemLog
 from fleet.collectors.parsers.textscan import split_lines
@@ -144,6 +144,7 @@ class _Device:
                          self.link_status, self.acs_cap, self.acs_enabled)
 
 
+@parser
 def parse_lspci_verbose(text: str) -> LspciVerbose:
     """Devices of ``lspci -vvv`` (also ``-vv``, ``-s BDF``, and ``| grep ACSCtl`` slices)."""
     log = ProblemLog()
@@ -249,6 +250,7 @@ class _Level:
         self.column, self.domain, self.bus, self.bdf = column, domain, bus, bdf
 
 
+@parser
 def parse_lspci_tree(text: str) -> LspciTree:
     """``lspci -tv``: every device with its full BDF and the bridge it hangs from.
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from fleet.collectors.parsers.base import ParseProblem
+from fleet.collectors.parsers.base import ParseProblem, parser
 from fleet.collectors.parsers.config_text import indent_of
 from fleet.collectors.parsers.lspci import normalize_bdf
 from fleet.collectors.parsers.problem_log import ProblemLog
@@ -33,6 +33,7 @@ class FlintQuery:
         return self.fields.get("PSID", "")
 
 
+@parser
 def parse_flint_query(text: str) -> FlintQuery:
     log = ProblemLog()
     fields: dict[str, str] = {}
@@ -71,6 +72,7 @@ class MstStatus:
     unknown_lines: int = 0
 
 
+@parser
 def parse_mst_status(text: str) -> MstStatus:
     log = ProblemLog()
     section = ""

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from fleet.collectors.parsers.base import ParseProblem
+from fleet.collectors.parsers.base import ParseProblem, parser
 from fleet.collectors.parsers.config_text import ascii_int, int_list
 from fleet.collectors.parsers.problem_log import ProblemLog
 from fleet.collectors.parsers.textscan import split_lines
@@ -97,6 +97,7 @@ def _tc_header(text: str, log: ProblemLog, number: int, line: str) -> QosTc | No
     return QosTc(tc, tsa, bw, ratelimit)
 
 
+@parser
 def parse_mlnx_qos(text: str) -> MlnxQos:
     """Parse the full ``mlnx_qos -i NETDEV`` printout (see the module docstring for the layouts)."""
     log = ProblemLog()

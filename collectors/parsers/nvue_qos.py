@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from fleet.collectors.parsers.base import ParseProblem
+from fleet.collectors.parsers.base import ParseProblem, parser
 from fleet.collectors.parsers.config_text import ascii_int, indent_of, int_list, size_bytes
 from fleet.collectors.parsers.problem_log import ProblemLog
 from fleet.collectors.parsers.textscan import column_spans, cut, is_rule, split_lines
@@ -111,6 +111,7 @@ def _table(lines: list[tuple[int, str]], log: ProblemLog) -> tuple[dict[str, str
     return tuple(rows)
 
 
+@parser
 def parse_nvue_show(text: str) -> NvueShow:
     log = ProblemLog()
     lines = split_lines(text)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fleet.collectors.parsers.base import ParseProblem
+from fleet.collectors.parsers.base import ParseProblem, parser
 from fleet.collectors.parsers.problem_log import ProblemLog
 from fleet.collectors.parsers.textscan import split_lines
 
@@ -47,6 +47,7 @@ def _split_version(version: str) -> tuple[str, str]:
     return version, ""
 
 
+@parser
 def parse_ofed_info(text: str) -> OfedInfo:
     log = ProblemLog()
     version = ""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from fleet.collectors.parsers.base import ParseProblem
+from fleet.collectors.parsers.base import ParseProblem, parser
 from fleet.collectors.parsers.config_text import ascii_int, indent_of
 from fleet.collectors.parsers.problem_log import ProblemLog
 from fleet.collectors.parsers.textscan import is_rule, split_lines
@@ -40,6 +40,7 @@ class OnyxRoce:
                      and value == "enabled" and (p := ascii_int(key.split()[1].rstrip(":"), 0, 7)) is not None)
 
 
+@parser
 def parse_onyx_show_roce(text: str) -> OnyxRoce:
     log = ProblemLog()
     fields: dict[str, str] = {}

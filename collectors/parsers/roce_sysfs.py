@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from fleet.collectors.parsers.base import ParseProblem
+from fleet.collectors.parsers.base import ParseProblem, parser
 from fleet.collectors.parsers.config_text import ascii_int
 from fleet.collectors.parsers.problem_log import ProblemLog
 from fleet.collectors.parsers.textscan import split_lines
@@ -53,6 +53,7 @@ class RoceSysfs:
         return None if value is None else _tclass(value)
 
 
+@parser
 def parse_roce_sysfs(text: str) -> RoceSysfs:
     log = ProblemLog()
     values: dict[str, str] = {}
@@ -82,6 +83,7 @@ class TrafficClass:
     unknown_lines: int = 0
 
 
+@parser
 def parse_traffic_class(text: str) -> TrafficClass:
     log = ProblemLog()
     lines = [(n, line) for n, line in enumerate(split_lines(text), start=1) if line.strip()]
@@ -102,6 +104,7 @@ class CmaRoceTos:
     unknown_lines: int = 0
 
 
+@parser
 def parse_cma_roce_tos(text: str) -> CmaRoceTos:
     log = ProblemLog()
     tos = None
@@ -130,6 +133,7 @@ class CmaRoceMode:
     unknown_lines: int = 0
 
 
+@parser
 def parse_cma_roce_mode(text: str) -> CmaRoceMode:
     log = ProblemLog()
     mode = ""

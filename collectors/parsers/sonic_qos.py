@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from fleet.collectors.parsers.base import ParseProblem
+from fleet.collectors.parsers.base import ParseProblem, parser
 from fleet.collectors.parsers.config_text import MAX_JSON_DEPTH, ascii_int, int_list, json_depth
 from fleet.collectors.parsers.problem_log import ProblemLog
 from fleet.collectors.parsers.textscan import column_spans, cut, is_rule, split_lines
@@ -77,6 +77,7 @@ class PfcwdConfig:
     unknown_lines: int = 0
 
 
+@parser
 def parse_sonic_pfcwd_config(text: str) -> PfcwdConfig:
     """``show pfcwd config``: ports the watchdog runs on (a port not listed: no watchdog)."""
     log = ProblemLog()
@@ -119,6 +120,7 @@ def _pair(text: str) -> tuple[int | None, int | None]:
     return ascii_int(left, 0, U64), ascii_int(right, 0, U64)
 
 
+@parser
 def parse_sonic_pfcwd_stats(text: str) -> PfcwdStats:
     """``show pfcwd stats``: per lossless queue, its watchdog state and storms detected/restored."""
     log = ProblemLog()
@@ -149,6 +151,7 @@ class SonicPfcPriority:
     unknown_lines: int = 0
 
 
+@parser
 def parse_sonic_pfc_priority(text: str) -> SonicPfcPriority:
     log = ProblemLog()
     _, rows = _tables(text, log)
@@ -182,6 +185,7 @@ class SonicInterfacesStatus:
     unknown_lines: int = 0
 
 
+@parser
 def parse_sonic_interfaces_status(text: str) -> SonicInterfacesStatus:
     log = ProblemLog()
     _, rows = _tables(text, log)
@@ -220,6 +224,7 @@ _BLOCK_TITLES = ("Lossless traffic pattern:",)
 """Titles other than ``Profile: NAME`` / ``Pool: NAME`` that ``show buffer configuration`` prints."""
 
 
+@parser
 def parse_sonic_blocks(text: str) -> SonicBlocks:
     log = ProblemLog()
     blocks: dict[str, dict[str, str]] = {}
@@ -248,6 +253,7 @@ class SonicEcnQueues:
     unknown_lines: int = 0
 
 
+@parser
 def parse_sonic_ecn_queues(text: str) -> SonicEcnQueues:
     """``ecnconfig -q 3[,4]``: ``ECN status:`` then ``queue 3: on`` (``-vv``: ``Ethernet0 queue 3: on``)."""
     log = ProblemLog()
@@ -276,6 +282,7 @@ class SonicConfigTable:
     unknown_lines: int = 0
 
 
+@parser
 def parse_sonic_config_table(text: str) -> SonicConfigTable:
     """``sonic-cfggen -d --var-json PORT_QOS_MAP`` / ``DSCP_TO_TC_MAP``: one CONFIG_DB table as JSON."""
     log = ProblemLog()

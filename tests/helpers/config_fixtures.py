@@ -19,7 +19,6 @@ CONFIG_EXPECTED: tuple[tuple[str, str], ...] = (
     (r"^ofed/.*ofed_info", "ofed-info"),
     (r"^ofed/.*flint-query", "flint-query"),
     (r"^ofed/.*mst-status", "mst-status"),
-    (r"^ofed/.*ibv_devinfo", "ibv_devinfo"),
     (r"^roce-sysfs/.*traffic_class", "traffic-class"),
     (r"^roce-sysfs/.*cma_roce_tos", "cma-roce-tos"),
     (r"^kernel-log/", "kernel-log"),
@@ -40,6 +39,21 @@ CONFIG_KINDS = frozenset({
     "sonic-blocks", "sonic-ecn-queues", "sonic-config-table",
 })  # fmt: skip
 """The kinds ``collectors/parsers/registry_config.py`` registers."""
+
+
+CONFIG_LAYOUTS: dict[str, str] = {
+    "roce-sysfs": "/sys/class/net/enp12s0np0/ecn/roce_np/enable/3:1\n/sys/class/net/enp12s0np0/mtu:9000\n",
+    "cma-roce-mode": "RoCE v2\n",
+    "sonic-pfc-priority": "\nInterface    Lossless priorities\n-----------  ---------------------\nEthernet0    3\n",
+    "sonic-interfaces-status": ("  Interface    Lanes    Speed    MTU    Alias    Oper    Admin\n"
+                                "-----------  -------  -------  -----  -------  ------  -------\n"
+                                "  Ethernet0  1,2,3,4     400G   9100    etp1       up       up\n"),
+    "sonic-blocks": "Profile: AZURE_LOSSLESS\n-----  -------\necn    ecn_all\n-----  -------\n",
+    "sonic-ecn-queues": "ECN status:\nqueue 3: on\n",
+    "sonic-config-table": '{"Ethernet0": {"dscp_to_tc_map": "AZURE", "pfc_enable": "3"}}',
+}
+"""Each configuration kind without a real capture (and a few with), as its tool prints it: seeds for the
+hostile-input and fuzz tests."""
 
 
 def config_kind(relative: str) -> str | None:

@@ -17,29 +17,18 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from helpers.config_fixtures import CONFIG_KINDS, FIXTURES, captures, read
+from helpers.config_fixtures import CONFIG_KINDS, CONFIG_LAYOUTS, FIXTURES, captures, read
 
 from fleet.collectors.parsers.registry import KINDS, detect, to_jsonable
 
 KINDS_UNDER_TEST = sorted(CONFIG_KINDS)
 
-_LAYOUTS = {
-    "roce-sysfs": "/sys/class/net/enp12s0np0/ecn/roce_np/enable/3:1\n/sys/class/net/enp12s0np0/mtu:9000\n",
-    "cma-roce-mode": "RoCE v2\n",
-    "sonic-pfc-priority": "\nInterface    Lossless priorities\n-----------  ---------------------\nEthernet0    3\n",
-    "sonic-interfaces-status": ("  Interface    Lanes    Speed    MTU    Alias    Oper    Admin\n"
-                                "-----------  -------  -------  -----  -------  ------  -------\n"
-                                "  Ethernet0  1,2,3,4     400G   9100    etp1       up       up\n"),
-    "sonic-blocks": "Profile: AZURE_LOSSLESS\n-----  -------\necn    ecn_all\n-----  -------\n",
-    "sonic-ecn-queues": "ECN status:\nqueue 3: on\n",
-    "sonic-config-table": '{"Ethernet0": {"dscp_to_tc_map": "AZURE", "pfc_enable": "3"}}',
-}
 
 
 def seeds(kind: str) -> list[str]:
     texts = [read(p) for p in captures(kind)]
-    if kind in _LAYOUTS:
-        texts.append(_LAYOUTS[kind])
+    if kind in CONFIG_LAYOUTS:
+        texts.append(CONFIG_LAYOUTS[kind])
     assert texts, kind
     return texts
 
