@@ -20,7 +20,10 @@ Steps, each reported through ``on_progress``:
    (:mod:`fleet.collectors.probes.alltoall`);
 7. ``ep``: the UCCL-EP / DeepEP benchmark across every reachable node, where
    the nodes have it (a note in the baseline where they do not);
-8. ``counters`` again, and the :class:`fleet.fabric.baseline.Baseline` is built.
+8. ``counters`` again;
+9. ``configuration``: ``fleet check`` of the nodes and their switches (RoCE, PCIe,
+   driver and switch QoS settings against the profile), stored as a
+   ``config_check`` event too; then the :class:`fleet.fabric.baseline.Baseline` is built.
 
 Every probe is also a ``ProbeRecord`` sharing the run id, handed to
 ``on_record`` for the store. Failures of a node or a probe are results in the
@@ -37,11 +40,12 @@ import time
 import uuid
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from fleet.collectors.commands import Command, Glob, command
+from fleet.collectors.config_read import ReadSettings, read_fleet
 from fleet.collectors.engine import Collector
 from fleet.collectors.inventory import Inventory
 from fleet.collectors.node_poller import CollectSettings
@@ -62,8 +66,11 @@ from fleet.collectors.probes.ports import PortAllocator
 from fleet.collectors.sshpool import SshPool
 from fleet.fabric.acceptance import parse_rails
 from fleet.fabric.baseline import Baseline, CableCheck, FleetShape, part_id
+from fleet.fabric.config_checks import checks_json, report_event, run_checks
 from fleet.fabric.naming import RAILS_PER_NODE, nic_name
 from fleet.fabric.records import ProbeRecord
+from fleet.fabric.roce_config import configuration_summary
+from fleet.fabric.roce_profile import DEFAULT_PROFILE, RoceProfile
 from fleet.store.reader import StoreReader
 from fleet.store.writer import StoreWriter
 
@@ -125,6 +132,10 @@ class SuiteSettings:
     probe_timeout_s: float = 60.0
     snapshot_timeout_s: float = 30.0
     """A node that does not answer the snapshot within this long is ``hung`` for it."""
+    check_config: bool = True
+    """Read the configuration and run ``fleet check`` (step 7)."""
+    profile: RoceProfile = DEFAULT_PROFILE
+    """The RoCE profile ``fleet check`` judges against."""
 
     @classmethod
     def from_table(cls, table: Mapping[str, Any], *, nodes: tuple[str, ...] | None = None) -> SuiteSettings:
@@ -205,6 +216,7 @@ async def run_suite(
         ep = await _ep(pool, settings, reachable, run_id, keep, progress)
         progress(SuiteProgress("counters", 0, 1, "packet and error counters after"))
         after = await _counters(pool, reachable, settings.snapshot_timeout_s)
+        configuration, config_checks = await _configuration(pool, inventory, settings, nodes, writer, progress)
     finally:
         if own_pool:
             await pool.close()
@@ -215,12 +227,29 @@ async def run_suite(
         snapshot_power=snapshot_power, nvlink_errors=nvlink_errors, report=report, bandwidth=bandwidth, allreduce=allreduce,
         alltoall=alltoall, ep=ep, before=before, after=after,
     )  # fmt: skip
+    baseline = replace(baseline, configuration=configuration, config_checks=config_checks)
     progress(SuiteProgress("done", 1, 1, f"{len(baseline.parts)} parts measured"))
     return SuiteRun(baseline, report, run_id, tuple(records))
 
 
 NVLINK_ERROR_METRICS = ("gpu_nvlink_crc_errors", "gpu_nvlink_replay_errors", "gpu_nvlink_recovery_errors")
 """NVML's NVLink error counters per GPU, summed over its links (docs/agent-schema.md)."""
+async def _configuration(pool: SshPool, inventory: Inventory, settings: SuiteSettings, nodes: Sequence[str],
+                         writer: StoreWriter, progress: ProgressCallback,
+                         ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """``fleet check`` of ``nodes`` and the switches their cables reach (every switch without a plan)."""
+    if not settings.check_config:
+        return {}, {}
+    cabled = {row.switch for row in inventory.cabling if row.node in nodes}
+    switches = [h.name for h in inventory.switches if h.name in cabled or not inventory.cabling]
+    progress(SuiteProgress("configuration", 0, 1, f"fleet check of {len(nodes)} nodes and {len(switches)} switches"))
+    config = await read_fleet(pool, inventory, nodes, switches, ReadSettings(settings.snapshot_timeout_s * 2))
+    report = run_checks(config, settings.profile, ts=time.time())
+    summary = configuration_summary(config)
+    writer.put_event(report_event(report, summary))
+    failing = sum(1 for s in report.summaries() if s.failed)
+    progress(SuiteProgress("configuration", 1, 1, f"{failing} checks fail" if failing else "every check passes"))
+    return summary, checks_json(report)
 
 
 async def _snapshot(

@@ -33,6 +33,7 @@ from fleet.console.messages import (
 from fleet.console.probe_control import ProbeControl
 from fleet.console.screens.audit import AuditScreen
 from fleet.console.screens.baselines import BaselinesScreen
+from fleet.console.screens.config import ConfigScreen
 from fleet.console.screens.ecmp_plan import EcmpPlanScreen
 from fleet.console.screens.events import EventsScreen
 from fleet.console.screens.fleet import FleetScreen
@@ -85,6 +86,7 @@ class FleetApp(App[None]):
         Binding("N", "links", "NVLink vs network", show=False, id="app.links"),
         Binding("W", "walkthrough", "Walkthrough", show=False, id="app.walkthrough"),
         Binding("A", "audit", "Audit", show=False, id="app.audit"),
+        Binding("C", "config", "Config", show=False, id="app.config"),
         Binding("q", "quit", "Quit", id="app.quit"),
     ]
 
@@ -258,6 +260,8 @@ class FleetApp(App[None]):
 
     def action_links(self) -> None:
         self.push_screen(LinksScreen())
+    def action_config(self) -> None:
+        self.push_screen(ConfigScreen())
 
     def action_ecmp_plan(self, leaf: str) -> None:
         self.push_screen(EcmpPlanScreen(leaf))

@@ -170,11 +170,21 @@ def _acceptance(report: Report) -> str:
                               [[_e(f["part"]), _n(f["measured"]), _e(f["note"])] for f in c["failures"]], (1,)))
     out += ["<h2>NVLink beside the network</h2>", _interconnect(d.get("interconnect")),
             "<h2>Charts</h2>", _charts(d["charts"], _limits(checks)), "<h2>Findings</h2>", _findings(d["findings"])]
+    out += ["<h2>Configuration (fleet check)</h2>", _configuration(d.get("configuration"))]
     if d.get("notes"):
         out += ["<h2>Notes</h2><ul>", *(f"<li>{_e(n)}</li>" for n in d["notes"]), "</ul>"]
     out += ["<h2>How it was measured</h2>",
             _table(["setting", "value"], [[_e(k), _e(v)] for k, v in sorted(d.get("suite", {}).items())])]
     return _page(report, "".join(out))
+
+
+def _configuration(section: Mapping[str, Any] | None) -> str:
+    """The suite's configuration checks: one row per check with its counts and the parts at fault."""
+    if not section or not section.get("read"):
+        return '<p class="meta">The suite did not read the configuration.</p>'
+    return _table(["check", "pass", "warn", "fail", "odd ones out", "source"],
+                  [[_e(c["title"]), _n(c["pass"]), _n(c["warn"]), _n(c["fail"]), _e(", ".join(c["odd"]) or "-"),
+                    _e(c["source"])] for c in section["checks"]], (1, 2, 3))
 
 
 def _change(change: Mapping[str, Any]) -> str:
@@ -212,6 +222,10 @@ def _diff(report: Report) -> str:
            _table(["severity", "what", "before", "after"],
                   [[_badge(None, c["severity"]), _e(c["subject"]), _e(c["before"]), _e(c["after"])]
                    for c in d["software"] + d["cabling"]]),
+           "<h2>Configuration drift (fleet check)</h2>",
+           _table(["severity", "what", "before", "after"],
+                  [[_badge(None, c["severity"]), _e(c["subject"]), _e(c["before"]), _e(c["after"])]
+                   for c in d.get("configuration", [])]),
            "<h2>Cluster (after)</h2>", _shape(after["shape"]),
            "<h2>NVLink beside the network: before</h2>", _interconnect(before.get("interconnect")),
            "<h2>NVLink beside the network: after</h2>", _interconnect(after.get("interconnect")),

@@ -87,6 +87,14 @@ def _acceptance(report: Report) -> list[str]:
     out += _table(["severity", "kind", "part", "next step"],
                   [[f["severity"], f["kind"], " ".join(x for x in (f["node"], f["nic"], f["switch"]) if x),
                     f["next_step"]] for f in d["findings"]])
+    out += ["## Configuration (fleet check)", ""]
+    section = d.get("configuration") or {}
+    if section.get("read"):
+        out += _table(["check", "pass", "warn", "fail", "odd ones out"],
+                      [[c["title"], c["pass"], c["warn"], c["fail"], ", ".join(c["odd"]) or "-"]
+                       for c in section["checks"]])
+    else:
+        out += ["The suite did not read the configuration.", ""]
     return out + _footer(report)
 
 
@@ -110,6 +118,9 @@ def _diff(report: Report) -> list[str]:
                   [[c["severity"], c["subject"], c["before"], c["after"]] for c in d["software"] + d["cabling"]])
     out += _interconnect("NVLink beside the network: before", d["before"].get("interconnect"))
     out += _interconnect("NVLink beside the network: after", d["after"].get("interconnect"))
+    out += ["## Configuration drift (fleet check)", ""]
+    out += _table(["severity", "what", "before", "after"],
+                  [[c["severity"], c["subject"], c["before"], c["after"]] for c in d.get("configuration", [])])
     return out + _footer(report)
 
 

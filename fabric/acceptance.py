@@ -35,6 +35,7 @@ from typing import Any
 import hostlist
 
 from fleet.fabric.baseline import Baseline, part_nodes, part_rail, split_part
+from fleet.fabric.config_checks import SPECS as CONFIG_CHECKS
 from fleet.fabric.events import Finding
 
 
@@ -62,6 +63,7 @@ CHECK_KINDS: Mapping[str, KindSpec] = {
     "cabling_matches_plan": KindSpec(None, "", True, "LLDP neighbour = the cabling plan's switch and port"),
     "optics_rx_power_min_dbm": KindSpec("min", "dBm", True, "weakest lane's receive power of every NIC"),
     "no_findings_of_kind": KindSpec(None, "", True, "the diagnosis finds none of these kinds"),
+    "config_checks_pass": KindSpec(None, "", True, "these fleet check configuration checks pass on every part"),
 }
 
 COLLECTIVE_KINDS: Mapping[str, str] = {"allreduce_efficiency_min": "allreduce", "alltoall_efficiency_min": "alltoall"}
@@ -75,7 +77,7 @@ SUITE_KEYS: Mapping[str, type | tuple[type, ...]] = {
 }  # fmt: skip
 """``[suite]`` keys and their types; their meaning is in ``fleet.collectors.baseline_run.SuiteSettings``."""
 
-_CHECK_KEYS = frozenset({"id", "kind", "description", "nodes", "rails", "fleet", "kinds"})
+_CHECK_KEYS = frozenset({"id", "kind", "description", "nodes", "rails", "fleet", "kinds", "checks"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +116,8 @@ class Check:
     instead of each node."""
     kinds: tuple[str, ...] = ()
     """``no_findings_of_kind`` only: the finding kinds that must not appear."""
+    checks: tuple[str, ...] = ()
+    """``config_checks_pass`` only: the ``fleet check`` check ids that must pass (() = every check)."""
 
     @property
     def spec(self) -> KindSpec:
@@ -123,6 +127,8 @@ class Check:
         """``>= 0.94 (94 %)``, ``<= 0.01 %``, ``every cable as planned``, ``none of: ...``."""
         if self.kind == "no_findings_of_kind":
             return "none of: " + ", ".join(self.kinds)
+        if self.kind == "config_checks_pass":
+            return "passes: " + (", ".join(self.checks) if self.checks else "every configuration check")
         if self.threshold is None:
             return "every cable as planned"
         sign = ">=" if self.spec.at_least else "<="
@@ -144,7 +150,8 @@ class Criteria:
     def to_json(self) -> dict[str, Any]:
         return {"title": self.title, "customer": self.customer, "suite": dict(self.suite), "source": self.source,
                 "checks": [{"id": c.id, "kind": c.kind, "threshold": c.threshold, "scope": c.scope.words(),
-                            "fleet": c.fleet, "kinds": list(c.kinds), "description": c.description,
+                            "fleet": c.fleet, "kinds": list(c.kinds), "checks": list(c.checks),
+                            "description": c.description,
                             "threshold_words": c.threshold_words()} for c in self.checks]}
 
 
@@ -201,8 +208,17 @@ def _check(raw: Mapping[str, Any], number: int, source: str) -> Check:
     fleet = raw.get("fleet", False)
     if fleet and kind not in COLLECTIVE_KINDS:
         raise CriteriaError(f"{where}: fleet = true applies to {' and '.join(COLLECTIVE_KINDS)} only")
+    checks = raw.get("checks", [])
+    if "checks" in raw and kind != "config_checks_pass":
+        raise CriteriaError(f"{where}: checks applies to config_checks_pass only")
+    if not isinstance(checks, list) or not all(isinstance(c, str) for c in checks):
+        raise CriteriaError(f"{where}: checks must be a list of fleet check ids (docs/checks.md)")
+    unknown_checks = [c for c in checks if c not in CONFIG_CHECKS]
+    if unknown_checks:
+        raise CriteriaError(f"{where}: {unknown_checks[0]!r} is not a fleet check id (known: "
+                            f"{', '.join(CONFIG_CHECKS)})")
     return Check(check_id, kind, threshold, _scope(raw, where), str(raw.get("description", "")), bool(fleet),
-                 tuple(kinds))
+                 tuple(kinds), tuple(checks))
 
 
 def _scope(raw: Mapping[str, Any], where: str) -> Scope:
@@ -282,6 +298,8 @@ def evaluate_check(check: Check, baseline: Baseline, findings: Sequence[Finding]
     the criteria's ``[suite]`` table the numbers were measured with."""
     if check.kind == "no_findings_of_kind":
         result = _findings_check(check, baseline, findings)
+    elif check.kind == "config_checks_pass":
+        result = _config_check(check, baseline)
     elif check.kind == "cabling_matches_plan":
         result = _cabling_check(check, baseline)
     else:
@@ -366,6 +384,14 @@ def claim(check: Check, baseline: Baseline, suite: Mapping[str, Any]) -> str:
                        if cable.matches is not None and scope.covers(f"nic/{nic.replace(':', '/')}"))
         return (f"The LLDP neighbour of each NIC is the switch port the cabling plan gives: {compared:,} of "
                 f"{len(nics):,} NICs in scope compared ({_share(compared, len(nics))})")
+    if check.kind == "config_checks_pass":
+        present = [c for c in (check.checks or tuple(baseline.config_checks)) if c in baseline.config_checks]
+        results = sum(int(baseline.config_checks[c].get(k, 0)) for c in present for k in ("pass", "warn", "fail"))
+        if not baseline.config_checks:
+            return "fleet check's configuration checks: the suite did not read the configuration"
+        return (f"fleet check's configuration checks ({', '.join(check.checks) or 'all of them'}) against its "
+                f"profile, on the {results:,} results the suite read from {len(nodes):,} nodes in scope and the "
+                f"switches they are cabled to")
     return (f"The diagnosis over the suite's history and the link test's localization raise none of: "
             f"{', '.join(check.kinds)} ({scope.words()}, {len(nodes):,} nodes)")
 
@@ -489,6 +515,35 @@ def _cabling_check(check: Check, baseline: Baseline) -> CheckResult:
     return CheckResult(check, bool(results) and not failures, len(results), failures,
                        failures[0] if failures else None, summary,
                        {"matching": float(len(results) - len(failures)), "count": float(len(results))})
+
+
+def _config_check(check: Check, baseline: Baseline) -> CheckResult:
+    """Every required ``fleet check`` check passes on every part in scope (a warning, a part that could not be
+    read, fails it: it was not verified)."""
+    if not baseline.config_checks:
+        missing = PartResult("fleet", None, False, "the suite did not read the configuration")
+        return CheckResult(check, False, 0, (missing,), missing, "the suite did not read the configuration")
+    wanted = check.checks or tuple(baseline.config_checks)
+    failures: list[PartResult] = []
+    checked = 0
+    for check_id in wanted:
+        entry = baseline.config_checks.get(check_id)
+        if entry is None:
+            failures.append(PartResult(f"config/{check_id}", None, False, "not run"))
+            continue
+        checked += sum(int(entry.get(k, 0)) for k in ("pass", "warn", "fail"))
+        for failed in entry.get("failed", ()):
+            part = str(failed.get("part", ""))
+            host = part.partition(":")[0]
+            if host in baseline.shape.nodes and not check.scope.covers_node(host):
+                continue
+            verdict = "not read" if failed.get("verdict") == "warn" else "expected"
+            failures.append(PartResult("/".join(("config", check_id, *part.split(":"))), None, False,
+                                       f"{verdict} {failed.get('expected', '')}, found {failed.get('found', '')}"))
+    summary = (f"{len(failures)} failed; " + "; ".join(f"{_short(f.part)}: {f.note}" for f in failures[:5])
+               + (" ..." if len(failures) > 5 else "")) if failures else f"all {checked} results pass"
+    return CheckResult(check, not failures, checked, tuple(failures), failures[0] if failures else None, summary,
+                       {"failed": float(len(failures)), "count": float(checked)})
 
 
 def _findings_check(check: Check, baseline: Baseline, findings: Sequence[Finding]) -> CheckResult:

@@ -124,6 +124,12 @@ class Baseline:
     """The link test's p99 matrix per rail (``LinktestReport.matrix``), for the report's pingmesh charts."""
     notes: tuple[str, ...] = ()
     """Steps that failed or were skipped, in words."""
+    configuration: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """part -> the RoCE, PCIe and driver settings the suite's ``fleet check`` read there
+    (``fleet.fabric.roce_config.configuration_summary``); {} when it did not read them."""
+    config_checks: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """check id -> ``{"pass": n, "warn": n, "fail": n, "failed": [{"part", "verdict", "expected", "found"}]}``:
+    the suite's ``fleet check`` (``fleet.fabric.config_checks``); {} when it did not run."""
 
     def metric(self, part: str, name: str) -> float | None:
         value = self.parts.get(part, {}).get(name)
@@ -147,6 +153,8 @@ class Baseline:
             "unreachable": dict(sorted(self.unreachable.items())),
             "matrices": [dict(m) for m in self.matrices],
             "notes": list(self.notes),
+            "configuration": {p: dict(v) for p, v in sorted(self.configuration.items())},
+            "config_checks": {c: dict(v) for c, v in sorted(self.config_checks.items())},
         }
 
     @classmethod
@@ -162,6 +170,8 @@ class Baseline:
             unreachable=dict(data.get("unreachable", {})),
             matrices=tuple(data.get("matrices", ())),
             notes=tuple(data.get("notes", ())),
+            configuration={p: dict(v) for p, v in data.get("configuration", {}).items()},
+            config_checks={c: dict(v) for c, v in data.get("config_checks", {}).items()},
         )  # fmt: skip
 
 
@@ -275,6 +285,8 @@ class BaselineDiff:
     """``part metric`` measured before but not now (a probe failed): as bad as a gone part."""
     software: tuple[TextChange, ...]
     cabling: tuple[TextChange, ...]
+    configuration: tuple[TextChange, ...] = ()
+    """Configuration drift: a check that fails now and did not (or passes now), a setting that changed."""
 
     @property
     def regressions(self) -> tuple[Change, ...]:
@@ -299,6 +311,7 @@ class BaselineDiff:
             "lost_metrics": list(self.lost_metrics),
             "software": [c.to_json() for c in self.software],
             "cabling": [c.to_json() for c in self.cabling],
+            "configuration": [c.to_json() for c in self.configuration],
         }
 
 
@@ -347,6 +360,7 @@ def diff(
         lost_metrics=tuple(lost),
         software=tuple(_software_changes(before.software, after.software)),
         cabling=tuple(_cable_changes(before.cabling, after.cabling)),
+        configuration=tuple(_config_changes(before, after)),
     )  # fmt: skip
 
 
@@ -358,6 +372,27 @@ def _software_changes(
         for key in sorted(set(old) | set(new)):
             if old.get(key, "") != new.get(key, ""):
                 yield TextChange(f"{node} {key}", old.get(key, ""), new.get(key, ""), Rank.INFO)
+
+
+def _config_changes(before: Baseline, after: Baseline) -> Iterable[TextChange]:
+    """Drift between two ``fleet check`` readings: checks whose failures changed first (a new failure is
+    critical), then every setting that differs on a part both read (a warning: the check says whether it
+    matters). Nothing when either baseline did not read the configuration."""
+    if not before.config_checks or not after.config_checks:
+        return
+    for check in sorted(set(before.config_checks) & set(after.config_checks)):
+        old = {str(f.get("part", "")) for f in before.config_checks[check].get("failed", ())}
+        new = {str(f.get("part", "")) for f in after.config_checks[check].get("failed", ())}
+        if old != new:
+            rank = Rank.CRITICAL if new - old else Rank.INFO
+            yield TextChange(f"check {check}", ", ".join(sorted(old)) or "passes",
+                             ", ".join(sorted(new)) or "passes", rank)
+    for part in sorted(set(before.configuration) & set(after.configuration)):
+        old_values, new_values = before.configuration[part], after.configuration[part]
+        for key in sorted(set(old_values) | set(new_values)):
+            was, now = str(old_values.get(key, "")), str(new_values.get(key, ""))
+            if was != now:
+                yield TextChange(f"{part} {key}", was, now, Rank.WARNING)
 
 
 def _cable_changes(before: Mapping[str, CableCheck], after: Mapping[str, CableCheck]) -> Iterable[TextChange]:

@@ -29,6 +29,7 @@ from typing import Any
 
 from fleet.fabric.acceptance import CheckResult, Criteria
 from fleet.fabric.baseline import Baseline, BaselineDiff
+from fleet.fabric.config_checks import CHECKS as CONFIG_CHECKS
 from fleet.fabric.events import Finding
 from fleet.fabric.interconnect import from_baseline
 from fleet.fabric.text import clean_text
@@ -121,6 +122,20 @@ def charts_json(baseline: Baseline) -> dict[str, Any]:
     }
 
 
+def configuration_json(baseline: Baseline) -> dict[str, Any]:
+    """The suite's ``fleet check`` per check: counts and the parts that failed ("read": whether it ran)."""
+    rows = []
+    for spec in CONFIG_CHECKS:
+        entry = baseline.config_checks.get(spec.id)
+        if entry is None:
+            continue
+        odd = list(dict.fromkeys(str(f.get("part", "")) for f in entry.get("failed", ())))
+        rows.append({"check": spec.id, "title": spec.title, "group": spec.group, "pass": int(entry.get("pass", 0)),
+                     "warn": int(entry.get("warn", 0)), "fail": int(entry.get("fail", 0)), "odd": odd,
+                     "source": spec.url})
+    return {"read": bool(baseline.config_checks), "checks": rows}
+
+
 def finding_json(finding: Finding) -> dict[str, Any]:
     return {"kind": finding.kind, "severity": finding.severity.value, "node": finding.node, "nic": finding.nic,
             "switch": finding.switch, "port": finding.port,
@@ -155,6 +170,7 @@ def acceptance_report(
         "charts": charts_json(baseline),
         "interconnect": from_baseline(baseline).to_json(),
         "notes": list(baseline.notes),
+        "configuration": configuration_json(baseline),
         "audit_head": dict(audit_head) if audit_head is not None else None,
     })  # fmt: skip
 
@@ -182,6 +198,7 @@ def diff_report(result: BaselineDiff, generated_ts: float, audit_head: Mapping[s
 
 
 __all__ = [
-    "Report", "acceptance_report", "audit_words", "canonical_json", "charts_json", "diff_report", "finding_json", "finite", "make_report",
+    "Report", "acceptance_report", "audit_words", "canonical_json", "charts_json", "configuration_json", "diff_report",
+    "finding_json", "finite", "make_report",
     "shape_json", "utc_words",
 ]  # fmt: skip

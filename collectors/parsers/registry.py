@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from fleet.collectors.parsers.registry_config import CONFIG_PARSERS, CONFIG_SIGNATURES
 from fleet.collectors.parsers.textscan import strip_ansi
 
 MIN_CONFIDENCE = 0.5
@@ -108,6 +109,9 @@ KINDS: dict[str, ParserSpec] = dict(
         _spec("sonic-queue", "switch_sonic:parse_sonic_queue", "show queue counters"),
     ]
 )
+
+
+KINDS.update(_spec(kind, target, description) for kind, target, description in CONFIG_PARSERS)
 
 
 def parse(kind: str, text: str) -> Any:
@@ -207,6 +211,7 @@ def signatures() -> dict[str, Callable[[str], float]]:
     except (ImportError, SyntaxError):
         pass
     combined.update(SIGNATURES_B)
+    combined.update(CONFIG_SIGNATURES)
     return combined
 
 

@@ -32,6 +32,7 @@ SUBCOMMANDS: dict[str, str] = {
     "audit": "fleet.console.cli.audit:audit",
     "baseline": "fleet.console.cli.baseline:baseline",
     "accept": "fleet.console.cli.accept:accept",
+    "check": "fleet.console.cli.check:check",
 }
 
 

@@ -32,6 +32,8 @@ INVENTORY_COMMANDS: dict[str, list[str]] = {
     "audit": ["audit"],
     "baseline take": ["baseline", "take"],
     "bw": ["bw", "gpu001", "gpu002"],
+    "check": ["check"],
+    "check fix": ["check", "fix", "--yes"],
     "collect": ["collect", "--once"],
     "console": ["console"],
     "diagnose": ["diagnose", "--collect", "1"],
