@@ -24,6 +24,7 @@ LATENCY_BUCKET_S = 60.0
 
 class JobsScreen(FleetScreenBase):
     TITLE_TEXT = "Jobs"
+    SCREEN_KEY = "app.jobs"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("f", "show_on_fleet", "Show on Fleet", id="jobs.show_on_fleet"),
         Binding("c", "clear_highlight", "Clear highlight", id="jobs.clear_highlight"),
@@ -33,7 +34,8 @@ class JobsScreen(FleetScreenBase):
         yield DataTable(id="jobs-table", cursor_type="row")
         with Horizontal(id="jobs-bottom"):
             yield DataTable(id="tenants-table", cursor_type="row")
-            yield PlotWidget(PlotData("job latency p50/p99 (choose a job)", "usec"), id="job-latency")
+            yield PlotWidget(PlotData("job latency", "usec",
+                                      empty="choose a job (enter) to plot its probes' latency"), id="job-latency")
 
     def build(self) -> None:
         fixed_columns(self.query_one("#jobs-table", DataTable), ("job", 8), ("name", 20), ("user", 10),
@@ -97,11 +99,11 @@ class JobsScreen(FleetScreenBase):
         moment = view.snapshot.moment_ts if view is not None else self.fleet_app.feed.now()
         self.load_latency(job_id, moment)
 
-    def action_show_on_fleet(self) -> None:
+    async def action_show_on_fleet(self) -> None:
         job_id = self._current_job()
         if job_id is not None:
             self.post_message(JobChosen(job_id))
-            self.app.switch_mode("fleet")
+            await self.app.run_action("goto('fleet')")
 
     def action_clear_highlight(self) -> None:
         self.fleet_app.highlighted_nodes = frozenset()
@@ -114,7 +116,8 @@ class JobsScreen(FleetScreenBase):
         buckets = await self.fleet_app.feed.read(read)
         x = tuple((ts - moment) / 60.0 for ts, _p50, _p99 in buckets)
         self.query_one("#job-latency", PlotWidget).show(PlotData(
-            f"job {job_id} latency, last hour", "usec",
+            f"job {job_id} latency", "usec",
             (PlotSeries("p50", x, tuple(p50 for _ts, p50, _p99 in buckets)),
              PlotSeries("p99", x, tuple(p99 for _ts, _p50, p99 in buckets))) if buckets else (),
+            empty=f"no latency probe inside job {job_id} in the hour (the job latency sampler runs them)",
         ))
