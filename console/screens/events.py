@@ -40,6 +40,7 @@ def event_matches(event: Event, text: str) -> bool:
 
 class EventsScreen(FleetScreenBase):
     TITLE_TEXT = "Events"
+    SCREEN_KEY = "app.events"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("slash", "filter", "Filter", id="events.filter"),
         Binding("escape", "clear_filter", "Clear filter", show=False, id="events.clear_filter"),

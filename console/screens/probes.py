@@ -53,6 +53,7 @@ def probe_summary(record: ProbeRecord) -> str:
 
 class ProbesScreen(ProbeKeys, FleetScreenBase):
     TITLE_TEXT = "Probes"
+    SCREEN_KEY = "app.probes"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("l", "linktest", "Link test", id="probes.linktest"),
         Binding("r", "next_rail", "Next rail", id="probes.next_rail"),

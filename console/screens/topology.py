@@ -45,6 +45,7 @@ def plan_of(inventory: object) -> tuple[PlannedCable, ...]:
 
 class TopologyScreen(FleetScreenBase):
     TITLE_TEXT = "Topology"
+    SCREEN_KEY = "app.topology"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("tab", "focus_next", "Switch/links", show=False, id="topology.focus_next"),
         Binding("e", "ecmp_plan", "ECMP plan", id="topology.ecmp_plan"),

@@ -1,0 +1,100 @@
+"""Which of a node's values crossed a health threshold, and which one: the Node screen colours
+those cells and says the threshold in its legend and on the highlighted row.
+
+The thresholds are ``fleet.fabric.health.HealthThresholds``, the very limits that make the
+node degraded on the Fleet screen, so a red cell here is always a reason there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from fleet.fabric.health import CRITICAL_XIDS, PORT_ACTIVE, GpuSummary, HealthThresholds, NicSummary
+
+
+class Level(Enum):
+    FINE = ""
+    WARN = "health-degraded"
+    BAD = "health-down"
+    """The theme variable that colours a cell at this level."""
+
+
+@dataclass(frozen=True, slots=True)
+class Mark:
+    level: Level
+    why: str
+    """The threshold crossed, in words with units ("PFC pauses >= 1,000/s")."""
+
+
+FINE = Mark(Level.FINE, "")
+
+
+def threshold_words(t: HealthThresholds) -> list[tuple[Level, str]]:
+    """Every threshold the Node screen colours, for its legend."""
+    return [
+        (Level.BAD, "port not ACTIVE"),
+        (Level.BAD, f"new link errors (>= {t.link_error_delta_warn:g} in 5 min)"),
+        (Level.BAD, f"optics below the {t.optics_rx_low_alarm_dbm:g} dBm alarm"),
+        (Level.WARN, f"optics margin < {t.optics_margin_warn_db:g} dB or {t.optics_below_peers_db:g} dB below the node's median NIC"),
+        (Level.WARN, f"PFC >= {t.pause_warn_per_s:,.0f}/s"),
+        (Level.WARN, f"pre-FEC BER >= {t.pre_fec_ber_warn:.0e}"),
+        (Level.WARN, "lower trained rate"),
+        (Level.WARN, f"ECN >= {t.ecn_without_cnp_per_s:g}/s with no CNP"),
+        (Level.WARN, f"GPU >= {t.gpu_temp_warn_c:g} °C"),
+        (Level.BAD, "critical XID or ECC/NVLink errors"),
+    ]
+
+
+def port_marks(nic: NicSummary, best_rate_gbps: float, t: HealthThresholds) -> dict[str, Mark]:
+    """Marks of one NIC port's cells, by column key (``state``, ``rate``, ``pfc``, ``ecn``,
+    ``errors``, ``ber``); unmarked columns are fine."""
+    marks: dict[str, Mark] = {}
+    if nic.port_state is not None and nic.port_state != PORT_ACTIVE:
+        marks["state"] = Mark(Level.BAD, "port not ACTIVE")
+    if nic.rate_gbps is not None and best_rate_gbps and nic.rate_gbps < best_rate_gbps:
+        marks["rate"] = Mark(Level.WARN, f"trained at {nic.rate_gbps:g} Gb/s, the node's best is {best_rate_gbps:g}")
+    pauses = (nic.rx_pause_per_s or 0.0) + (nic.tx_pause_per_s or 0.0)
+    if pauses >= t.pause_warn_per_s:
+        marks["pfc"] = Mark(Level.WARN, f"{pauses:,.0f} PFC pauses/s >= {t.pause_warn_per_s:,.0f}/s")
+    if (nic.ecn_marked_per_s or 0.0) >= t.ecn_without_cnp_per_s and not nic.cnp_sent_per_s:
+        marks["ecn"] = Mark(Level.WARN, f"ECN {nic.ecn_marked_per_s:,.0f}/s >= {t.ecn_without_cnp_per_s:g}/s "
+                                        "with no CNP sent: DCQCN not working")
+    if nic.link_error_delta >= t.link_error_delta_warn or nic.errors_per_s:
+        marks["errors"] = Mark(Level.BAD, f"{nic.error_delta:,.0f} new errors in 5 min")
+    if nic.pre_fec_ber is not None and nic.pre_fec_ber >= t.pre_fec_ber_warn:
+        marks["ber"] = Mark(Level.WARN, f"pre-FEC BER {nic.pre_fec_ber:.1e} >= {t.pre_fec_ber_warn:.0e}")
+    return marks
+
+
+def lane_mark(rx_dbm: float | None, median_dbm: float | None, t: HealthThresholds) -> Mark:
+    """Mark of one optics lane's (or NIC's weakest lane's) Rx power."""
+    if rx_dbm is None:
+        return FINE
+    margin = rx_dbm - t.optics_rx_low_alarm_dbm
+    if margin < 0:
+        return Mark(Level.BAD, f"Rx {rx_dbm:.1f} dBm below the {t.optics_rx_low_alarm_dbm:g} dBm alarm")
+    if margin < t.optics_margin_warn_db:
+        return Mark(Level.WARN, f"Rx {rx_dbm:.1f} dBm: {margin:.1f} dB above the alarm, < {t.optics_margin_warn_db:g} dB")
+    if median_dbm is not None and rx_dbm <= median_dbm - t.optics_below_peers_db:
+        return Mark(Level.WARN, f"Rx {rx_dbm:.1f} dBm: {median_dbm - rx_dbm:.1f} dB below the node's median NIC "
+                                f"({median_dbm:.1f} dBm), >= {t.optics_below_peers_db:g} dB")
+    return FINE
+
+
+def gpu_marks(gpu: GpuSummary, t: HealthThresholds) -> dict[str, Mark]:
+    """Marks of one GPU's cells by column key (``temp``, ``xid``, ``errors``)."""
+    marks: dict[str, Mark] = {}
+    if gpu.temp_c is not None and gpu.temp_c >= t.gpu_temp_warn_c:
+        marks["temp"] = Mark(Level.WARN, f"{gpu.temp_c:.0f} °C >= {t.gpu_temp_warn_c:g} °C")
+    if gpu.xid_last in CRITICAL_XIDS:
+        marks["xid"] = Mark(Level.BAD, f"XID {gpu.xid_last} is critical")
+    if gpu.error_delta > 0:
+        marks["errors"] = Mark(Level.BAD, f"+{gpu.error_delta:g} ECC/NVLink errors in 5 min")
+    return marks
+
+
+def median_nic_rx(nics: tuple[NicSummary, ...]) -> float | None:
+    """The node's median NIC (by weakest lane), as ``fleet.fabric.health.classify`` compares to."""
+    levels = sorted(n.worst_rx_dbm for n in nics if n.worst_rx_dbm is not None)
+    return levels[len(levels) // 2] if len(levels) >= 3 else None
