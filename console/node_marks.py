@@ -14,10 +14,20 @@ from fleet.fabric.health import CRITICAL_XIDS, PORT_ACTIVE, GpuSummary, HealthTh
 
 
 class Level(Enum):
+    """The theme variable that colours a cell at each level."""
+
     FINE = ""
+    WATCH = "accent"
+    """Within its threshold but far from the node's other NICs: the first sign of a bad part."""
     WARN = "health-degraded"
     BAD = "health-down"
-    """The theme variable that colours a cell at this level."""
+
+
+BER_PEER_FACTOR = 100.0
+"""A NIC whose pre-FEC BER is 100 times its node's median is watched: healthy ports of one node sit
+within an order of magnitude of each other, and a dirty connector moves one port by several."""
+BER_WATCH_FLOOR = 1e-7
+"""Below this no BER is worth a look, however far from its peers (RS-FEC corrects ~2.4e-4)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +49,7 @@ def threshold_words(t: HealthThresholds) -> list[tuple[Level, str]]:
         (Level.WARN, f"optics margin < {t.optics_margin_warn_db:g} dB or {t.optics_below_peers_db:g} dB below the node's median NIC"),
         (Level.WARN, f"PFC >= {t.pause_warn_per_s:,.0f}/s"),
         (Level.WARN, f"pre-FEC BER >= {t.pre_fec_ber_warn:.0e}"),
+        (Level.WATCH, f"pre-FEC BER {BER_PEER_FACTOR:g}x the node's median NIC"),
         (Level.WARN, "lower trained rate"),
         (Level.WARN, f"ECN >= {t.ecn_without_cnp_per_s:g}/s with no CNP"),
         (Level.WARN, f"GPU >= {t.gpu_temp_warn_c:g} °C"),
@@ -46,9 +57,10 @@ def threshold_words(t: HealthThresholds) -> list[tuple[Level, str]]:
     ]
 
 
-def port_marks(nic: NicSummary, best_rate_gbps: float, t: HealthThresholds) -> dict[str, Mark]:
+def port_marks(nic: NicSummary, best_rate_gbps: float, t: HealthThresholds,
+               median_ber: float | None = None) -> dict[str, Mark]:
     """Marks of one NIC port's cells, by column key (``state``, ``rate``, ``pfc``, ``ecn``,
-    ``errors``, ``ber``); unmarked columns are fine."""
+    ``errors``, ``ber``); unmarked columns are fine. ``median_ber``: the node's median NIC's."""
     marks: dict[str, Mark] = {}
     if nic.port_state is not None and nic.port_state != PORT_ACTIVE:
         marks["state"] = Mark(Level.BAD, "port not ACTIVE")
@@ -64,7 +76,17 @@ def port_marks(nic: NicSummary, best_rate_gbps: float, t: HealthThresholds) -> d
         marks["errors"] = Mark(Level.BAD, f"{nic.error_delta:,.0f} new errors in 5 min")
     if nic.pre_fec_ber is not None and nic.pre_fec_ber >= t.pre_fec_ber_warn:
         marks["ber"] = Mark(Level.WARN, f"pre-FEC BER {nic.pre_fec_ber:.1e} >= {t.pre_fec_ber_warn:.0e}")
+    elif (nic.pre_fec_ber is not None and median_ber and nic.pre_fec_ber >= BER_WATCH_FLOOR
+          and nic.pre_fec_ber >= BER_PEER_FACTOR * median_ber):
+        marks["ber"] = Mark(Level.WATCH, f"pre-FEC BER {nic.pre_fec_ber:.1e} is {nic.pre_fec_ber / median_ber:,.0f}x "
+                                         f"the node's median NIC ({median_ber:.1e}); warning at {t.pre_fec_ber_warn:.0e}")
     return marks
+
+
+def median_ber(nics: tuple[NicSummary, ...]) -> float | None:
+    """The node's median pre-FEC BER over its NICs (three or more), the watch level's reference."""
+    values = sorted(n.pre_fec_ber for n in nics if n.pre_fec_ber is not None)
+    return values[len(values) // 2] if len(values) >= 3 else None
 
 
 def lane_mark(rx_dbm: float | None, median_dbm: float | None, t: HealthThresholds) -> Mark:

@@ -26,6 +26,7 @@ from fleet.console.node_marks import (
     Mark,
     gpu_marks,
     lane_mark,
+    median_ber,
     median_nic_rx,
     port_marks,
     threshold_words,
@@ -124,7 +125,7 @@ class NodeScreen(ProbeKeys, FleetScreenBase):
         v = self.app.theme_variables
         text = Text(" thresholds: ", no_wrap=True, overflow="ellipsis")
         for level, words in threshold_words(THRESHOLDS):
-            text.append("■ " if level is Level.BAD else "▲ ", style=v.get(level.value, ""))
+            text.append({Level.BAD: "■ ", Level.WARN: "▲ "}.get(level, "◆ "), style=v.get(level.value, ""))
             text.append(f"{words}  ")
         return text
 
@@ -172,8 +173,9 @@ class NodeScreen(ProbeKeys, FleetScreenBase):
         best = max(rates) if rates else 0.0
         rows = []
         self._port_marks = {}
+        ber = median_ber(summary.nics)
         for n in summary.nics:
-            marks = port_marks(n, best, THRESHOLDS)
+            marks = port_marks(n, best, THRESHOLDS, ber)
             self._port_marks[n.device] = [m.why for m in marks.values()]
 
             def cell(key: str, text: str, marks: dict[str, Mark] = marks) -> Text:

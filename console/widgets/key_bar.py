@@ -59,7 +59,7 @@ class KeyBar(Widget):
     """Draws the current screen's active bindings that fit; reads nothing else."""
 
     DEFAULT_CSS = """
-    KeyBar { dock: bottom; height: 1; background: $footer-background; color: $footer-foreground; }
+    KeyBar { dock: bottom; height: 1; text-wrap: nowrap; text-overflow: ellipsis; background: $footer-background; color: $footer-foreground; }
     """
 
     current_mode: reactive[str] = reactive("")

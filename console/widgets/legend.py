@@ -21,7 +21,7 @@ MEANING = {
 
 class HealthLegend(Widget):
     DEFAULT_CSS = """
-    HealthLegend { height: 1; }
+    HealthLegend { height: 1; text-wrap: nowrap; text-overflow: ellipsis; }
     """
 
     def on_mount(self) -> None:

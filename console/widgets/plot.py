@@ -77,6 +77,7 @@ def legend_text(data: PlotData, colours: Sequence[str]) -> Text:
         if series.x:
             line.append("  ━ ", style=colours[index % len(colours)] or "")
             line.append(Text(series.label))
+    line.append(f"  (x: {data.x_label})", style="dim")
     return line
 
 

@@ -27,7 +27,7 @@ class Part(NamedTuple):
 
 class SummaryBar(Widget):
     DEFAULT_CSS = """
-    SummaryBar { height: 1; background: $surface; }
+    SummaryBar { height: 1; text-wrap: nowrap; text-overflow: ellipsis; background: $surface; }
     """
 
     def __init__(self, **kwargs: object) -> None:
