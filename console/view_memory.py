@@ -66,21 +66,24 @@ class TrendBook:
             del self._values[old]
         self._filled = {b for b in self._filled if low <= b <= bucket}
 
-    def backfill_one(self, reader: TrendReading, moment_ts: float) -> None:
-        """Read the newest bucket of the window that has no values yet from the store."""
+    def backfill_one(self, reader: TrendReading, moment_ts: float) -> bool:
+        """Read the newest bucket of the window that has no values yet from the store; True when
+        no bucket is left to read."""
         bucket = _bucket(moment_ts)
         span = reader.time_span()
         if span is None:
-            return
+            return True
         for missing in range(bucket - 1, bucket - POINTS, -1):
             if missing in self._values or missing in self._filled:
                 continue
             self._filled.add(missing)
             end = (missing + 1) * BUCKET_S
             if end < span[0]:
-                return  # older than the store: nothing to read, here or before
+                self._filled.update(range(bucket - POINTS + 1, missing))
+                return True  # older than the store: nothing to read, here or before
             self._values[missing] = _read_bucket(reader, min(end, moment_ts))
-            return
+            return False
+        return True
 
     def trends(self, name: str, moment_ts: float) -> tuple[tuple[float | None, ...], tuple[float | None, ...]]:
         """(rx, pauses) of ``name`` per bucket, oldest first, None where unknown."""
@@ -160,10 +163,10 @@ class ViewMemory:
             return view
         moment = snapshot.moment_ts
         self.trends.record(moment, view.rows)
-        self.trends.backfill_one(reader, moment)
+        filled = self.trends.backfill_one(reader, moment)
         rows = []
         for row in view.rows:
             rx, pauses = self.trends.trends(row.name, moment)
             worst = self.worst.pick(row.name, view.healths.get(row.name), snapshot.values.get(row.name, {}))
             rows.append(dataclasses.replace(row, rx_trend=rx, pause_trend=pauses, worst_nic=worst))
-        return dataclasses.replace(view, rows=tuple(rows))
+        return dataclasses.replace(view, rows=tuple(rows), trends_filled=filled)

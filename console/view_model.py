@@ -109,6 +109,9 @@ class ConsoleView:
     summary: FleetSummary
     jobs: tuple[JobRow, ...]
     tenants: tuple[TenantRow, ...]
+    trends_filled: bool = False
+    """Every sparkline bucket of the window has been read (``console.view_memory``): until then a
+    few older buckets may still be blank."""
 
 
 def _state_text(snapshot: Snapshot, name: str, health: Health) -> str:

@@ -12,12 +12,17 @@ from textual.reactive import reactive
 from textual.widgets import DataTable, Input
 
 from fleet.console.messages import JobChosen, NodeChosen, SwitchChosen
-from fleet.console.screens.base import FleetScreenBase, fixed_columns
+from fleet.console.screens.base import FleetScreenBase
 from fleet.console.timespec import format_moment
 from fleet.console.view_model import ConsoleView
+from fleet.console.widgets.fit_table import Col, FitTable
 from fleet.fabric.events import Event, Severity
 
 SEVERITY_VARIABLE = {Severity.INFO: "foreground", Severity.WARNING: "warning", Severity.CRITICAL: "error"}
+EVENT_COLUMNS = (
+    Col("time", "time", 20, 3), Col("severity", "severity", 8), Col("kind", "kind", 18, 1), Col("node", "node", 9),
+    Col("where", "where", 14, 2), Col("message", "message", 20, flex=True),
+)
 
 
 def event_matches(event: Event, text: str) -> bool:
@@ -51,34 +56,38 @@ class EventsScreen(FleetScreenBase):
 
     def compose_body(self) -> ComposeResult:
         yield Input(placeholder="filter: severity:critical node:gpu001 kind:link_down text", id="filter")
-        yield DataTable(id="events-table", cursor_type="row")
+        yield FitTable(EVENT_COLUMNS, id="events-table")
 
     def build(self) -> None:
         self.query_one("#filter", Input).display = False
-        table = self.query_one("#events-table", DataTable)
-        fixed_columns(table, ("time", 20), ("severity", 8), ("kind", 18), ("node", 9), ("where", 14), ("message", 80))
         self._shown: tuple[Event, ...] = ()
-        table.focus()
+        self.query_one("#events-table", DataTable).focus()
+
+    def summary_note(self) -> Text:
+        """While a filter is on, the summary bar starts with it."""
+        if not self.filter_text.strip():
+            return Text()
+        note = Text("filter ", style=f"bold reverse {self.app.theme_variables.get('warning', '')}".strip())
+        note.append(Text(self.filter_text.strip()))
+        note.append(f" ({len(self._shown)} events; esc clears)")
+        return note
 
     def show_view(self, view: ConsoleView) -> None:
         events = tuple(e for e in view.snapshot.events if event_matches(e, self.filter_text))
         if events == self._shown:
             return
         self._shown = events
-        table = self.query_one("#events-table", DataTable)
-        table.clear()
         v = self.app.theme_variables
-        for index, e in enumerate(events):
-            where = "/".join(p for p in (e.switch, e.device, e.port) if p)
-            table.add_row(
-                Text(format_moment(e.ts)),
-                Text(e.severity.value, style=v.get(SEVERITY_VARIABLE[e.severity], "")),
-                Text(e.kind), Text(e.host), Text(where), Text(e.message), key=str(index),
-            )
+        self.query_one("#events-table", FitTable).fill(
+            [(Text(format_moment(e.ts)), Text(e.severity.value, style=v.get(SEVERITY_VARIABLE[e.severity], "")),
+              Text(e.kind), Text(e.host), Text("/".join(p for p in (e.switch, e.device, e.port) if p)),
+              Text(e.message)) for e in events],
+            [str(index) for index in range(len(events))])
 
     def watch_filter_text(self) -> None:
         if self.fleet_app.view is not None and self.is_mounted:
             self.show_view(self.fleet_app.view)
+            self.show_summary()
 
     def action_filter(self) -> None:
         box = self.query_one("#filter", Input)

@@ -151,8 +151,8 @@ class ProbesScreen(ProbeKeys, FleetScreenBase):
         matrix = self.query_one(PairMatrix)
         first = matrix.matrix is None
         matrix.show(matrices[self.rail_index])
-        if first and (self.focused is None or self.focused.id == "probe-history"):
-            matrix.focus()
+        if first:
+            self.call_after_refresh(matrix.focus)  # after the screen's own focus on first showing
         self._fill_suspects(list(r.get("suspects", [])) + [
             {"kind": "nic", "part": f"{p.get('node')}:{p.get('nic')}", "node": p.get("node", ""),
              "reason": "; ".join(p.get("problems", []))}

@@ -12,6 +12,7 @@ ECMP plan."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any, ClassVar
 
@@ -86,6 +87,8 @@ class TopologyScreen(FleetScreenBase):
         self._balance_read: tuple[float | None, float] | None = None  # (cursor, monotonic time) of the last read
         self._balance_cost_s = 0.0
         self._wanted_switch: str | None = None  # chosen elsewhere (an event) before its cell existed
+        self.balances_read = asyncio.Event()
+        """Set once the leaves' balances have been read and drawn (tests, snapshots)."""
         self.query_one(FabricMap).focus()
 
     def show_view(self, view: ConsoleView) -> None:
@@ -130,6 +133,7 @@ class TopologyScreen(FleetScreenBase):
         self._balance_cost_s = time.monotonic() - started
         if self.fleet_app.view is not None and self.is_current:
             self.show_view(self.fleet_app.view)
+        self.balances_read.set()
 
     def select_switch(self, name: str) -> None:
         """Put the cursor on switch ``name`` (now, or once the store's switches are drawn)."""
