@@ -27,6 +27,8 @@ from fleet.collectors.sshpool import SshPool
 from fleet.fabric.acceptance import CheckResult, Criteria, evaluate_check
 from fleet.fabric.diagnosis import diagnose as run_rules
 from fleet.fabric.events import Finding, Severity
+from fleet.fabric.records import ProbeRecord
+from fleet.fabric.report_model import Report, make_report
 from fleet.store.reader import StoreReader
 from fleet.store.writer import StoreWriter
 
@@ -110,11 +112,28 @@ async def run_acceptance(
     findings = tuple(await diagnose(suite))
     results = []
     for check in criteria.checks:
-        result = evaluate_check(check, suite.baseline, findings)
+        result = evaluate_check(check, suite.baseline, findings, criteria.suite)
         results.append(result)
         if on_check is not None:
             on_check(result)
     return AcceptanceRun(criteria, suite, findings, tuple(results))
 
 
-__all__ = ["AcceptanceRun", "Diagnose", "run_acceptance", "store_diagnosis", "suite_findings"]
+def acceptance_record(report: Report, run_id: str) -> ProbeRecord:
+    """An acceptance run's report data as a record of the store's probes (kind ``acceptance``): what the
+    walkthrough shows and exports in read-only mode, where nothing may be measured again."""
+    data = dict(report.data)
+    return ProbeRecord(ts=time.time(), kind="acceptance", src="", ok=bool(data.get("passed")),
+                       params={"title": data.get("title", ""), "criteria": data.get("criteria_source", ""),
+                               "sha256": report.sha256},
+                       result=data, run_id=run_id)
+
+
+def stored_acceptance(reader: StoreReader) -> Report | None:
+    """The newest stored acceptance run, as the report it was (the same data, the same SHA-256)."""
+    found = reader.probes(kind="acceptance", limit=1)
+    return make_report("acceptance", found[0].result) if found else None
+
+
+__all__ = ["AcceptanceRun", "Diagnose", "acceptance_record", "run_acceptance", "store_diagnosis",
+           "stored_acceptance", "suite_findings"]

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.metadata
+import re
 import statistics
 import time
 import uuid
@@ -33,7 +34,7 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from fleet.collectors.commands import Command, Glob, command
 from fleet.collectors.engine import Collector
@@ -58,9 +59,19 @@ LOSS_COUNTERS = (
     "symbol_error", "port_rcv_errors", "port_rcv_remote_physical_errors", "port_xmit_discards",
     "local_link_integrity_errors", "excessive_buffer_overrun_errors",
 )  # fmt: skip
-"""IBA PortCounters that count a lost or dropped packet (or a symbol that cost one)."""
-LOSS_HW_COUNTERS = ("out_of_sequence", "packet_seq_err", "out_of_buffer")
-"""mlx5 hw_counters that count a packet lost upstream or dropped for lack of receive WQEs."""
+"""IBA PortCounters of errors and drops: part of a NIC's ``errors`` (any increase is a regression)."""
+LOSS_HW_COUNTERS = ("packet_seq_err", "local_ack_timeout_err", "implied_nak_seq_err")
+"""mlx5 hw_counters that count one lost packet each: RoCE retransmits go-back-N, so every packet this NIC
+sent that was lost comes back as one NAK sequence error (or, with nothing behind it, one ACK timeout).
+They are a NIC's ``lost``: each lost packet counted once, at its sender, wherever on the path it was lost.
+``out_of_sequence`` is not among them: the receiver counts every packet of the window that arrived behind
+a gap, many per loss; nor ``out_of_buffer``: a receive queue running dry draws an RNR NAK, not a loss."""
+NETDEV_LOSS_STATISTICS = ("rx_crc_errors",)
+"""The RoCE netdev's ``statistics/`` files that count frames lost on the wire: ``rx_crc_errors`` (the
+PHY's ``rx_crc_errors_phy``, frames dropped for a bad FCS), part of a NIC's ``errors``. Drops for lack of
+buffer (``rx_discards_phy``) exist only in ``ethtool -S``; the diagnosis judges them from the collector's
+counters (``nic_rx_discards``)."""
+_NETDEV_STAT = re.compile(r"^/sys/class/infiniband/([^/]+)/device/net/[^/]+/statistics/([a-z_]+):(\d+)$")
 
 _PORTS = "/sys/class/infiniband/*/ports/*"
 
@@ -207,22 +218,36 @@ async def _snapshot(
 def counters_command() -> Command:
     files = [Glob(f"{_PORTS}/counters/{name}") for name in (*PACKET_COUNTERS, *LOSS_COUNTERS)]
     files += [Glob(f"{_PORTS}/hw_counters/{name}") for name in LOSS_HW_COUNTERS]
+    files += [Glob(f"/sys/class/infiniband/*/device/net/*/statistics/{name}") for name in NETDEV_LOSS_STATISTICS]
     return command("grep", "-H", ".", *files)
 
 
-async def _counters(pool: SshPool, nodes: Sequence[str], timeout_s: float) -> dict[str, dict[str, tuple[int, int]]]:
-    """node -> NIC -> (packets, loss events), summed over the counters above; nodes that fail are left out."""
+class NicCounts(NamedTuple):
+    """A NIC's counters summed: packets moved, error and drop events (``errors``), packets lost (``lost``)."""
 
-    async def one(node: str) -> tuple[str, dict[str, tuple[int, int]] | None]:
+    packets: int
+    errors: int
+    lost: int
+
+
+async def _counters(pool: SshPool, nodes: Sequence[str], timeout_s: float) -> dict[str, dict[str, NicCounts]]:
+    """node -> NIC -> its counts, summed over the counters above; nodes that fail are left out."""
+
+    async def one(node: str) -> tuple[str, dict[str, NicCounts] | None]:
         result = await pool.run(node, counters_command(), timeout_s)
         if result.exit_status is None or not result.stdout:
             return node, None
-        nics: dict[str, tuple[int, int]] = {}
+        nics: dict[str, NicCounts] = {}
         for port in parse_sysfs(result.stdout).ports:
             packets = sum(port.counters.get(name, 0) for name in PACKET_COUNTERS)
-            loss = sum(port.counters.get(name, 0) for name in LOSS_COUNTERS)
-            loss += sum(port.hw_counters.get(name, 0) for name in LOSS_HW_COUNTERS)
-            nics[port.device] = (packets, loss)
+            errors = sum(port.counters.get(name, 0) for name in LOSS_COUNTERS)
+            lost = sum(port.hw_counters.get(name, 0) for name in LOSS_HW_COUNTERS)
+            nics[port.device] = NicCounts(packets, errors + lost, lost)
+        for line in result.stdout.splitlines():
+            match = _NETDEV_STAT.match(line.strip())
+            if match is not None and match[1] in nics:
+                counts = nics[match[1]]
+                nics[match[1]] = counts._replace(errors=counts.errors + int(match[3]))
         return node, nics
 
     found = await asyncio.gather(*(one(n) for n in nodes))
@@ -242,8 +267,8 @@ async def _linktest(
         progress(SuiteProgress("linktest", done, total, f"latency probes{eta}"))
 
     progress(SuiteProgress("linktest", 0, 0, "local NIC checks"))
-    return await run_linktest(pool, spec, cabling=inventory.cabling, on_progress=told, on_record=keep,
-                              run_id=run_id)
+    return await run_linktest(pool, spec, cabling=inventory.cabling, switches=inventory.switches, on_progress=told,
+                              on_record=keep, run_id=run_id)
 
 
 def bandwidth_pairs(nodes: Sequence[str]) -> list[tuple[str, str]]:
@@ -327,7 +352,7 @@ def _build(
     *, label: str, ts: float, inventory: Inventory, settings: SuiteSettings, nodes: tuple[str, ...],
     software: dict[str, dict[str, str]], snapshot_power: dict[tuple[str, str], float], report: LinktestReport,
     bandwidth: Sequence[ProbeRecord], allreduce: Mapping[str, ProbeRecord],
-    before: Mapping[str, Mapping[str, tuple[int, int]]], after: Mapping[str, Mapping[str, tuple[int, int]]],
+    before: Mapping[str, Mapping[str, NicCounts]], after: Mapping[str, Mapping[str, NicCounts]],
 ) -> Baseline:
     parts: dict[str, dict[str, float]] = defaultdict(dict)
     notes: list[str] = []
@@ -374,12 +399,13 @@ def _build(
         parts[part_id("nic", node, device)].setdefault("rx_power_dbm", max(dbm, NO_LIGHT_DBM))
         nics.add(f"{node}:{device}")
     for node, devices in after.items():
-        for device, (packets, loss) in devices.items():
+        for device, now in devices.items():
             old = before.get(node, {}).get(device)
-            if old is not None and packets >= old[0] and loss >= old[1]:
+            if old is not None and all(b >= a for a, b in zip(old, now, strict=True)):  # no reset in between
                 nic = parts[part_id("nic", node, device)]
-                nic["packets"] = float(packets - old[0])
-                nic["errors"] = float(loss - old[1])
+                nic["packets"] = float(now.packets - old.packets)
+                nic["errors"] = float(now.errors - old.errors)
+                nic["lost"] = float(now.lost - old.lost)
                 nics.add(f"{node}:{device}")
     rails = set(settings.rails)
     wanted_nics = sorted(n for n in nics if int(n.rsplit("_", 1)[1]) in rails) if nics else []
@@ -392,7 +418,8 @@ def _build(
 
 
 __all__ = [
-    "BW_PARALLEL_MAX", "LOSS_COUNTERS", "LOSS_HW_COUNTERS", "NO_LIGHT_DBM", "PACKET_COUNTERS", "ProgressCallback",
+    "BW_PARALLEL_MAX", "LOSS_COUNTERS", "LOSS_HW_COUNTERS", "NETDEV_LOSS_STATISTICS", "NO_LIGHT_DBM",
+    "PACKET_COUNTERS", "NicCounts", "ProgressCallback",
     "SuiteProgress", "SuiteRun",
     "SuiteSettings", "bandwidth_pairs", "counters_command", "missed_rendezvous", "run_suite", "tool_version",
 ]  # fmt: skip

@@ -29,8 +29,8 @@ ALLOWED_TOOLS: frozenset[str] = frozenset({
     "all_reduce_perf", "mpirun",
     # Slurm head
     "squeue", "scontrol", "sinfo",
-    # switches: Cumulus NVUE, SONiC
-    "nv", "show", "config",
+    # switches: Cumulus NVUE and its hash calculator, SONiC
+    "nv", "cl-ecmpcalc", "show", "config",
 })
 """Tools fleet may run. Adding one is a reviewed change to this file, never a runtime option.
 ``python3`` is not among them: the only Python fleet runs is its node agent (``agent_command``)

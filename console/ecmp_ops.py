@@ -23,9 +23,10 @@ from fleet.collectors.ecmp_apply import ApplyOutcome, ApplySettings, StepCallbac
 from fleet.collectors.ecmp_status import LeafPlan, guarded_apply, leaf_balances, plan_leaf
 from fleet.collectors.inventory import Inventory, InventoryHost
 from fleet.collectors.sshpool import SshPool
-from fleet.fabric.ecmp import EcmpThresholds, LeafBalance
+from fleet.fabric.ecmp import EcmpThresholds, LeafBalance, ecmp_thresholds
 from fleet.fabric.ecmp_plan import Remedy
 from fleet.fabric.records import ActionRecord
+from fleet.store.audit import ChainVerdict
 from fleet.store.reader import StoreReader
 from fleet.store.writer import StoreWriter
 
@@ -45,12 +46,12 @@ class EcmpSettings:
 
     @property
     def thresholds(self) -> EcmpThresholds:
-        return EcmpThresholds(sustain_s=min(self.sustain_s, self.window_s))
+        return ecmp_thresholds(self.window_s, self.sustain_s)
 
     @property
     def apply_settings(self) -> ApplySettings:
         return ApplySettings(window_s=self.verify_window_s, interval_s=self.interval_s,
-                             thresholds=EcmpThresholds(sustain_s=min(self.sustain_s, self.verify_window_s)))
+                             thresholds=ecmp_thresholds(self.verify_window_s, self.sustain_s))
 
 
 def actor() -> str:
@@ -115,6 +116,18 @@ async def read_audit(db_path: Path) -> list[ActionRecord]:
             return []
         with StoreReader(db_path) as reader:
             return reader.audit()
+
+    return await asyncio.to_thread(read)
+
+
+async def verify_audit(db_path: Path) -> ChainVerdict | None:
+    """The audit's hash chain walked on a fresh connection (None: no history yet)."""
+
+    def read() -> ChainVerdict | None:
+        if not db_path.exists():
+            return None
+        with StoreReader(db_path) as reader:
+            return reader.verify_audit()
 
     return await asyncio.to_thread(read)
 
@@ -189,4 +202,4 @@ class EcmpOps:
 
 
 __all__ = ["EcmpOps", "EcmpSettings", "LastChange", "actor", "last_changes", "read_audit", "read_balances",
-           "read_balances_and_changes", "roles_inventory"]
+           "read_balances_and_changes", "roles_inventory", "verify_audit"]

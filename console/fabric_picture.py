@@ -150,9 +150,7 @@ def _leaf_state(leaf: SwitchRow, balance: LeafBalance | None, findings: Sequence
         return State.BAD
     if any(link.oper_up is False or link.cable for link in node_links) or leaf.drops_delta:
         return State.BAD
-    if findings or (balance is not None and balance.flagged):
-        return State.WARN
-    if balance is not None and balance.imbalanced_now:
+    if findings or (balance is not None and (balance.flagged or balance.warning)):
         return State.WARN
     return State.OK
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from fleet.fabric.health import CRITICAL_XIDS, PORT_ACTIVE, GpuSummary, HealthThresholds, NicSummary
+from fleet.fabric.health import PORT_ACTIVE, GpuSummary, HealthThresholds, NicSummary
+from fleet.fabric.xid import is_critical
 
 
 class Level(Enum):
@@ -45,8 +46,9 @@ def threshold_words(t: HealthThresholds) -> list[tuple[Level, str]]:
     return [
         (Level.BAD, "port not ACTIVE"),
         (Level.BAD, f"new link errors (>= {t.link_error_delta_warn:g} in 5 min)"),
-        (Level.BAD, f"optics below the {t.optics_rx_low_alarm_dbm:g} dBm alarm"),
-        (Level.WARN, f"optics margin < {t.optics_margin_warn_db:g} dB or {t.optics_below_peers_db:g} dB below the node's median NIC"),
+        (Level.BAD, f"optics below the module's low alarm (default {t.optics_rx_low_alarm_dbm:g} dBm)"),
+        (Level.WARN, f"optics within the module's warning margin (default {t.optics_margin_warn_db:g} dB) "
+                     f"or {t.optics_below_peers_db:g} dB below the node's median NIC"),
         (Level.WARN, f"PFC >= {t.pause_warn_per_s:,.0f}/s"),
         (Level.WARN, f"pre-FEC BER >= {t.pre_fec_ber_warn:.0e}"),
         (Level.WATCH, f"pre-FEC BER {BER_PEER_FACTOR:g}x the node's median NIC"),
@@ -89,15 +91,20 @@ def median_ber(nics: tuple[NicSummary, ...]) -> float | None:
     return values[len(values) // 2] if len(values) >= 3 else None
 
 
-def lane_mark(rx_dbm: float | None, median_dbm: float | None, t: HealthThresholds) -> Mark:
-    """Mark of one optics lane's (or NIC's weakest lane's) Rx power."""
+def lane_mark(rx_dbm: float | None, median_dbm: float | None, t: HealthThresholds,
+              low_alarm_dbm: float | None = None, low_warning_dbm: float | None = None) -> Mark:
+    """Mark of one optics lane's (or NIC's weakest lane's) Rx power: against the module's own low
+    alarm and warning (its EEPROM) when read, else ``t``'s, as ``fleet.fabric.health`` judges."""
     if rx_dbm is None:
         return FINE
-    margin = rx_dbm - t.optics_rx_low_alarm_dbm
+    alarm = low_alarm_dbm if low_alarm_dbm is not None else t.optics_rx_low_alarm_dbm
+    warn_db = (low_warning_dbm - low_alarm_dbm if low_warning_dbm is not None and low_alarm_dbm is not None
+               else t.optics_margin_warn_db)
+    margin = rx_dbm - alarm
     if margin < 0:
-        return Mark(Level.BAD, f"Rx {rx_dbm:.1f} dBm below the {t.optics_rx_low_alarm_dbm:g} dBm alarm")
-    if margin < t.optics_margin_warn_db:
-        return Mark(Level.WARN, f"Rx {rx_dbm:.1f} dBm: {margin:.1f} dB above the alarm, < {t.optics_margin_warn_db:g} dB")
+        return Mark(Level.BAD, f"Rx {rx_dbm:.1f} dBm below the {alarm:g} dBm alarm")
+    if margin < warn_db:
+        return Mark(Level.WARN, f"Rx {rx_dbm:.1f} dBm: {margin:.1f} dB above the {alarm:g} dBm alarm, < {warn_db:g} dB")
     if median_dbm is not None and rx_dbm <= median_dbm - t.optics_below_peers_db:
         return Mark(Level.WARN, f"Rx {rx_dbm:.1f} dBm: {median_dbm - rx_dbm:.1f} dB below the node's median NIC "
                                 f"({median_dbm:.1f} dBm), >= {t.optics_below_peers_db:g} dB")
@@ -109,7 +116,7 @@ def gpu_marks(gpu: GpuSummary, t: HealthThresholds) -> dict[str, Mark]:
     marks: dict[str, Mark] = {}
     if gpu.temp_c is not None and gpu.temp_c >= t.gpu_temp_warn_c:
         marks["temp"] = Mark(Level.WARN, f"{gpu.temp_c:.0f} °C >= {t.gpu_temp_warn_c:g} °C")
-    if gpu.xid_last in CRITICAL_XIDS:
+    if gpu.xid_last and is_critical(gpu.xid_last):
         marks["xid"] = Mark(Level.BAD, f"XID {gpu.xid_last} is critical")
     if gpu.error_delta > 0:
         marks["errors"] = Mark(Level.BAD, f"+{gpu.error_delta:g} ECC/NVLink errors in 5 min")

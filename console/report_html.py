@@ -15,7 +15,8 @@ from html import escape
 from typing import Any
 
 from fleet.console.report_svg import histogram, pingmesh
-from fleet.fabric.report_model import Report
+from fleet.fabric.report_model import Report, audit_words
+from fleet.fabric.text import clean_text
 
 _CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2rem auto;max-width:1100px;color:#212121;
@@ -29,11 +30,16 @@ th{background:#f5f5f5}.num{text-align:right;font-variant-numeric:tabular-nums}
 .info{color:#fff;background:#546e7a;padding:.1rem .5rem;border-radius:3px}
 .verdict{font-size:1.4rem;margin:.8rem 0}.meta{color:#616161}.charts{display:flex;flex-wrap:wrap;gap:1rem}
 footer{margin-top:2rem;color:#616161;font-size:.8rem;word-break:break-all}
+@page{size:A4;margin:12mm}
+@media print{body{margin:0;max-width:none;font-size:9pt;padding:0}h2{break-after:avoid}
+tr,svg,h3{break-inside:avoid}thead{display:table-header-group}svg{max-width:100%;height:auto}
+.pass,.fail,.info,svg{-webkit-print-color-adjust:exact;print-color-adjust:exact}}
 """
 
 
 def _e(value: Any) -> str:
-    return escape(str(value))
+    """Text for HTML: inert (``clean_text``) and escaped (``<``, ``>``, ``&``, quotes)."""
+    return escape(clean_text(str(value)))
 
 
 def _n(value: Any) -> str:
@@ -62,8 +68,10 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], numeric: Seque
 def _shape(shape: Mapping[str, Any]) -> str:
     rows = [[_e("nodes"), _n(shape["nodes"])], [_e("RDMA NICs"), _n(shape["nics"])],
             [_e("switches"), _n(shape["switches"])], [_e("rails"), _e(", ".join(str(r) for r in shape["rails"]))]]
+    units = shape.get("software_units", {})
     for key, values in shape.get("software", {}).items():
-        rows.append([_e(key), "<br>".join(f"{_e(v)} ({_n(c)} nodes)" for v, c in values.items())])
+        unit = units.get(key, "NICs" if key == "nic_firmware" else "nodes")  # firmware is counted per NIC
+        rows.append([_e(key), "<br>".join(f"{_e(v)} ({_n(c)} {_e(unit)})" for v, c in values.items())])
     if shape.get("unreachable"):
         rows.append([_e("unreachable"), "<br>".join(f"{_e(n)}: {_e(r)}" for n, r in shape["unreachable"].items())])
     return _table(["", "as measured"], rows)
@@ -109,7 +117,8 @@ def _findings(findings: Sequence[Mapping[str, Any]]) -> str:
 def _footer(report: Report) -> str:
     data = report.data
     return (f'<footer>Generated {_e(data.get("generated", ""))} by {_e(data.get("tool_version", ""))}. '
-            f"SHA-256 of the report's canonical data (embedded below as JSON): <code>{report.sha256}</code></footer>"
+            f"SHA-256 of the report's canonical data (embedded below as JSON): <code>{report.sha256}</code>"
+            f"<br>{_e(audit_words(data.get('audit_head')))}</footer>"
             f'<script type="application/json" id="report-data">{report.canonical}</script>')
 
 
@@ -136,9 +145,12 @@ def _acceptance(report: Report) -> str:
         measured = c["measured"]
         spread = (f"min {_n(measured.get('min'))}, median {_n(measured.get('median'))}, max {_n(measured.get('max'))}"
                   if "median" in measured else ", ".join(f"{_e(k)} {_n(v)}" for k, v in measured.items()))
-        rows.append([_e(c["id"]), _e(c["description"]), _e(c["threshold_words"]), _e(c["scope"]), spread,
-                     _e(c["summary"]), _badge(c["passed"])])
-    out.append(_table(["check", "what was agreed", "threshold", "scope", "measured", "evidence", "result"], rows))
+        unit = f" {c['unit']}" if c.get("unit") and "median" in measured else ""
+        agreed = f'<div class="meta">agreed wording: {_e(c["description"])}</div>' if c["description"] else ""
+        rows.append([_e(c["id"]), _e(c.get("claim") or c["description"]) + agreed, _e(c["threshold_words"]),
+                     spread + _e(unit), _e(c["summary"]), _badge(c["passed"])])
+    out.append(_table(["check", "what was checked (as measured)", "threshold", "measured", "evidence", "result"],
+                      rows))
     for c in checks:
         if c["failures"]:
             out.append(f"<h3>{_e(c['id'])}: failing parts ({len(c['failures'])})</h3>")

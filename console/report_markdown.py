@@ -2,18 +2,31 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from fleet.fabric.report_model import Report
+from fleet.fabric.report_model import Report, audit_words
+from fleet.fabric.text import clean_text
+
+_SYNTAX = re.compile(r"([\\`*\[\]<>|&])")
+"""What Markdown (CommonMark with GitHub's tables) reads as syntax inside a line: escapes, code
+spans, emphasis, links and images, raw HTML, entities, table pipes. ``_`` is left alone: inside a
+name (``mlx5_0``) it is never emphasis."""
+
+
+def _text(value: Any) -> str:
+    """Machine or criteria text for Markdown: one line of inert text (``clean_text``) with every
+    character Markdown would read as syntax backslash-escaped, so ``<script>`` stays text and
+    ``[x](url)`` never becomes a link."""
+    return _SYNTAX.sub(r"\\\1", clean_text(str(value), one_line=True))
 
 
 def _cell(value: Any) -> str:
-    """A table cell: pipes and newlines escaped so node-supplied text cannot break the table."""
+    """A table cell: machine text escaped (``_text``), so it can neither break the table nor form markup."""
     if isinstance(value, float):
         value = f"{value:.4g}"
-    text = "-" if value is None or value == "" else str(value)
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    return "-" if value is None or value == "" else _text(value)
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
@@ -27,31 +40,37 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
 def _shape(shape: Mapping[str, Any]) -> list[str]:
     rows: list[list[Any]] = [["nodes", shape["nodes"]], ["RDMA NICs", shape["nics"]],
                              ["switches", shape["switches"]], ["rails", ", ".join(str(r) for r in shape["rails"])]]
-    rows += [[k, "; ".join(f"{v} ({c} nodes)" for v, c in vals.items())] for k, vals in shape["software"].items()]
+    units = shape.get("software_units", {})
+    rows += [[k, "; ".join(f"{v} ({c} {units.get(k, 'NICs' if k == 'nic_firmware' else 'nodes')})"
+                           for v, c in vals.items())] for k, vals in shape["software"].items()]
     rows += [[f"unreachable {n}", r] for n, r in shape.get("unreachable", {}).items()]
     return _table(["", ""], rows)
 
 
 def _footer(report: Report) -> list[str]:
     data = report.data
-    return ["---", f"Generated {data.get('generated', '')} by {data.get('tool_version', '')}. "
-            f"SHA-256 of the report's canonical data (embedded in the HTML report): `{report.sha256}`", ""]
+    return ["---", f"Generated {_text(data.get('generated', ''))} by {_text(data.get('tool_version', ''))}. "
+            f"SHA-256 of the report's canonical data (embedded in the HTML report): `{report.sha256}`", "",
+            audit_words(data.get("audit_head")), ""]
 
 
 def _acceptance(report: Report) -> list[str]:
     d = report.data
     checks = d["checks"]
     passed = sum(1 for c in checks if c["passed"])
-    out = [f"# {d['title']}", "", f"Customer: {d.get('customer') or '-'}; measured from {d['measured_from']}.", "",
+    out = [f"# {_text(d['title'])}", "",
+           f"Customer: {_text(d.get('customer') or '-')}; measured from {_text(d['measured_from'])}.", "",
            f"**{'ACCEPTED' if d['passed'] else 'NOT ACCEPTED'}**: {passed} of {len(checks)} checks pass.", "",
            "## Cluster", "", *_shape(d["shape"]), "## Criteria and results", ""]
-    out += _table(["check", "what was agreed", "threshold", "scope", "evidence", "result"],
-                  [[c["id"], c["description"], c["threshold_words"], c["scope"], c["summary"],
+    out += _table(["check", "what was checked (as measured)", "threshold", "evidence", "result"],
+                  [[c["id"], c.get("claim") or c["description"], c["threshold_words"], c["summary"],
                     "PASS" if c["passed"] else "FAIL"] for c in checks])
+    out += ["The customer's wording of each check:", ""]
+    out += [f"- {c['id']}: {c['description']}" for c in checks if c["description"]] + [""]
     for c in checks:
         if c["failures"]:
-            out += [f"### {c['id']}: failing parts", ""]
-            out += _table(["part", f"measured {c['unit']}".strip(), "why"],
+            out += [f"### {_text(c['id'])}: failing parts", ""]
+            out += _table(["part", f"measured {_text(c['unit'])}".strip(), "why"],
                           [[f["part"], f["measured"], f["note"]] for f in c["failures"]])
     out += ["## Findings", ""]
     out += _table(["severity", "kind", "part", "next step"],
@@ -62,9 +81,9 @@ def _acceptance(report: Report) -> list[str]:
 
 def _diff(report: Report) -> list[str]:
     d = report.data
-    out = [f"# {d['title']}", "",
-           f"before: {d['before']['label']} ({d['before']['taken']}); after: {d['after']['label']} "
-           f"({d['after']['taken']})", "", "## Regressions (worst first)", ""]
+    out = [f"# {_text(d['title'])}", "",
+           f"before: {_text(d['before']['label'])} ({_text(d['before']['taken'])}); "
+           f"after: {_text(d['after']['label'])} ({_text(d['after']['taken'])})", "", "## Regressions (worst first)", ""]
     change_rows = [[c["severity"], c["part"], c["metric"], c["before"], c["after"],
                     f"{c['delta']:+.3g}" if c["delta_pct"] is None else f"{c['delta_pct']:+.1f} %"]
                    for c in d["regressions"]]

@@ -10,7 +10,8 @@ Parts are named ``kind/name...`` (see :func:`part_id`):
 - ``pair/<rail>/<src>/<dst>``: a link-test pair on one rail: ``p99_usec``, ``p999_usec``;
 - ``nic/<node>/<mlx5_N>``: ``lat_p99_usec`` (median of the NIC's link-test pairs),
   ``bw_avg_gbps`` (perftest bandwidth), ``rx_power_dbm`` (weakest lane),
-  ``errors`` and ``packets`` (counter deltas over the suite), ``rate_gbps``;
+  ``errors``, ``lost`` (packets lost or dropped) and ``packets`` (counter deltas over the suite),
+  ``rate_gbps``;
 - ``node/<node>``: ``allreduce_busbw_gbytes_s``, ``allreduce_efficiency`` (single node, NVLink);
 - ``fleet/allreduce``: the same across every node.
 

@@ -9,6 +9,7 @@ every number stays a pure function of the scenario and the simulated time.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -31,8 +32,10 @@ watchdog raises an error event, stops the NIC's pause frames, and drops follow."
 FLAP_DOWN_MAX_S = 5.0
 """A flapping link stays down this long (or a third of its period, if shorter) per period."""
 
-CRITICAL_XIDS = (48, 63, 64, 74, 79, 92, 94, 95)
-ECC_XIDS = (48, 63, 64, 94, 95)
+ECC_XIDS = (48, 64, 94, 95, 140)
+"""XIDs that come with uncorrected memory errors (the driver's ECC counters rise): a double-bit error,
+a failed row remap, contained and uncontained ECC errors, an unrecovered one (NVIDIA's XID catalog).
+XIDs 63 and 92 record corrected errors and leave the uncorrected counters alone."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,11 +212,12 @@ def link_down_events(faults: Sequence[FaultSpec], topology: Topology, cable: Cab
             continue
         if cable_of(topology, fault.target) != cable:
             continue
-        end = t if fault.until is None else min(t, fault.until)
         if fault.kind == "link_down":
             count += 1
+        elif fault.until is not None and t >= fault.until:  # flaps that began before the fault ended
+            count += math.ceil((fault.until - fault.at) / fault.param("period"))
         else:
-            count += int((end - fault.at) // fault.param("period")) + 1
+            count += int((t - fault.at) // fault.param("period")) + 1
     return count
 
 

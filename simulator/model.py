@@ -13,6 +13,7 @@ counters, as on the real switch). Views are computed on demand, per command.
 from __future__ import annotations
 
 import bisect
+import fnmatch
 import itertools
 import math
 import time
@@ -27,7 +28,8 @@ from fleet.fabric.counters import IB_SATURATING_COUNTER_BITS
 from fleet.fabric.naming import RAILS_PER_NODE, nic_name
 from fleet.simulator import faults as fault_rules
 from fleet.simulator.faults import ECC_XIDS, FaultEffects, NicKey
-from fleet.simulator.scenario import Scenario
+from fleet.simulator.optics_modules import ModuleType, module_type
+from fleet.simulator.scenario import FaultSpec, Scenario
 from fleet.simulator.state import (
     GidView,
     GpuView,
@@ -315,6 +317,7 @@ class _OpticsFixed:
     """The seeded constants of one optical module; only drift (time) and attenuation (faults) move its readings."""
 
     serial: str
+    kind: ModuleType
     drift_phase: float  # radians
     temp_c: float  # before drift
     voltage_v: float
@@ -391,6 +394,16 @@ class FleetModel:
         self._last_segments: tuple[tuple[float, float, int], list[tuple[float, float, Solution]]] | None = None
         self.memo: dict[Hashable, object] = {}
         """Run-long store for renderers: what depends only on the fleet's fixed shape (sysfs paths)."""
+        self._hostile: dict[str, tuple[FaultSpec, ...]] = {}
+        """``hostile_output`` faults by the machine they target."""
+        for fault in scenario.faults:
+            if fault.kind == "hostile_output":
+                self._hostile[fault.target] = (*self._hostile.get(fault.target, ()), fault)
+        reported = scenario.reported
+        self.gpu_name = reported.gpu_name if reported.gpu_name is not None else GPU_NAME
+        self.gpu_driver = reported.gpu_driver if reported.gpu_driver is not None else NVIDIA_DRIVER
+        self.nic_firmware = reported.nic_firmware if reported.nic_firmware is not None else FW_VERSION
+        self.kernel = reported.kernel if reported.kernel is not None else KERNEL
 
     # ------------------------------------------------------------------ time
 
@@ -692,30 +705,40 @@ class FleetModel:
             )
             for rx_offset, tx_dbm, bias_ma in fixed.lanes
         )
+        kind = fixed.kind
         return OpticsView(
             identifier="0x19 (OSFP 8X Pluggable Transceiver)",
-            vendor_name="NVIDIA",
-            vendor_pn="MMA4Z00-NS400",
+            vendor_name=kind.vendor_name,
+            vendor_pn=kind.vendor_pn,
             vendor_sn=fixed.serial,
             temp_c=round(fixed.temp_c + 20 * drift, 2),
             voltage_v=fixed.voltage_v,
             lanes=lanes,
+            rx_power_thresholds_dbm=kind.rx_power_dbm,
+            tx_power_thresholds_dbm=kind.tx_power_dbm,
+            bias_thresholds_ma=kind.bias_ma,
+            temp_thresholds_c=kind.temp_c,
+            voltage_thresholds_v=kind.voltage_v,
         )
 
     def _optics_fixed(self, node: str, rail: int) -> _OpticsFixed:
         """A module's seeded constants (serial, per-lane offsets, bias), drawn once per run."""
         fixed = self._optics_constants.get((node, rail))
         if fixed is None:
+            kind = module_type(unit_random(self.seed, "module", node, rail))
+            (tx_low, tx_high), (bias_low, bias_high) = kind.tx_range_dbm, kind.bias_range_ma
+            temp_low, temp_high = kind.temp_range_c
             fixed = _OpticsFixed(
                 serial=f"MT2330FT{int(unit_random(self.seed, 'sn', node, rail) * 99999):05d}",
+                kind=kind,
                 drift_phase=6.283 * unit_random(self.seed, "drift", node, rail),
-                temp_c=41.0 + 12.0 * unit_random(self.seed, "otemp", node, rail),
+                temp_c=temp_low + (temp_high - temp_low) * unit_random(self.seed, "otemp", node, rail),
                 voltage_v=round(3.29 + 0.03 * unit_random(self.seed, "volt", node, rail), 4),
                 lanes=tuple(
                     (
                         0.6 * (unit_random(self.seed, "lane", node, rail, lane) - 0.5),
-                        0.2 + 1.2 * unit_random(self.seed, "tx", node, rail, lane),
-                        round(7.4 + 1.2 * unit_random(self.seed, "bias", node, rail, lane), 3),
+                        tx_low + (tx_high - tx_low) * unit_random(self.seed, "tx", node, rail, lane),
+                        round(bias_low + (bias_high - bias_low) * unit_random(self.seed, "bias", node, rail, lane), 3),
                     )
                     for lane in range(4)
                 ),
@@ -729,9 +752,8 @@ class FleetModel:
             raw = guid.removeprefix("0x")
             groups = ":".join(raw[i : i + 4] for i in range(0, 16, 4))
             return (GidView(0, f"fe80:0000:0000:0000:{groups}", "", "", netdev),)
-        octets = [int(x, 16) for x in mac.split(":")]
-        eui = [octets[0] ^ 0x02, octets[1], octets[2], 0xFF, 0xFE, octets[3], octets[4], octets[5]]
-        link_local = "fe80:0000:0000:0000:" + ":".join(f"{eui[i]:02x}{eui[i + 1]:02x}" for i in range(0, 8, 2))
+        eui = port_guid(mac).removeprefix("0x")
+        link_local = "fe80:0000:0000:0000:" + ":".join(eui[i : i + 4] for i in range(0, 16, 4))
         ip = nic_ip(self.topology, node, rail)
         a, b, c, d = (int(x) for x in ip.split("."))
         mapped = f"0000:0000:0000:0000:0000:ffff:{a:02x}{b:02x}:{c:02x}{d:02x}"
@@ -786,12 +808,13 @@ class FleetModel:
         else:
             descr = f"Cumulus Linux version {CUMULUS_VERSION} running on Nvidia SN5600"
         alias = f"etp{index + 1}" if os_name == "sonic" else port
+        reported = self.scenario.reported
         return LldpNeighbor(
-            switch=switch,
+            switch=_reported(reported.switch_system_name, switch, port),
             switch_port=port,
             chassis_mac=self._switch_mac(switch),
             mgmt_ip=self.topology.addresses[switch],
-            port_descr=alias,
+            port_descr=_reported(reported.switch_port_description, switch, alias),
             system_descr=descr,
         )
 
@@ -821,7 +844,7 @@ class FleetModel:
         mem = fixed.busy_mem_mib if running else 0
         return GpuView(
             index=index,
-            name=GPU_NAME,
+            name=self.gpu_name,
             uuid=fixed.uuid,
             pci_bus_id=f"00000000:{GPU_PCI_BUSES[index]:02X}:00.0",
             util_pct=max(0, min(100, util)),
@@ -916,13 +939,16 @@ class FleetModel:
         totals: dict[str, float] = {} if restart is not None else self._baseline(end, switch)
         for name, value in self._totals(end, t, since).items():
             totals[name] = totals.get(name, 0.0) + value
+        downs = 0
         if peer is None:
             up = False
             speed = self.scenario.fabric.link_gbps
         else:
             host, peer_port, _ = peer
             if host in self.topology.nodes:
-                up = not self._nic_down(host, int(peer_port.removeprefix("mlx5_")), t, effects)
+                rail = int(peer_port.removeprefix("mlx5_"))
+                up = not self._nic_down(host, rail, t, effects)
+                downs = self._link_down_steps(host, rail, t, effects)
                 speed = effects.rate_gbps.get((host, peer_port), self.scenario.fabric.link_gbps)
             else:
                 cable = self.fabric.cable_key(end, {})
@@ -959,6 +985,7 @@ class FleetModel:
             tx_bps=tx_gbps * 1e9,
             lldp=self._peer_neighbor(peer) if up and peer is not None else None,
             description=peer[2] if peer is not None else "",
+            carrier_transitions=(1 + 2 * downs - (0 if up else 1)) if peer is not None else 0,
         )
 
     def _peer_neighbor(self, peer: tuple[str, str, str]) -> LldpNeighbor:
@@ -966,12 +993,12 @@ class FleetModel:
         if host in self.topology.nodes:
             rail = int(port.removeprefix("mlx5_"))
             return LldpNeighbor(
-                switch=host,
+                switch=_reported(self.scenario.reported.node_system_name, host, ""),
                 switch_port=self.netdev(rail),
                 chassis_mac=self._mac(host, rail),
                 mgmt_ip=self.topology.addresses[host],
                 port_descr=self.netdev(rail),
-                system_descr=f"Ubuntu 22.04.4 LTS Linux {KERNEL} #129-Ubuntu SMP x86_64",
+                system_descr=f"Ubuntu 22.04.4 LTS Linux {self.kernel} #129-Ubuntu SMP x86_64",
             )
         return self._switch_neighbor(host, port)
 
@@ -997,6 +1024,18 @@ class FleetModel:
             )
         return tuple(views)
 
+    def hostile_output(self, host: str, words: list[str], t: float) -> str | None:
+        """The form of output ``host`` prints instead of the command ``words`` at ``t`` (its
+        ``hostile_output`` faults, ``fleet.simulator.hostile``), or None: the real output."""
+        faults = self._hostile.get(host)
+        if faults is None:
+            return None
+        line = " ".join(words)
+        for fault in faults:
+            if fault.active(t) and fnmatch.fnmatchcase(line, fault.words["command"]):
+                return fault.words["form"]
+        return None
+
     def behaviour(self, host: str, t: float) -> HostBehaviour:
         effects = self.effects(t)
         return HostBehaviour(
@@ -1011,6 +1050,12 @@ class FleetModel:
         """What a perftest pair between two NICs measures at ``t``."""
         state, solution = self.solution(t)
         return self.fabric.probe(state, solution, src, dst, qpn, size_bytes=size_bytes, flow_label=flow_label)
+
+    def ecmp_egress(self, switch: str, t: float, ingress: str, src: NicKey, dst: NicKey, sport: int,
+                    dport: int, protocol: int) -> str:
+        """The port ``switch`` forwards that packet out of at ``t`` (see ``Fabric.ecmp_egress``)."""
+        state, solution = self.solution(t)
+        return self.fabric.ecmp_egress(state, solution, switch, ingress, src, dst, sport, dport, protocol)
 
     def job_factor(self, job_id: int, t: float) -> float:
         """Pace of a job's collectives at ``t`` (1: as fast as it offers)."""
@@ -1159,10 +1204,10 @@ class NodeParts:
             width="4X",
             speed_name=_speed_name(rate),
             hca_type=HCA_TYPE,
-            fw_version=FW_VERSION,
+            fw_version=model.nic_firmware,
             board_id=BOARD_ID,
             node_guid=guid,
-            port_guid=guid,
+            port_guid=port_guid(identity.mac) if model.roce else guid,
             sys_image_guid=guid,
             lid=identity.lid,
             sm_lid=0 if model.roce else 1,
@@ -1197,8 +1242,8 @@ class NodeParts:
             self._view = NodeView(
                 name=node,
                 hostname_fqdn=f"{node}.cluster.local",
-                kernel=KERNEL,
-                driver_version=NVIDIA_DRIVER,
+                kernel=model.kernel,
+                driver_version=model.gpu_driver,
                 cuda_version=CUDA_VERSION,
                 ofed_version=OFED_VERSION,
                 mgmt_ip=model.topology.addresses[node],
@@ -1206,6 +1251,20 @@ class NodeParts:
                 gpus=tuple(model._gpu_view(node, index, t, effects, solution) for index in range(8)),
             )
         return self._view
+
+
+def port_guid(mac: str) -> str:
+    """A RoCE port's GUID as ibstat prints it: the interface identifier of GID[0], the modified EUI-64 of
+    the port's MAC (RFC 4291 appendix A: ff:fe in the middle, the universal/local bit flipped), as a
+    real ConnectX-7 Ethernet port shows (MAC 94:6d:ae:c2:b6:90, Port GUID 0x966daefffec2b690)."""
+    octets = [int(x, 16) for x in mac.split(":")]
+    eui = [octets[0] ^ 0x02, octets[1], octets[2], 0xFF, 0xFE, octets[3], octets[4], octets[5]]
+    return "0x" + "".join(f"{b:02x}" for b in eui)
+
+
+def _reported(template: str | None, name: str, port: str) -> str:
+    """A name as the machine reports it: the scenario's template (``[reported]``) or, without one, ``name``."""
+    return name if template is None else template.format(name=name, port=port)
 
 
 def _speed_name(rate_gbps: int) -> str:

@@ -68,8 +68,15 @@ creating the QPs and exchanging them over TCP depend on the host and the NIC
 and are not modelled, so a simulated run is still shorter than a real one.
 Set to 0 to time only the iterations."""
 
-NVLINK_BUSBW_GBS = 430.0
-"""Single-node 8 x H100 all-reduce bus bandwidth, GB/s (NVLink 4, ~96% of 450 GB/s per GPU)."""
+NVLS_BUSBW_GBS = 480.0
+"""Peak all-reduce bus bandwidth of 8 x H100 in one node with NVLink SHARP, GB/s: NCCL's default
+algorithm on NVSwitch systems (NCCL maintainers, https://github.com/NVIDIA/nccl-tests/issues/212)."""
+RING_BUSBW_GBS = 370.0
+"""... and with the ring, GB/s: NVLink's 450 GB/s less ~20 % protocol overhead (same source). Across
+nodes NCCL rings through every node, so this caps a multi-node all-reduce."""
+NIC_NCCL_SHARE = 0.97
+"""Share of a NIC's bandwidth NCCL reaches: 48-49 GB/s on a 400 Gb/s ConnectX-7
+(https://github.com/NVIDIA/nccl-tests/issues/267)."""
 
 MAX_MPPS = 30.0
 """Message rate one RC QP reaches with small messages, millions per second."""
@@ -567,7 +574,7 @@ def _busbw_gbs(model: FleetModel, nodes: list[str], t: float) -> float:
         if any(g.throttle_reasons & 0x60 for g in view.gpus):
             penalty = min(penalty, 0.85)
     if len(unique) == 1:
-        return NVLINK_BUSBW_GBS * penalty
+        return NVLS_BUSBW_GBS * penalty
     slowest = float("inf")
     for k, node in enumerate(unique):
         peer = unique[(k + 1) % len(unique)]
@@ -576,4 +583,5 @@ def _busbw_gbs(model: FleetModel, nodes: list[str], t: float) -> float:
             if not estimate.reachable:
                 return 0.0
             slowest = min(slowest, estimate.bw_gbps)
-    return min(NVLINK_BUSBW_GBS, 8 * slowest / 8 * 0.955) * penalty
+    per_nic = slowest / 8 / 0.985 * NIC_NCCL_SHARE  # the probe's bandwidth carries perftest's own 98.5 %
+    return min(RING_BUSBW_GBS, 8 * per_nic) * penalty

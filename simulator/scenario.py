@@ -42,8 +42,17 @@ FAULT_KINDS: dict[str, dict[str, tuple[type, Any]]] = {
     "node_unreachable": {},
     "node_hang": {},
     "slow_node": {"delay": (float, 2.0)},
+    "hostile_output": {"form": (str, "required"), "command": (str, "*")},
 }
-"""Each fault kind and its parameters (units: seconds, dB, bit error ratio, Gb/s, fraction)."""
+"""Each fault kind and its parameters (units: seconds, dB, bit error ratio, Gb/s, fraction; words
+for ``hostile_output``: which of ``HOSTILE_FORMS`` it prints, and for which commands)."""
+
+HOSTILE_FORMS = ("deep_json", "wrong_table", "binary", "long_line", "huge")
+"""What a ``hostile_output`` fault makes a machine print instead of a command's output
+(``fleet.simulator.hostile``): JSON nested 100,000 deep, a one-column table, binary bytes,
+a 2 MiB line, 16 MiB of output. ``command`` is a shell-style pattern (``fnmatch``) over the
+command's words joined by spaces: ``lldpctl *``, ``nv show interface * counters -o json``,
+``python3 *`` (the node agent: each of its lines), ``*`` (every command)."""
 
 TARGET_KINDS: dict[str, tuple[str, ...]] = {
     # which target forms a fault kind accepts: nic = node:mlx5_N, port = switch:port,
@@ -64,6 +73,7 @@ TARGET_KINDS: dict[str, tuple[str, ...]] = {
     "node_unreachable": ("host",),
     "node_hang": ("host",),
     "slow_node": ("host",),
+    "hostile_output": ("host",),
 }
 
 
@@ -114,6 +124,8 @@ class FaultSpec:
     until: float | None = None  # seconds after start; None: for ever
     params: Mapping[str, float] = field(default_factory=dict)
     targets: tuple[str, ...] = ()
+    words: Mapping[str, str] = field(default_factory=dict)
+    """Parameters that are words (``hostile_output``'s ``form`` and ``command``), defaults filled in."""
 
     def param(self, name: str) -> float:
         """A parameter with its default filled in (see ``FAULT_KINDS``)."""
@@ -129,6 +141,28 @@ class FaultSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class ReportedSpec:
+    """What the machines say about themselves, where a scenario changes it (``[reported]``).
+
+    None keeps the simulator's own (an HGX H100 node with ConnectX-7 NICs, see
+    ``fleet.simulator.model``). In a template, ``{name}`` is the machine's name and
+    ``{port}`` the switch port's. Any text goes, escape sequences included: the
+    ``hostile-names`` scenario rehearses what a broken or malicious machine prints.
+    """
+
+    gpu_name: str | None = None
+    gpu_driver: str | None = None
+    nic_firmware: str | None = None
+    kernel: str | None = None
+    node_system_name: str | None = None
+    """Template of the LLDP system name a node announces (the switches' neighbour tables show it)."""
+    switch_system_name: str | None = None
+    """Template of the LLDP system name a switch announces (a node's ``lldpctl`` shows it)."""
+    switch_port_description: str | None = None
+    """Template of the LLDP port description a switch port announces."""
+
+
+@dataclass(frozen=True, slots=True)
 class Scenario:
     name: str
     fabric: FabricSpec
@@ -136,6 +170,7 @@ class Scenario:
     jobs: tuple[JobSpec, ...] = ()
     faults: tuple[FaultSpec, ...] = ()
     description: str = ""
+    reported: ReportedSpec = field(default_factory=ReportedSpec)
 
 
 # --------------------------------------------------------------------------- locating keys
@@ -251,7 +286,7 @@ def parse_scenario(text: str, *, source: str = "<scenario>", name: str = "custom
         raise ScenarioError(f"{where}: not valid TOML: {reason}") from None
     lines = _Lines(text)
     check = _Checker(source, lines)
-    top_allowed = {"fabric", "switch_os", "jobs", "faults", "description"}
+    top_allowed = {"fabric", "switch_os", "jobs", "faults", "description", "reported"}
     for key in data:
         if key not in top_allowed:
             raise ScenarioError(
@@ -270,7 +305,26 @@ def parse_scenario(text: str, *, source: str = "<scenario>", name: str = "custom
     jobs = tuple(_job(check, i, entry, names) for i, entry in enumerate(_array(check, data, "jobs")))
     _no_shared_nodes(check, jobs)
     faults = tuple(_fault(check, i, entry, names) for i, entry in enumerate(_array(check, data, "faults")))
-    return Scenario(name=name, fabric=fabric, switch_os=switch_os, jobs=jobs, faults=faults, description=description)
+    reported = _reported(check, data.get("reported", {}))
+    return Scenario(name=name, fabric=fabric, switch_os=switch_os, jobs=jobs, faults=faults, description=description,
+                    reported=reported)
+
+
+def _reported(check: _Checker, raw: Any) -> ReportedSpec:
+    t = "reported"
+    if not isinstance(raw, dict):
+        raise check.fail(t, 0, None, "must be a table ([reported])")
+    keys = set(ReportedSpec.__dataclass_fields__)
+    check.keys(t, 0, raw, keys)
+    spec = ReportedSpec(**{key: check.get(t, 0, raw, key, str, None) for key in keys})
+    for key in ("node_system_name", "switch_system_name", "switch_port_description"):
+        template = getattr(spec, key)
+        if template is not None:
+            try:
+                template.format(name="x", port="x")
+            except (KeyError, IndexError, ValueError) as error:
+                raise check.fail(t, 0, key, f"not a template of {{name}} and {{port}}: {error}") from None
+    return spec
 
 
 def _array(check: _Checker, data: Mapping[str, Any], table: str) -> list[dict[str, Any]]:
@@ -402,7 +456,11 @@ def _fault(check: _Checker, index: int, raw: Mapping[str, Any], names: _Names) -
     if until is not None and until <= at:
         raise check.fail(t, index, "until", f"must be after 'at' ({at})")
     params: dict[str, float] = {}
+    words: dict[str, str] = {}
     for key, (kind_type, default) in parameters.items():
+        if kind_type is str:
+            words[key] = check.get(t, index, raw, key, str, default)
+            continue
         value = check.get(t, index, raw, key, float if kind_type is float else int, default)
         if value is not None and not isinstance(value, str):
             params[key] = float(value)
@@ -412,6 +470,8 @@ def _fault(check: _Checker, index: int, raw: Mapping[str, Any], names: _Names) -
         key = "ber" if kind == "high_ber" else "rate"
         if not 0 < params[key] < 1:
             raise check.fail(t, index, key, f"must be a fraction between 0 and 1, got {params[key]}")
+    if "form" in words and words["form"] not in HOSTILE_FORMS:
+        raise check.fail(t, index, "form", f"must be one of {', '.join(HOSTILE_FORMS)}, got {words['form']!r}")
     targets = _targets(check, index, kind, raw_target, names)
     return FaultSpec(
         kind=kind,
@@ -420,6 +480,7 @@ def _fault(check: _Checker, index: int, raw: Mapping[str, Any], names: _Names) -
         until=until,
         params=params,
         targets=targets,
+        words=words,
     )
 
 

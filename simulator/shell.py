@@ -20,6 +20,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 
 from fleet.simulator import agent_stream, perftest, probe_runner, switch_cli
+from fleet.simulator.hostile import hostile_output
 from fleet.simulator.pipes import FILTERS
 from fleet.simulator.session import Handler, Machine, StreamIO
 from fleet.simulator.tools import REGISTRY, ToolContext, ToolOutput, load_all
@@ -32,7 +33,8 @@ NODE_COMMANDS = frozenset(
     }
 )  # fmt: skip
 IB_ONLY_COMMANDS = frozenset({"perfquery", "ibnetdiscover", "iblinkinfo", "ibqueryerrors"})
-SWITCH_COMMANDS = {"cumulus": frozenset({"nv", "lldpctl", "lldpcli"}), "sonic": frozenset({"show", "config"})}
+SWITCH_COMMANDS = {"cumulus": frozenset({"nv", "lldpctl", "lldpcli", "cl-ecmpcalc"}),
+                   "sonic": frozenset({"show", "config"})}
 HEAD_COMMANDS = frozenset({"squeue", "scontrol"})
 COMMON_COMMANDS = frozenset({"hostname", "uname", "date", "echo", "true", "false"})
 BUILTINS = frozenset({"exit", "cd", "command", "timeout", "sudo", "read"})
@@ -352,6 +354,9 @@ class Shell:
         if name == "command":
             return self._command_v(argv, io)
         handler = self._handler(argv)
+        form = self.machine.model.hostile_output(self.machine.host, argv, self.machine.model.now())
+        if form is not None:
+            return await self._hostile(form, handler, argv, io)
         if handler is not None:
             try:
                 return await handler(self.machine, argv, io)
@@ -369,6 +374,16 @@ class Shell:
         if output.stderr:
             io.stderr(output.stderr)
         return output.exit_status
+
+    async def _hostile(self, form: str, handler: Handler | None, argv: list[str], io: StreamIO) -> int:
+        """A command under a ``hostile_output`` fault: a tool prints the form instead of its output;
+        a stateful command (the node agent) runs, each of its writes replaced by the form."""
+        text = hostile_output(form)
+        if handler is None:
+            io.stdout(text)
+            return 0
+        return await handler(self.machine, argv, StreamIO(lambda _line: io.stdout(text), io.stderr, io.closed,
+                                                          io.stdin_eof, io.drain, io.stdin))
 
     def run_tool(self, argv: list[str]) -> ToolOutput:
         """A stateless renderer, on this command line's snapshot of the machine (a fresh one outside a line)."""
@@ -391,6 +406,8 @@ class Shell:
             return switch_cli.run_nv
         if name == "config":
             return switch_cli.run_sonic_config
+        if name == "cl-ecmpcalc":
+            return switch_cli.run_ecmpcalc
         return None
 
     async def run_words(self, argv: list[str], io: StreamIO) -> int:

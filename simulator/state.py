@@ -29,12 +29,13 @@ class OpticsView:
     temp_c: float
     voltage_v: float
     lanes: tuple[OpticsLane, ...]
-    # alarm/warning thresholds: (high alarm, low alarm, high warning, low warning)
-    rx_power_thresholds_dbm: tuple[float, float, float, float] = (6.0, -10.0, 5.0, -8.0)
-    tx_power_thresholds_dbm: tuple[float, float, float, float] = (6.0, -8.0, 5.0, -6.0)
-    bias_thresholds_ma: tuple[float, float, float, float] = (15.0, 2.0, 13.0, 3.0)
-    temp_thresholds_c: tuple[float, float, float, float] = (80.0, -5.0, 75.0, 0.0)
-    voltage_thresholds_v: tuple[float, float, float, float] = (3.6, 3.0, 3.5, 3.1)
+    # alarm/warning thresholds, the module type's own (simulator.optics_modules):
+    # (high alarm, low alarm, high warning, low warning)
+    rx_power_thresholds_dbm: tuple[float, float, float, float]
+    tx_power_thresholds_dbm: tuple[float, float, float, float]
+    bias_thresholds_ma: tuple[float, float, float, float]
+    temp_thresholds_c: tuple[float, float, float, float]
+    voltage_thresholds_v: tuple[float, float, float, float]
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +165,7 @@ class SwitchPortView:
     tx_bps: float
     lldp: LldpNeighbor | None  # the neighbour on this port
     description: str = ""  # "uplink to spine01", "gpu003:mlx5_2"
+    carrier_transitions: int = 1  # link state changes since boot: up once, then a down and an up per flap
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,5 @@
-"""Switch configuration changes: NVUE ``nv set``/``nv config apply`` and SONiC ``config switch-hash``.
+"""Switch configuration changes (NVUE ``nv set``/``nv config apply``, SONiC ``config switch-hash``) and
+Cumulus's hash calculator ``cl-ecmpcalc``.
 
 NVUE stages changes (``nv set ...`` -> ``nv config diff``) and applies them as
 one revision (``nv config apply [-y]``, listed by ``nv config history``). A new
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 from fleet.simulator.session import Machine, StreamIO
 from fleet.simulator.tools.nvue import ECMP_FIELDS as NVUE_ECMP_FIELDS
-from fleet.simulator.traffic import SWITCHD_RESTART_S, SwitchConfig
+from fleet.simulator.traffic import SWITCHD_RESTART_S, SwitchConfig, nic_of_ip
 
 HASH_SEED_PATH = "system forwarding hash-seed"
 ECMP_PATH = "system forwarding ecmp-hash"
@@ -165,4 +166,72 @@ async def run_sonic_config(machine: Machine, argv: list[str], io: StreamIO) -> i
     fields = frozenset(SONIC_FIELDS[n] for n in names if SONIC_FIELDS[n])
     new = SwitchConfig(hash_seed=current.hash_seed, ecmp_fields=fields, adaptive_routing=current.adaptive_routing)
     model.apply_switch_config(machine.host, t, new, restart=False, message=f"ecmp-hash {' '.join(names)}")
+    return 0
+
+
+ECMPCALC_USAGE = (
+    "usage: cl-ecmpcalc [-h] [-v] [-p PROTOCOL] [-s SRC] [--sport SPORT] [-d DST]\n"
+    "                   [--dport DPORT] [--vid VID] [-i IN_INTERFACE]\n"
+    "                   [--sportid SPORTID] [--smodid SMODID] [-o OUT_INTERFACE]\n"
+    "                   [--dportid DPORTID] [--dmodid DMODID] [--hardware]\n"
+    "                   [--nohardware] [-hs HASHSEED]\n"
+    "                   [-hf HASHFIELDS [HASHFIELDS ...]]\n"
+    "                   [--hashfunction {crc16-ccitt,crc16-bisync}] [-e EGRESS]\n"
+    "                   [-c MCOUNT]\n"
+)
+"""``cl-ecmpcalc -h``'s usage, as the Cumulus Linux ECMP documentation prints it."""
+
+_ECMPCALC_VALUES = {"-p": "protocol", "-s": "src", "--sport": "sport", "-d": "dst", "--dport": "dport",
+                    "-i": "ingress"}
+_PROTOCOLS = {"udp": 17, "tcp": 6, "17": 17, "6": 6}
+
+
+async def run_ecmpcalc(machine: Machine, argv: list[str], io: StreamIO) -> int:
+    """Cumulus ``cl-ecmpcalc``: the port the switch's hardware hash sends a flow out of.
+
+    Every hashed field must be given, as the documentation says (ingress port,
+    source and destination address, protocol, and for UDP and TCP both ports);
+    the answer comes from the same choice the simulated traffic takes, so a
+    probe with that UDP source port crosses the spine behind the port printed.
+    """
+    values: dict[str, str] = {}
+    words = argv[1:]
+    index = 0
+    while index < len(words):
+        name = words[index]
+        if name in _ECMPCALC_VALUES and index + 1 < len(words):
+            values[_ECMPCALC_VALUES[name]] = words[index + 1]
+            index += 2
+        elif name in ("--hardware", "-v"):
+            index += 1
+        else:
+            io.stderr(f"{ECMPCALC_USAGE}cl-ecmpcalc: error: unrecognized arguments: {name}\n")
+            return 2
+    io.stdout("ecmpcalc: will query hardware\n")
+    protocol = _PROTOCOLS.get(values.get("protocol", "").lower())
+    if protocol is not None and not {"sport", "dport"} <= set(values):
+        io.stderr(f"{ECMPCALC_USAGE}cl-ecmpcalc: error: --sport and --dport required for TCP and UDP frames\n")
+        return 2
+    missing = [flag for flag, key in (("-i", "ingress"), ("-s", "src"), ("-d", "dst"), ("-p", "protocol"))
+               if key not in values]
+    if missing or protocol is None:
+        io.stderr(f"{ECMPCALC_USAGE}cl-ecmpcalc: error: every hashed field is required "
+                  f"(missing {' '.join(missing) or '-p udp|tcp'})\n")
+        return 2
+    model = machine.model
+    topology = model.topology
+    port_names = set(topology.switch_port_names(machine.host))
+    if values["ingress"] not in port_names:
+        io.stderr(f"cl-ecmpcalc: error: {values['ingress']} is not a physical switch port\n")
+        return 1
+    src, dst = nic_of_ip(topology, values["src"]), nic_of_ip(topology, values["dst"])
+    if src is None or dst is None:
+        io.stderr(f"cl-ecmpcalc: error: no route to {values['dst'] if dst is None else values['src']}\n")
+        return 1
+    try:
+        sport, dport = int(values["sport"]), int(values["dport"])
+    except ValueError:
+        io.stderr(f"{ECMPCALC_USAGE}cl-ecmpcalc: error: ports must be numbers\n")
+        return 2
+    io.stdout(model.ecmp_egress(machine.host, model.now(), values["ingress"], src, dst, sport, dport, protocol) + "\n")
     return 0

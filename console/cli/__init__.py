@@ -28,7 +28,7 @@ SUBCOMMANDS: dict[str, str] = {
     "allreduce": "fleet.console.cli.probes:allreduce",
     "diagnose": "fleet.console.cli.diagnose:diagnose",
     "ecmp": "fleet.console.cli.ecmp:ecmp",
-    "audit": "fleet.console.cli.ecmp:audit",
+    "audit": "fleet.console.cli.audit:audit",
     "baseline": "fleet.console.cli.baseline:baseline",
     "accept": "fleet.console.cli.accept:accept",
 }

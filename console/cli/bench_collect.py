@@ -38,6 +38,7 @@ from fleet.collectors.node_poller import CollectSettings
 from fleet.collectors.sshpool import PoolSettings, SshPool
 from fleet.console.cli.bench_sim import bench_scenario
 from fleet.console.cli.common import print_json, run_async
+from fleet.console.cli.exit_codes import ExitCode
 from fleet.console.cli.sim_process import SimulatorFailed, start_sim
 from fleet.simulator.main import collection_interval_s
 from fleet.store.writer import StoreWriter
@@ -325,7 +326,7 @@ def bench_collect(nodes: int, window_s: float | None, fanout: int, round_timeout
         result = bench(nodes, window_s, fanout, round_timeout_s, not no_clush, stream_interval_s)
     except SimulatorFailed as error:
         click.echo(f"fleet bench collect: {error}", err=True)
-        sys.exit(1)
+        sys.exit(int(ExitCode.FAILED))
     if as_json:
         print_json(result)
         return

@@ -152,6 +152,7 @@ def _bench(nodes: int, rail: int, iterations: int | None, sample: int, max_paral
            sim_tree: Path | None) -> dict[str, Any]:
     """One benchmark against a fresh ``fleet sim``; ``sim_tree``: run the simulator from that source tree."""
     from fleet.console.cli.common import fail, run_async
+    from fleet.console.cli.exit_codes import ExitCode
     from fleet.console.cli.sim_process import SimulatorFailed, start_sim
 
     with tempfile.TemporaryDirectory(prefix="fleet-bench-linktest-") as temp:
@@ -164,7 +165,7 @@ def _bench(nodes: int, rail: int, iterations: int | None, sample: int, max_paral
         try:
             sim = start_sim(str(scenario), Path(temp) / "sim")
         except SimulatorFailed as error:
-            fail(f"simulator did not start: {error}")
+            fail(f"simulator did not start: {error}", ExitCode.FAILED)
         finally:
             if sim_tree is not None:
                 os.chdir(saved_cwd)

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import click
 
+from fleet.console.cli.exit_codes import ExitCode
+
 BENCH_SCENARIO = """\
 description = "Benchmark fleet: {nodes} nodes in 4 leaf groups, 4 jobs."
 
@@ -84,7 +86,7 @@ def bench_sim(nodes: int, window_s: float, as_json: bool) -> None:
             sim = start_sim(str(scenario), Path(temp) / "state", timeout_s=300)
         except SimulatorFailed as error:
             click.echo(f"fleet bench sim: {error}", err=True)
-            sys.exit(1)
+            sys.exit(int(ExitCode.FAILED))
         try:
             pid = sim.process.pid
             click.echo(f"ready; measuring idle CPU for {window_s:.0f} s...", err=True)

@@ -17,6 +17,7 @@ import click
 
 from fleet.collectors.parsers.registry import KINDS, ParserUnavailable, detect, to_jsonable
 from fleet.collectors.parsers.registry import parse as run_parser
+from fleet.console.cli.exit_codes import ExitCode
 
 # Larger inputs are refused rather than read into memory: no tool prints this much.
 MAX_INPUT_BYTES = 256 * 1024 * 1024
@@ -26,7 +27,7 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 class _Failure(click.ClickException):
-    """A one-line error on stderr and exit status 1 (the input could not be handled)."""
+    """A one-line error on stderr and exit status 1 (the parser could not be run; docs/exit-codes.md)."""
 
     def show(self, file: Any = None) -> None:
         click.echo(f"fleet parse: {self.format_message()}", err=True)
@@ -35,11 +36,11 @@ class _Failure(click.ClickException):
 class _UsageFailure(_Failure):
     """A one-line error on stderr and exit status 2 (wrong arguments, unreadable file)."""
 
-    exit_code = 2
+    exit_code = int(ExitCode.USAGE)
 
 
-def _fail(message: str, exit_code: int = 1) -> NoReturn:
-    raise (_UsageFailure if exit_code == 2 else _Failure)(_safe(message))
+def _fail(message: str, exit_code: ExitCode) -> NoReturn:
+    raise (_UsageFailure if exit_code == ExitCode.USAGE else _Failure)(_safe(message))
 
 
 def _safe(text: str) -> str:
@@ -55,9 +56,9 @@ def _read(path: str) -> str:
             with open(path, "rb") as handle:
                 data = handle.read(MAX_INPUT_BYTES + 1)
     except OSError as exc:
-        _fail(f"cannot read {path}: {exc.strerror or exc}", 2)
+        _fail(f"cannot read {path}: {exc.strerror or exc}", ExitCode.USAGE)
     if len(data) > MAX_INPUT_BYTES:
-        _fail(f"{path} is larger than {MAX_INPUT_BYTES // 2**20} MiB", 2)
+        _fail(f"{path} is larger than {MAX_INPUT_BYTES // 2**20} MiB", ExitCode.USAGE)
     return data.decode("utf-8", errors="replace")
 
 
@@ -121,7 +122,7 @@ def parse(args: tuple[str, ...], as_json: bool, list_kinds: bool) -> None:
     """
     if list_kinds:
         if args:
-            _fail("--list takes no arguments", 2)
+            _fail("--list takes no arguments", ExitCode.USAGE)
         if as_json:
             listing = [{"kind": s.kind, "command": s.description} for s in KINDS.values()]
             click.echo(json.dumps(listing, indent=2))
@@ -135,19 +136,19 @@ def parse(args: tuple[str, ...], as_json: bool, list_kinds: bool) -> None:
     elif len(args) == 2:
         kind, path = args
     else:
-        _fail("expected [KIND] FILE (see fleet parse --help)", 2)
+        _fail("expected [KIND] FILE (see fleet parse --help)", ExitCode.USAGE)
     if kind is not None and kind not in KINDS:
-        _fail(f"unknown kind {kind!r} (fleet parse --list shows the kinds)", 2)
+        _fail(f"unknown kind {kind!r} (fleet parse --list shows the kinds)", ExitCode.USAGE)
     text = _read(path)
     detected = kind is None
     if kind is None:
         kind = detect(text)
         if kind is None:
-            _fail(f"cannot tell what tool printed {path}; name the kind (fleet parse --list)")
+            _fail(f"cannot tell what tool printed {path}; name the kind (fleet parse --list)", ExitCode.USAGE)
     try:
         result = run_parser(kind, text)
     except ParserUnavailable as exc:
-        _fail(str(exc))
+        _fail(str(exc), ExitCode.FAILED)
     if as_json:
         payload = {"kind": kind, "detected": detected, "result": to_jsonable(result)}
         sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")

@@ -46,7 +46,7 @@ def start_sim(scenario: str, state_dir: Path, *, nodes: int | None = None, timeo
     """Run ``fleet sim`` in ``state_dir`` (its stderr goes to ``state_dir/sim.log``) until it is ready."""
     state_dir.mkdir(parents=True, exist_ok=True)
     log_path = state_dir / "sim.log"
-    command = [sys.executable, "-c", "from console.cli import main; main()", "sim",
+    command = [sys.executable, "-c", "from fleet.console.cli import main; main()", "sim",
                "--scenario", scenario, "--state-dir", str(state_dir)]  # fmt: skip
     if nodes is not None:
         command += ["--nodes", str(nodes)]

@@ -13,6 +13,7 @@ from textual.widgets import Input, Static
 
 from fleet.console.config_file import save_fleet_columns
 from fleet.console.filtering import FilterError, NodeFilter, parse_filter
+from fleet.console.findings_text import next_step_line
 from fleet.console.formatting import health_text
 from fleet.console.messages import NodeChosen
 from fleet.console.screens.base import FleetScreenBase
@@ -43,6 +44,7 @@ class FleetScreen(ProbeKeys, FleetScreenBase):
         Binding("l", "linktest", "Link test", id="fleet.linktest"),
         Binding("t", "latency", "Latency", id="fleet.latency"),
         Binding("b", "bandwidth", "Bandwidth", id="fleet.bandwidth"),
+        Binding("a", "allreduce", "All-reduce", id="fleet.allreduce"),
         Binding("c", "choose_columns", "Columns", id="fleet.columns"),
     ]
 
@@ -122,6 +124,10 @@ class FleetScreen(ProbeKeys, FleetScreenBase):
         if self.marked:
             line.append("  │ marked ", style="bold")
             line.append(Text(" ".join(self.marked)))
+        step = next_step_line(view.snapshot.events, row.name)
+        if step is not None:
+            line.append("\nnext: ", style="bold")
+            line.append(step)
         reasons.update(line)
 
     def _redraw(self) -> None:
@@ -151,8 +157,12 @@ class FleetScreen(ProbeKeys, FleetScreenBase):
             self.query_one(FleetTable).choose_columns(self.columns)
 
     def probe_nodes(self) -> tuple[str, ...]:
+        """The marked nodes; else a job's chosen on the Jobs screen (``f``); else the one under the cursor."""
         if self.marked:
             return self.marked
+        highlighted = self.fleet_app.highlighted_nodes
+        if highlighted:
+            return tuple(sorted(highlighted))
         name = self.query_one(FleetTable).current_node()
         return (name,) if name is not None else ()
 

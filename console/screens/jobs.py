@@ -15,6 +15,7 @@ from textual.widgets import DataTable
 from fleet.console.formatting import fit_number, number
 from fleet.console.messages import JobChosen
 from fleet.console.screens.base import FleetScreenBase
+from fleet.console.screens.probe_keys import ProbeKeys
 from fleet.console.view_model import ConsoleView
 from fleet.console.widgets.fit_table import Col, FitTable
 from fleet.console.widgets.plot import PlotData, PlotSeries, PlotWidget
@@ -32,12 +33,13 @@ LATENCY_WINDOW_S = 3600.0
 LATENCY_BUCKET_S = 60.0
 
 
-class JobsScreen(FleetScreenBase):
+class JobsScreen(ProbeKeys, FleetScreenBase):
     TITLE_TEXT = "Jobs"
     SCREEN_KEY = "app.jobs"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("f", "show_on_fleet", "Show on Fleet", id="jobs.show_on_fleet"),
         Binding("c", "clear_highlight", "Clear highlight", id="jobs.clear_highlight"),
+        Binding("a", "allreduce", "All-reduce", id="jobs.allreduce"),
     ]
 
     def compose_body(self) -> ComposeResult:
@@ -73,6 +75,12 @@ class JobsScreen(FleetScreenBase):
             return None
         key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
         return str(key) if key is not None else None
+
+    def probe_nodes(self) -> tuple[str, ...]:
+        """The nodes of the job under the cursor (``a`` runs the all-reduce over them)."""
+        view, job_id = self.fleet_app.view, self._current_job()
+        job = next((j for j in view.jobs if j.job_id == job_id), None) if view is not None else None
+        return tuple(job.nodes) if job is not None else ()
 
     @on(DataTable.RowSelected, "#jobs-table")
     def _chosen(self, event: DataTable.RowSelected) -> None:

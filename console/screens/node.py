@@ -18,6 +18,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import DataTable, Static
 
+from fleet.console.findings_text import finding_detail, open_on
 from fleet.console.formatting import count, fit_number, health_text, number
 from fleet.console.node_history import NodeHistory, load_history, load_values
 from fleet.console.node_marks import (
@@ -85,6 +86,7 @@ class NodeScreen(ProbeKeys, FleetScreenBase):
         Binding("escape,backspace", "app.pop_screen", "Back", id="node.back"),
         Binding("t", "latency", "Latency", id="node.latency"),
         Binding("b", "bandwidth", "Bandwidth", id="node.bandwidth"),
+        Binding("a", "allreduce", "All-reduce", id="node.allreduce"),
     ]
 
     def __init__(self, name: str) -> None:
@@ -141,7 +143,10 @@ class NodeScreen(ProbeKeys, FleetScreenBase):
             if status is not None:
                 title.append(f"  collection {status.state.value} since {format_moment(status.since)}")
             title.append("\n")
-            title.append(Text("; ".join(health.reasons) or "no problem found"))
+            title.append(Text("\n".join(health.reasons) or "no problem found"))
+            for event in open_on(view.snapshot.events, name):
+                title.append("\n")
+                title.append(finding_detail(event))
         else:
             title = Text(f"{name}: not in the store at this moment")
         self.query_one("#node-title", Static).update(title)
@@ -205,18 +210,22 @@ class NodeScreen(ProbeKeys, FleetScreenBase):
         rows = []
         for device in sorted(lanes, key=_nic_order):
             by_lane = lanes[device]
+            # the module's own thresholds (its EEPROM) when the collector read them
+            alarm = values.get(("optics_rx_power_low_alarm_dbm", device, ""))
+            warning = values.get(("optics_rx_power_low_warning_dbm", device, ""))
             rx = [by_lane[lane].get("optics_rx_power_dbm") for lane in sorted(by_lane)]
             cell = Text()
             for lane_rx in rx:
-                cell.append_text(_marked(f"{number(lane_rx, 1):>5} ", lane_mark(lane_rx, median, THRESHOLDS), v))
+                mark = lane_mark(lane_rx, median, THRESHOLDS, alarm, warning)
+                cell.append_text(_marked(f"{number(lane_rx, 1):>5} ", mark, v))
             known = [r for r in rx if r is not None]
             worst = min(known) if known else None
-            worst_mark = lane_mark(worst, median, THRESHOLDS)
+            worst_mark = lane_mark(worst, median, THRESHOLDS, alarm, warning)
             tx = [f.get("optics_tx_power_dbm") for f in by_lane.values()]
             bias = [f.get("optics_tx_bias_ma") for f in by_lane.values()]
             rows.append(_cells(
                 device, cell, _marked(number(worst, 1), worst_mark, v),
-                _marked(number(optics_margin_db(worst, THRESHOLDS), 1), worst_mark, v),
+                _marked(number(optics_margin_db(worst, THRESHOLDS, alarm), 1), worst_mark, v),
                 number(min((t for t in tx if t is not None), default=None), 1),
                 number(max((b for b in bias if b is not None), default=None), 1)))
         return tuple(rows)

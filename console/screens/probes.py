@@ -43,8 +43,13 @@ def probe_summary(record: ProbeRecord) -> str:
     """One probe's numbers in a line, units included."""
     r = record.result
     if record.kind == "linktest":  # not ok: something was found; the numbers say what
+        suspects, unreachable = len(r.get("suspects", [])), len(r.get("unreachable", {}))
         return (f"{r.get('probes')} probes in {r.get('seconds')} s, {len(r.get('bad_pairs', []))} bad pairs, "
-                f"{len(r.get('suspects', []))} suspects, {len(r.get('unreachable', {}))} unreachable")
+                f"{suspects} suspect{'' if suspects == 1 else 's'}, {unreachable} unreachable")
+    if record.kind == "acceptance":
+        checks = r.get("checks", [])
+        failed = sum(1 for c in checks if not c.get("passed"))
+        return f"{r.get('title', 'acceptance')}: {len(checks) - failed} of {len(checks)} checks pass"
     if not record.ok:
         return str(r.get("error", "failed"))
     if record.kind == "lat":
@@ -147,21 +152,20 @@ class ProbesScreen(ProbeKeys, FleetScreenBase):
             f"link test {format_moment(self.linktest.ts)}: "
             f"{r.get('probes')} probes, {len(r.get('nodes', []))} nodes, rail {self.rail_index + 1} of "
             f"{len(matrices)} (r/R: next/previous rail), {r.get('seconds')} s; "
+            f"{len(r.get('suspects', []))} suspect(s); "
             f"unreachable: {', '.join(sorted(r.get('unreachable', {}))) or 'none'}", no_wrap=True, overflow="ellipsis"))
         matrix = self.query_one(PairMatrix)
         first = matrix.matrix is None
         matrix.show(matrices[self.rail_index])
         if first:
             self.call_after_refresh(matrix.focus)  # after the screen's own focus on first showing
-        self._fill_suspects(list(r.get("suspects", [])) + [
-            {"kind": "nic", "part": f"{p.get('node')}:{p.get('nic')}", "node": p.get("node", ""),
-             "reason": "; ".join(p.get("problems", []))}
-            for p in r.get("nic_problems", [])])
+        self._fill_suspects(list(r.get("suspects", [])))  # the probes' and the local checks': the count above
 
     def _fill_suspects(self, suspects: list[dict[str, Any]]) -> None:
         self.query_one("#suspects", FitTable).fill(
             [(Text(str(s.get("kind", ""))), Text(str(s.get("part", ""))),
-              Text(f"{s.get('bad')}/{s.get('total')}" if s.get("total") else ""), Text(str(s.get("reason", ""))))
+              Text(f"{s.get('bad')}/{s.get('total')}" if s.get("total") else ""),
+              Text(f"{'local checks: ' if s.get('source') == 'local checks' else ''}{s.get('reason', '')}"))
              for s in suspects],
             [f"{index}:{s.get('node', '')}" for index, s in enumerate(suspects)])
 

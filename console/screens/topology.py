@@ -221,6 +221,8 @@ class TopologyScreen(FleetScreenBase):
                              f"max/mean {balance.imbalance:.2f}"))
             if balance.flagged:
                 text.append(" FLAGGED", style=f"bold {v.get('health-down', '')}".strip())
+            elif balance.warning:
+                text.append(f" {balance.state.upper()}", style=f"bold {v.get('health-degraded', '')}".strip())
             if balance.reason:
                 text.append(Text(f" ({balance.reason})"))
             text.append("  e: ECMP plan")

@@ -53,12 +53,16 @@ def cell_glyph(cell: LinkCell) -> str:
     return BARS[max(1, min(len(BARS) - 1, round(cell.util_pct / 100 * (len(BARS) - 1))))]
 
 
-ECMP_GLYPH = {"balanced": ("○", "health-ok"), "uneven": ("◐", "health-degraded"), "flagged": ("●", "health-down")}
-"""A leaf's uplink balance in one cell; the numbers are in the details under the picture."""
+ECMP_GLYPH = {"balanced": ("○", "health-ok"), "uneven": ("◐", "health-degraded"),
+              "collision": ("◑", "health-degraded"), "squeezed": ("●", "health-down")}
+"""A leaf's uplink balance (``fleet.fabric.ecmp`` states) in one cell; the numbers are in the details."""
 
 
 def balance_state(balance: LeafBalance) -> str:
-    return "flagged" if balance.flagged else "uneven" if balance.imbalanced_now else "balanced"
+    """``squeezed`` (flagged), a warning state (``uneven``, ``collision``), else ``balanced``."""
+    if balance.flagged:
+        return "squeezed"
+    return balance.state if balance.warning else "balanced"
 
 
 def legend(v: Mapping[str, str]) -> Text:

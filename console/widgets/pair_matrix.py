@@ -20,9 +20,12 @@ from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.widget import Widget
 
+from fleet.fabric.localize import cell_reference
+
 SLOW_FACTOR = 1.5
-"""A cell above 1.5x the rail's reference p99 is drawn as slow (below the outlier rule of
-``fleet.fabric.localize``, so a pair drifting towards a problem shows before it is flagged)."""
+"""A cell above 1.5x its reference p99 (its rail's, for its path class: same leaf or through a spine) is
+drawn as slow (below the outlier rule of ``fleet.fabric.localize``, so a pair drifting towards a
+problem shows before it is flagged)."""
 NUMBERS_UP_TO_NODES = 8
 """Up to this many nodes a cell shows its p99 in usec; larger matrices draw one block per pair."""
 GLYPH = {"ok": "■", "slow": "▲", "bad": "×", "none": "·"}
@@ -61,9 +64,10 @@ class MatrixView:
     """One rail's matrix as data: nodes, p99 per pair, which pairs are flagged."""
 
     def __init__(self, matrix: Mapping[str, Any]) -> None:
+        self.matrix = matrix
         self.nodes: list[str] = [str(n) for n in matrix.get("nodes", [])]
         self.cells: list[list[float | None]] = matrix.get("p99_usec", [])
-        self.reference: float | None = matrix.get("reference_p99_usec")
+        self.reference_words = _reference_words(matrix.get("reference_p99_usec"))
         self.rail = matrix.get("rail")
         self.nic = str(matrix.get("nic", ""))
         self.flagged = {(str(a), str(b)) for a, b in matrix.get("bad_pairs", [])}
@@ -74,11 +78,27 @@ class MatrixView:
     def value(self, i: int, j: int) -> float | None:
         return self.cells[i][j] if i < len(self.cells) and j < len(self.cells[i]) else None
 
+    def reference(self, i: int, j: int) -> float | None:
+        """The p99 (usec) cell (i, j) is judged against: its path class's on this rail."""
+        return cell_reference(self.matrix, i, j)
+
     def kind(self, i: int, j: int) -> str:
         if i == j:
             return "none"
         src, dst = self.nodes[i], self.nodes[j]
-        return cell_class(self.value(i, j), self.reference, (src, dst) in self.flagged or (dst, src) in self.flagged)
+        return cell_class(self.value(i, j), self.reference(i, j),
+                          (src, dst) in self.flagged or (dst, src) in self.flagged)
+
+
+def _reference_words(reference: object) -> str:
+    """``reference 1.62 usec within a leaf, 2.71 through a spine`` (one per rail for older link tests)."""
+    if isinstance(reference, int | float):
+        return f"reference {reference:.2f}"
+    if isinstance(reference, Mapping) and reference:
+        names = {"leaf": "in a leaf", "spine": "via a spine", "unknown": "leaves unknown"}
+        return "reference " + ", ".join(f"{float(value):.2f} {names.get(str(cls), str(cls))}"
+                                        for cls, value in reference.items())
+    return "no reference"
 
 
 def render_matrix(view: MatrixView, v: Mapping[str, str], window: Window, cursor: tuple[int, int] | None) -> Text:
@@ -89,8 +109,7 @@ def render_matrix(view: MatrixView, v: Mapping[str, str], window: Window, cursor
     cols = range(window.col, min(n, window.col + window.cols))
     cw, label = view.cell_width, view.label_width
     out = Text(no_wrap=True, overflow="crop")
-    reference = f", reference {view.reference:.2f}" if view.reference else ""
-    out.append(f"rail {view.rail} ({view.nic}) p99 usec{reference}", style="bold")
+    out.append(f"rail {view.rail} ({view.nic}) p99 usec, {view.reference_words}", style="bold")
     if len(rows) < n or len(cols) < n:
         out.append(f"  rows {rows.start + 1}-{rows.stop} cols {cols.start + 1}-{cols.stop} of {n}")
     out.append("\n")
@@ -142,8 +161,9 @@ def cursor_line(view: MatrixView, cursor: tuple[int, int] | None) -> Text:
     value = view.value(i, j)
     kind = view.kind(i, j)
     line.append(f": p99 {value:.2f} usec" if value is not None else ": not measured")
-    if value is not None and view.reference:
-        line.append(f" ({value / view.reference:.1f}x reference)")
+    reference = view.reference(i, j)
+    if value is not None and reference:
+        line.append(f" ({value / reference:.1f}x its path's reference)")
     line.append({"ok": "", "slow": ", slow", "bad": ", flagged", "none": ""}[kind])
     return line
 
@@ -152,7 +172,7 @@ def legend(v: Mapping[str, str]) -> Text:
     styles = _styles(v)
     text = Text(no_wrap=True, overflow="ellipsis")
     text.append("■ ok  ", style=styles["ok"])
-    text.append(f"▲ > {SLOW_FACTOR:g}x reference  ", style=styles["slow"])
+    text.append(f"▲ > {SLOW_FACTOR:g}x its path's reference  ", style=styles["slow"])
     text.append("× outlier or failed  ", style=styles["bad"])
     text.append("· not measured", style=styles["none"])
     return text

@@ -1,4 +1,4 @@
-"""``nvidia-smi`` as a GPU node answers it: ``--query-gpu`` CSV, ``topo -m``, ``nvlink -e``.
+"""``nvidia-smi`` as a GPU node answers it: ``--query-gpu`` CSV, ``-q``, ``topo -m``, ``nvlink -e``.
 
 Layouts followed (see tests/fixtures/SOURCES.md for provenance):
 
@@ -20,6 +20,7 @@ Layouts followed (see tests/fixtures/SOURCES.md for provenance):
   cluster README and a ModelCloud/GPTQModel issue). The node's training
   processes are the owners of its ``python3`` QPs.
 - ``-L``: ``GPU i: NAME (UUID: ...)`` lines.
+- ``-q`` / ``-q -i N``: ``fleet.simulator.tools.nvidia_smi_query`` (the 535 driver's report).
 - ``nvlink -e``: no fixture; the layout of stas00/ml-engineering
   ("How to check NVLink error counters", H100 80GB HBM3): per GPU a
   ``GPU i: NAME (UUID: ...)`` line, then for every link three lines
@@ -38,6 +39,7 @@ from dataclasses import dataclass
 
 from fleet.simulator.state import GpuView, NicView, NodeView
 from fleet.simulator.tools import ToolContext, ToolOutput, register
+from fleet.simulator.tools.nvidia_smi_query import query
 
 NO_DRIVER = (
     "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
@@ -301,6 +303,15 @@ def nvidia_smi(ctx: ToolContext, argv: list[str]) -> ToolOutput:
     if args[:1] == ["topo"]:
         if args[1:] in (["-m"], ["--matrix"]):
             return ToolOutput(_topo(node))
+        return _usage_error()
+    if args[:1] in (["-q"], ["--query"]):
+        rest = args[1:]
+        if not rest:
+            return ToolOutput(query(node, ctx.now))
+        if len(rest) == 2 and rest[0] in ("-i", "--id"):
+            chosen = _gpu_ids(rest[1], node)
+            return ToolOutput(query(node, ctx.now, chosen)) if chosen is not None else ToolOutput(
+                "No devices were found\n", "", 6)
         return _usage_error()
     if args[:1] == ["nvlink"]:
         if args[1:] in (["-e"], ["--error-counters"]):

@@ -136,7 +136,7 @@ def _avg_packet_bytes(port: SwitchPortView) -> int:
 
 def show_counters(port: SwitchPortView) -> str:
     """``nv show interface <port> counters`` as text."""
-    carrier = [["carrier-transitions", str(_carrier(port)), ""]]
+    carrier = [["carrier-transitions", str(port.carrier_transitions), ""]]
     lines = simple_table(["", "operational", "applied"], carrier, right=False)
     lines += _section(
         "Detailed Counters",
@@ -205,15 +205,10 @@ def show_counters(port: SwitchPortView) -> str:
     return _lines(lines)
 
 
-def _carrier(port: SwitchPortView) -> int:
-    """Link transitions since boot: one up after boot, two more for every time it went down."""
-    return 1 if port.oper_up else 2
-
-
 def counters_json(port: SwitchPortView) -> str:
     """``nv show interface <port> counters -o json``."""
     doc = {
-        "carrier-transitions": _carrier(port),
+        "carrier-transitions": port.carrier_transitions,
         "in-bytes": port.rx_bytes,
         "in-drops": port.rx_drops,
         "in-errors": port.rx_errors,

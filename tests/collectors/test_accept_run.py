@@ -90,14 +90,14 @@ async def test_the_acceptance_scenario_passes_every_example_check(tmp_path: Path
 async def test_the_broken_scenario_fails_exactly_the_optic_and_the_throttled_node(tmp_path: Path) -> None:
     run, _, _ = await accept(tmp_path, "acceptance-broken")
     failed = {r.check.id: r for r in run.results if not r.passed}
-    # the throttled node gates the fleet-wide ring too: a straggler slows the whole collective
-    assert set(failed) == {"optics", "allreduce-node", "allreduce-fleet"}
+    # the throttled node gates the fleet-wide ring too (85 % of the published reference), which still meets
+    # the 82 % scaling standard: only the node's own check fails
+    assert set(failed) == {"optics", "allreduce-node"}
     [optic] = failed["optics"].failures
     assert optic.part == "nic/gpu003/mlx5_2" and optic.measured is not None and optic.measured < -3.0
     [node] = failed["allreduce-node"].failures
     assert node.part == "node/gpu005" and node.measured is not None and 0.75 < node.measured < 0.9
     assert "gpu005 0.8" in failed["allreduce-node"].summary and "< 0.94" in failed["allreduce-node"].summary
-    assert failed["allreduce-fleet"].failures[0].part == "fleet/allreduce"
     # the diagnosis over the suite's history names both parts with their numbers
     found = {(f.kind, f.node, f.nic): f.evidence for f in run.findings}
     assert set(found) == {("optics_low_rx_power", "gpu003", "mlx5_2"), ("gpu_thermal", "gpu005", "")}

@@ -71,6 +71,7 @@ async def test_auth_rejected(make_host: MakeHost, tmp_path: Path) -> None:
     wrong = asyncssh.generate_private_key("ssh-ed25519")
     wrong_path = tmp_path / "wrong_key"
     wrong.write_private_key(str(wrong_path))
+    wrong_path.chmod(0o600)  # private, as OpenSSH requires: the server, not the mode, must reject it
     known = write_known_hosts(tmp_path / "known_hosts", host)
     pool = SshPool([inventory_host(host, wrong_path)], known_hosts=known, settings=FAST)
     result = await pool.run("gpu002", HOSTNAME, timeout_s=5)

@@ -12,7 +12,7 @@ import asyncio
 
 import asyncssh
 import pytest
-from byte_ssh import WINDOW_BYTES, ByteServer, Handler, named, writes
+from byte_ssh import ByteServer, Handler, named, writes
 
 from fleet.collectors.commands import CommandError, command, gated, sequence
 from fleet.collectors.sshpool import STDERR_KEEP_BYTES, RunResult, SshPool
@@ -205,18 +205,44 @@ async def test_stream_that_ends_output_but_never_exits_is_hung(byte_server: Byte
     assert result.seconds < 1.5, "the end waits the line timeout (0.3 s), whatever the message says"
 
 
-async def test_stream_line_longer_than_the_window_comes_in_pieces(byte_server: ByteServer, pool: SshPool) -> None:
-    text = "€" * (2 * WINDOW_BYTES // 3 + 1000)  # three bytes each: more than two windows, cuts inside characters
+async def test_stream_line_over_the_cap_ends_the_stream_and_keeps_the_connection(
+        byte_server: ByteServer, pool: SshPool) -> None:
+    cap = pool.settings.max_line_bytes
+    text = "€" * (cap // 3 + 1000)  # three bytes each: over the cap, cut inside characters
     data = text.encode()
     pieces = tuple(data[start:start + 30000] for start in range(0, len(data), 30000))
-    byte_server.handlers["huge"] = writes(*pieces, b"\nnext\n")
+    byte_server.handlers["huge"] = writes(b"first\n", *pieces, b"\nnext\n")
     lines: list[str] = []
     result = await pool.stream("gpu100", named("huge"), lines.append, first_line_timeout_s=10, line_timeout_s=10)
+    assert (result.state, result.reason) == (HostState.UNPARSABLE, f"echo: a line over {cap} bytes")
+    assert lines == ["first"], "nothing of the long line, nor after it, is delivered"
+    byte_server.handlers["after"] = writes(b"fine\n")
+    after = await pool.run("gpu100", named("after"), timeout_s=5)
+    assert (after.state, after.stdout) == (HostState.OK, "fine\n"), "the connection serves the next command"
+
+
+@pytest.mark.parametrize(("pieces", "over"), [
+    ((b"x" * 30000 + b"\n",) * 300, "output over {output} bytes"),  # 9 MB in short lines
+    ((b"y" * 30000,) * 40 + (b"\n",), "a line over {line} bytes"),  # 1.2 MB without a newline
+    ((b"ok\n" + b"z" * 1_100_000 + b"\n",), "a line over {line} bytes"),  # one packet holds the long line
+])
+async def test_run_output_over_a_cap_is_unparsable_and_keeps_the_connection(
+        byte_server: ByteServer, pool: SshPool, pieces: tuple[bytes, ...], over: str) -> None:
+    byte_server.handlers["flood"] = writes(*pieces)
+    result = await pool.run("gpu100", named("flood"), timeout_s=10)
+    reason = over.format(output=pool.settings.max_output_bytes, line=pool.settings.max_line_bytes)
+    assert (result.state, result.reason, result.stdout) == (HostState.UNPARSABLE, f"echo: {reason}", "")
+    byte_server.handlers["after"] = writes(b"fine\n")
+    after = await pool.run("gpu100", named("after"), timeout_s=5)
+    assert (after.state, after.stdout) == (HostState.OK, "fine\n"), "the connection serves the next command"
+
+
+async def test_run_cap_can_be_raised_for_one_command(byte_server: ByteServer, pool: SshPool) -> None:
+    data = (b"q" * 1000 + b"\n") * 9000  # 9 MB: over the default, under the command's own cap
+    byte_server.handlers["jobs"] = writes(*(data[start:start + 30000] for start in range(0, len(data), 30000)))
+    result = await pool.run("gpu100", named("jobs"), timeout_s=10, max_output_bytes=16 << 20)
     assert result.state is HostState.OK
-    assert lines[-1] == "next"
-    assert "".join(lines[:-1]) == text, "no character lost or replaced at a cut"
-    assert len(lines) == 4
-    assert all(len(line.encode()) < WINDOW_BYTES + 32768 for line in lines), "memory bounded by the window"
+    assert len(result.stdout) == len(data)
 
 
 # --- a gated command (collectors.commands.gated): staged at once, started by its gate ---------------

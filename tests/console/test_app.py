@@ -284,7 +284,7 @@ class ScreenWithAMachineAction(FleetScreen):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("x", "apply_change", "Apply change", id="test.apply")]
     applied = 0
 
-    @changes_machine
+    @changes_machine("changes a machine in this test")
     def action_apply_change(self) -> None:
         type(self).applied += 1
 
@@ -307,6 +307,9 @@ async def test_read_only_hides_and_refuses_machine_changes(make_app: MakeApp) ->
             await pilot.pause()
             assert ScreenWithAMachineAction.applied == expected
             assert ("READ-ONLY" in header_text(app)) is read_only
+            said = [n.message for n in app._notifications]  # the toasts shown, oldest first
+            assert (said == ["Apply change (x) changes a machine in this test: refused, read-only mode sends "
+                             "nothing and changes nothing"]) is read_only, said
 
 
 async def test_palette_finds_a_node_and_opens_it(make_app: MakeApp) -> None:

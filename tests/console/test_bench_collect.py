@@ -19,7 +19,7 @@ from fleet.store.writer import StoreWriter
 @pytest.mark.timeout(90)
 def test_bench_collect_json_shape_on_four_nodes() -> None:
     done = subprocess.run(
-        [sys.executable, "-c", "from console.cli import main; main()", "bench", "collect", "--nodes", "4",
+        [sys.executable, "-c", "from fleet.console.cli import main; main()", "bench", "collect", "--nodes", "4",
          "--window", "2", "--json"], capture_output=True, text=True, timeout=80, check=False)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)

@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _bench(*options: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-c", "from console.cli import main; main()", "bench", "linktest", "--nodes", "4",
+        [sys.executable, "-c", "from fleet.console.cli import main; main()", "bench", "linktest", "--nodes", "4",
          "--sample", "2", "--json", *options], capture_output=True, text=True, timeout=100, check=False,
     )  # fmt: skip
 

@@ -71,7 +71,7 @@ def test_errors_are_one_line_and_non_zero(tmp_path: Path) -> None:
     unknown.write_text("just some words\n")
     code, _, err = _run(str(unknown))
     assert (
-        code == 1
+        code == 2
         and err.startswith("fleet parse: cannot tell what tool printed")
         and err.count("\n") == 1
     )

@@ -40,7 +40,7 @@ def key(finding: Finding) -> Key:
 
 
 async def _diagnose(scenario: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *,
-                    running_for_s: float = 0.0) -> list[Finding]:
+                    running_for_s: float = 0.0, collect_s: float = COLLECT_S) -> list[Finding]:
     if running_for_s:
         started = functools.partial(FleetModel, start_unix=time.time() - running_for_s)
         monkeypatch.setattr(fleet.simulator.main, "FleetModel", started)
@@ -49,9 +49,10 @@ async def _diagnose(scenario: str, tmp_path: Path, monkeypatch: pytest.MonkeyPat
     try:
         async with running_fleet(load_scenario(scenario), tmp_path / "sim") as inventory_path:
             inventory = load_inventory(inventory_path)
-            await asyncio.wait_for(collect_for(inventory, writer, COLLECT_S, SETTINGS), timeout=60)
+            await asyncio.wait_for(collect_for(inventory, writer, collect_s, SETTINGS), timeout=60)
         assert writer.flush(timeout=30)
-        findings = diagnose_store(db, window_s=300.0, cabling=inventory.cabling, writer=writer)
+        findings = [life.finding for life in diagnose_store(db, window_s=300.0, cabling=inventory.cabling,
+                                                                 writer=writer)]
         assert writer.flush(timeout=30)
     finally:
         writer.close()
@@ -114,24 +115,36 @@ INCIDENT_ALWAYS: set[Key] = {
 @pytest.mark.slow
 @pytest.mark.timeout(90)
 async def test_incident_before_the_storm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """At ~100 s: the flap (from 30 s), the XID (60 s), the NIC without ECN and spine02's loss (90 s)."""
+    """At ~100 s: the XID (60 s), the NIC without ECN and spine02's loss (90 s). The link flapping since
+    30 s is up, and last went down at 75 s: not in these seconds of counters, so not named now."""
     findings = await _diagnose("incident", tmp_path, monkeypatch, running_for_s=100.0)
     assert {key(f) for f in findings} == INCIDENT_ALWAYS | {
+        ("gpu_xid", "gpu007", "gpu3"), ("ecn_not_working", "gpu020", "mlx5_1"), ("spine_loss", "spine02", ""),
+    }
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(90)
+async def test_incident_while_the_link_flaps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """From ~71 s for 10 s: gpu011 mlx5_5 goes down at 75 s and comes back at 80 s, inside the window."""
+    findings = await _diagnose("incident", tmp_path, monkeypatch, running_for_s=71.0, collect_s=10.0)
+    assert {key(f) for f in findings} == INCIDENT_ALWAYS | {
         ("link_flapping", "gpu011", "mlx5_5"), ("gpu_xid", "gpu007", "gpu3"), ("ecn_not_working", "gpu020", "mlx5_1"),
-        ("spine_loss", "spine02", ""),
     }
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(90)
 async def test_incident_after_the_storm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """At ~190 s the pause storm (from 120 s) has stalled job 4102; the NIC without ECN is in another job
-    and still shows, and 4102's rings cross the spines, so spine02's silent loss (from 90 s) shows too."""
+    """At ~190 s the pause storm (from 120 s; its watchdog disabled pause at 128 s and the NIC drops) has
+    stalled job 4102, the only job whose rings cross the spines: spine02's loss costs almost nothing now
+    and is not named; the NIC without ECN is in another job and still shows."""
     findings = await _diagnose("incident", tmp_path, monkeypatch, running_for_s=190.0)
     assert {key(f) for f in findings} == INCIDENT_ALWAYS | {
-        ("link_flapping", "gpu011", "mlx5_5"), ("gpu_xid", "gpu007", "gpu3"), ("pfc_storm", "gpu024", "mlx5_6"),
-        ("ecn_not_working", "gpu020", "mlx5_1"), ("spine_loss", "spine02", ""),
+        ("gpu_xid", "gpu007", "gpu3"), ("pfc_storm", "gpu024", "mlx5_6"), ("ecn_not_working", "gpu020", "mlx5_1"),
     }
+    storm = next(f for f in findings if f.kind == "pfc_storm")
+    assert storm.evidence["pause_disabled_by_watchdog"] is True
 
 
 def test_cli_json_lists_the_findings_and_the_events_screen_gets_them(tmp_path: Path) -> None:
@@ -149,7 +162,9 @@ def test_cli_json_lists_the_findings_and_the_events_screen_gets_them(tmp_path: P
     assert result.exit_code == 0, result.output
     document = json.loads(result.output)
     assert [(d["kind"], d["node"], d["evidence"]["gpu"]) for d in document] == [("gpu_thermal", "gpu001", "gpu3")]
-    assert {"kind", "severity", "node", "nic", "switch", "port", "evidence", "job", "next_step"} <= set(document[0])
+    assert {"kind", "severity", "node", "nic", "switch", "port", "evidence", "job", "next_step", "basis",
+            "opened_at", "last_seen", "closed_at", "active", "reopened"} <= set(document[0])
+    assert document[0]["active"] is True and document[0]["closed_at"] is None
     reader = StoreReader(db)
     try:
         [event] = reader.events(kind="gpu_thermal")
@@ -158,8 +173,11 @@ def test_cli_json_lists_the_findings_and_the_events_screen_gets_them(tmp_path: P
     assert event.host == "gpu001" and event.data["evidence"]["gpu_temp_c"] == 91.0
     text = CliRunner().invoke(main, ["diagnose", "--db", str(db), "--window", "60"])
     assert text.exit_code == 0 and "gpu_thermal" in text.output and "gpu001 gpu3" in text.output
+    assert "evidence: gpu_temp_c=91.0" in text.output and "next: Check the node's fans" in text.output
+    again = json.loads(CliRunner().invoke(main, ["diagnose", "--db", str(db), "--window", "60", "--json"]).output)
+    assert again[0]["opened_at"] == document[0]["opened_at"]  # the same finding, still open: one event
     calmer = CliRunner().invoke(main, ["diagnose", "--db", str(db), "--window", "60", "--threshold",
                                        "gpu_temp_warn_c=95", "--json"])
     assert calmer.exit_code == 0 and json.loads(calmer.output) == []
     wrong = CliRunner().invoke(main, ["diagnose", "--db", str(db), "--threshold", "gpu_temp_warn_c"])
-    assert wrong.exit_code == 1 and "NAME=VALUE" in wrong.output
+    assert wrong.exit_code == 2 and "NAME=VALUE" in wrong.output  # a bad option (docs/exit-codes.md)

@@ -62,7 +62,7 @@ async def test_topology_flags_leaf01_and_a_confirmed_apply_ends_with_a_verdict_a
             await pilot.pause()
             assert topology.picture is not None
             leaf01 = next(c for c in topology.picture.columns if c.key == "leaf01")
-            assert leaf01.balance is not None and balance_state(leaf01.balance) == "flagged"
+            assert leaf01.balance is not None and balance_state(leaf01.balance) == "squeezed"
 
             ops = EcmpOps(inventory, db, SETTINGS)
             plan_screen = EcmpPlanScreen("leaf01", ops=ops)

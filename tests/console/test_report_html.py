@@ -83,8 +83,8 @@ def test_the_report_embeds_its_data_and_the_digest_of_it() -> None:
 def test_markdown_has_each_check_with_threshold_and_evidence() -> None:
     text = render_markdown(broken_acceptance())
     assert "**NOT ACCEPTED**: 6 of 8 checks pass." in text
-    assert "| allreduce-node |" in text and ">= 0.94" in text and "gpu005 0.81 < 0.94" in text
-    assert "| nic/gpu003/mlx5_1 | -4.7 | -4.7 < -3 dBm |" in text
+    assert "| allreduce-node |" in text and "\\>= 0.94" in text and "gpu005 0.81 \\< 0.94" in text  # < > escaped
+    assert "| nic/gpu003/mlx5_1 | -4.7 | -4.7 \\< -3 dBm |" in text
 
 
 def chromium() -> str:

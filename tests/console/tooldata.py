@@ -6,7 +6,7 @@ from __future__ import annotations
 from fleet.collectors.ecmp_config import ConfigSnapshot
 from fleet.collectors.ecmp_status import LeafPlan
 from fleet.fabric.baseline import Baseline, CableCheck, FleetShape
-from fleet.fabric.ecmp import LeafBalance, UplinkLoad
+from fleet.fabric.ecmp import OK, SQUEEZED, LeafBalance, UplinkLoad
 from fleet.fabric.ecmp_plan import HashConfig, plan_remedies
 
 T_BASE = 1_790_000_000.0
@@ -44,7 +44,7 @@ def leaf01_balance(utils: tuple[float, ...] = (97.0, 20.0, 18.0, 21.0)) -> LeafB
                        spread_gbps=hot.tx_gbps - min(u.tx_gbps for u in loads), hot_port=hot.port,
                        hot_spine=hot.spine, hot_util_pct=hot.util_pct, imbalanced_now=flagged, held_s=60.0,
                        flagged=flagged, samples=60, window_s=60.0, jobs=("5101", "5102"),
-                       reason="max/mean 2.49 held 60 s" if flagged else "")
+                       reason="max/mean 2.49 held 60 s" if flagged else "", state=SQUEEZED if flagged else OK)
 
 
 def leaf01_plan() -> LeafPlan:

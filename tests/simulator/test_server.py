@@ -244,7 +244,7 @@ async def test_openssh_client(fleet: Path, tmp_path: Path) -> None:
 def test_sigterm_exits_cleanly(tmp_path: Path) -> None:
     env = {**os.environ, "HOME": str(tmp_path)}
     process = subprocess.Popen(
-        [sys.executable, "-c", "from console.cli import main; main()", "sim", "--scenario", "acceptance",
+        [sys.executable, "-c", "from fleet.console.cli import main; main()", "sim", "--scenario", "acceptance",
          "--nodes", "4", "--state-dir", str(tmp_path / "state")],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
     )  # fmt: skip
@@ -265,7 +265,7 @@ def test_bad_scenario_is_one_line_not_a_traceback(tmp_path: Path) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text("[fabric]\nnodes = 4\nspines = \"two\"\n")
     result = subprocess.run(
-        [sys.executable, "-c", "from console.cli import main; main()", "sim", "--scenario", str(bad)],
+        [sys.executable, "-c", "from fleet.console.cli import main; main()", "sim", "--scenario", str(bad)],
         capture_output=True, text=True, timeout=30,
     )  # fmt: skip
     assert result.returncode == 2

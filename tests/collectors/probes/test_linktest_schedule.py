@@ -28,7 +28,7 @@ from fleet.collectors.probes.perftest_probe import GidCache, PerftestSpec
 from fleet.collectors.probes.ports import PortAllocator
 from fleet.collectors.sshpool import SshPool
 from fleet.fabric.naming import nic_name
-from fleet.fabric.pairing import schedule
+from fleet.fabric.pairing import PairTest, schedule
 from fleet.fabric.records import ProbeRecord
 
 pytestmark = pytest.mark.timeout(20)
@@ -139,7 +139,8 @@ async def test_every_pair_runs_once_no_nic_twice_and_rounds_in_order(
     fake = FakePerftest(seed=7)
     report = await _run(fake, spec, monkeypatch)
     round_of = _round_of(spec)
-    expected = Counter((src, dst, rail, label) for (src, dst, rail) in round_of for label in linktest._labels(2))
+    expected = Counter((src, dst, rail, label) for (src, dst, rail) in round_of
+                       for label in linktest.flow_labels(PairTest(src, dst, rail), 2, roce=False))
     assert Counter(fake.started) == expected and max(expected.values()) == 1
     assert fake.overlaps == []
     assert fake.most_waiting == 1  # a NIC's next probe waits for its turn, never two of them

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from fleet.simulator.optics_modules import MODULE_TYPES
 from fleet.simulator.state import (
     GidView,
     LldpNeighbor,
@@ -47,6 +48,11 @@ def make_optics(
             OpticsLane(rx_power_mw=rx_mw - 0.01 * i, tx_power_mw=1.1 + 0.01 * i, tx_bias_ma=7.5)
             for i in range(lanes)
         ),
+        rx_power_thresholds_dbm=MODULE_TYPES[0].rx_power_dbm,
+        tx_power_thresholds_dbm=MODULE_TYPES[0].tx_power_dbm,
+        bias_thresholds_ma=MODULE_TYPES[0].bias_ma,
+        temp_thresholds_c=MODULE_TYPES[0].temp_c,
+        voltage_thresholds_v=MODULE_TYPES[0].voltage_v,
     )
 
 
