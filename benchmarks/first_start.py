@@ -1,0 +1,109 @@
+"""``python -m benchmarks first_start``: from a fresh clone to a Fleet screen with values, as a new
+user gets there: ``git clone``, then ``make demo`` in a 120x35 terminal.
+
+The terminal is tmux (``tmux new-session -x 120 -y 35``): what the benchmark reads is what the
+user sees (``tmux capture-pane``), polled every 0.2 s. The user's configuration and data folders
+are fresh (``XDG_CONFIG_HOME``, ``XDG_DATA_HOME``, ``XDG_STATE_HOME`` point into the run's own
+folder); the package caches (uv's, pip's) are the machine's, as they are for anyone who has
+installed a Python package on it before.
+
+Figures, seconds from the start of the clone: ``clone_s``; ``installed_s`` (``make`` has
+installed fleet: ``.venv/.installed`` exists); ``fleet_screen_s`` (the Fleet screen's header is
+on screen); ``values_s`` (at least half the nodes of the ``incident`` scenario show their rx
+Gb/s). Then ``q`` is pressed and ``quit_s`` is how long the console and the simulator took to
+exit. Also whether the install printed anything before the console started (``install_output``:
+the lines, which must be none: no warnings). Target: ``values_s`` <= 30.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.report import Measured, at_most
+
+TARGET_S = 30.0
+SIZE = (120, 35)
+POLL_S = 0.2
+ROW = re.compile(r"^\s*gpu\d+\s+[●▲■○]\s.*\d\.\d")
+"""A node row of the Fleet table with a value (rx Gb/s is shown with a decimal)."""
+HEADER = re.compile(r"fleet\s+│\s+Fleet\s+│")
+NODES = 32
+"""The ``incident`` scenario's nodes (``make demo`` runs it)."""
+
+
+def _capture(session: str) -> str:
+    return subprocess.run(["tmux", "capture-pane", "-p", "-t", session], capture_output=True, text=True,
+                          check=False).stdout
+
+
+def _measure(source: Path, work: Path, timeout_s: float) -> dict[str, Any]:
+    clone = work / "fleet"
+    env = dict(os.environ)
+    for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME"):
+        env[name] = str(work / name.lower())
+    env.pop("VIRTUAL_ENV", None)
+    started = time.monotonic()
+    subprocess.run(["git", "clone", "--quiet", str(source), str(clone)], check=True, env=env)
+    clone_s = time.monotonic() - started
+    session = f"fleet-first-start-{os.getpid()}"
+    log = work / "make.log"
+    # The install's output goes to the terminal (and a log), as it does for the user.
+    command = f"make demo 2>&1 | tee {log}"
+    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", str(SIZE[0]), "-y", str(SIZE[1]),
+                    "-c", str(clone), command], check=True, env=env)
+    installed_s = fleet_screen_s = values_s = None
+    try:
+        while time.monotonic() - started < timeout_s:
+            now = time.monotonic() - started
+            if installed_s is None and (clone / ".venv" / ".installed").exists():
+                installed_s = now
+            screen = _capture(session)
+            if fleet_screen_s is None and HEADER.search(screen):
+                fleet_screen_s = now
+            if fleet_screen_s is not None and sum(1 for line in screen.splitlines() if ROW.match(line)) >= min(
+                    NODES // 2, SIZE[1] - 8):
+                values_s = now
+                break
+            time.sleep(POLL_S)
+        quit_started = time.monotonic()
+        subprocess.run(["tmux", "send-keys", "-t", session, "q"], check=False)
+        while time.monotonic() - quit_started < 30 and subprocess.run(
+                ["tmux", "has-session", "-t", session], capture_output=True, check=False).returncode == 0:
+            time.sleep(POLL_S)
+        quit_s = time.monotonic() - quit_started
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True, check=False)
+    output = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
+    before_console = output.split("fleet demo: starting", 1)[0]
+    install_lines = [line for line in before_console.splitlines()
+                     if line.strip() and not line.startswith((".venv", "python3 -m pip", "  --target", "touch "))]
+    return {
+        "clone_s": round(clone_s, 1),
+        "installed_s": round(installed_s, 1) if installed_s is not None else None,
+        "fleet_screen_s": round(fleet_screen_s, 1) if fleet_screen_s is not None else None,
+        "values_s": round(values_s, 1) if values_s is not None else None,
+        "quit_s": round(quit_s, 1),
+        "install_output": install_lines,
+        "uv_on_path": shutil.which("uv") is not None,
+    }
+
+
+def run(argv: list[str]) -> Measured:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks first_start", description=__doc__)
+    parser.add_argument("--source", type=Path, default=Path(__file__).resolve().parents[1],
+                        help="the repository to clone (default: this one)")
+    parser.add_argument("--timeout", type=float, default=180.0, help="seconds before giving up")
+    args = parser.parse_args(argv)
+    if shutil.which("tmux") is None or shutil.which("git") is None or shutil.which("make") is None:
+        raise SystemExit("first_start needs tmux, git and make (the terminal it reads, the clone, make demo)")
+    with tempfile.TemporaryDirectory(prefix="fleet-first-start-") as temp:
+        results = _measure(args.source, Path(temp), args.timeout)
+    return Measured(results, {"values_s": at_most(TARGET_S)})

@@ -1,0 +1,113 @@
+"""``python -m benchmarks store_lag``: how far behind the header's store lag falls during and after an
+action, and how soon it is back under 2 s.
+
+The real console (``FleetApp``, headless, 120x35) collects live from the simulated fleet (``fleet
+sim`` as its own process, the ``incident`` scenario's 32 nodes by default) with its diagnosis and its
+per-job latency sampler running, as ``fleet demo`` does. After ``--warm`` seconds it runs a full-mesh
+link test over every node on every rail (``l`` on the Fleet screen, all nodes), then keeps watching
+for ``--after`` seconds. Every second it reads the lag the summary bar shows (``FleetSummary.lag_s``:
+the moment shown minus the newest stored sample).
+
+Figures: the largest lag before, during and after the link test; ``recover_s``, the seconds from
+the link test's end until the lag is under 2 s and stays there to the end of the run; the store's
+size (MiB, its WAL included) and that size per node-hour of the run. Target: ``recover_s`` <= 30.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.report import Measured, at_most
+
+LAG_OK_S = 2.0
+"""The header's lag a user reads as "keeping up"."""
+RECOVER_TARGET_S = 30.0
+
+
+def store_mib(db: Path) -> float:
+    """The store file and its WAL, MiB."""
+    return sum(p.stat().st_size for p in (db, db.with_name(db.name + "-wal")) if p.exists()) / 2**20
+
+
+async def _measure(scenario: str, nodes: int | None, warm_s: float, after_s: float, rails: tuple[int, ...],
+                   state: Path) -> dict[str, Any]:
+    from fleet.collectors.inventory import load_inventory
+    from fleet.console.app import FleetApp
+    from fleet.console.cli.sim_process import start_sim
+    from fleet.console.config import Config
+    from fleet.console.feed import Feed, open_store_loader
+
+    sim = start_sim(scenario, state / "sim", nodes=nodes)
+    db = state / "bench.sqlite"
+    samples: list[tuple[float, float | None, str]] = []  # (monotonic, lag, phase)
+    try:
+        inventory = load_inventory(sim.inventory)
+        config = Config(db_path=db, screenshot_dir=state, diagnose=True, job_latency="auto")
+        app = FleetApp(config, Feed(lambda: open_store_loader(db), refresh_s=config.refresh_s), inventory)
+        started = time.monotonic()
+        async with app.run_test(size=(120, 35)) as pilot:
+            phase = "before"
+
+            async def sample_until(end: float) -> None:
+                while time.monotonic() < end:
+                    view = app.view
+                    samples.append((time.monotonic(), view.summary.lag_s if view is not None else None, phase))
+                    await pilot.pause(1.0)
+
+            await sample_until(started + warm_s)
+            names = tuple(sorted(r.name for r in app.view.rows)) if app.view is not None else ()
+            phase = "during"
+            linktest_started = time.monotonic()
+            app.probes.start_linktest(names, rails)
+            while app.probes.state.running or app.probes.state.label == "":
+                samples.append((time.monotonic(), app.view.summary.lag_s if app.view is not None else None, phase))
+                await pilot.pause(1.0)
+            linktest_ended = time.monotonic()
+            phase = "after"
+            await sample_until(linktest_ended + after_s)
+            run_s = time.monotonic() - started
+            node_count = len(names)
+    finally:
+        sim.stop()
+
+    def largest(which: str) -> float | None:
+        lags = [lag for _t, lag, p in samples if p == which and lag is not None]
+        return round(max(lags), 2) if lags else None
+
+    after = [(t, lag) for t, lag, p in samples if p == "after"]
+    last_bad = max((t for t, lag in after if lag is None or lag >= LAG_OK_S), default=None)
+    recover_s = 0.0 if last_bad is None else last_bad + 1.0 - linktest_ended
+    mib = store_mib(db)
+    return {
+        "scenario": scenario,
+        "nodes": node_count,
+        "rails": len(rails),
+        "linktest_s": round(linktest_ended - linktest_started, 1),
+        "lag_before_max_s": largest("before"),
+        "lag_during_max_s": largest("during"),
+        "lag_after_max_s": largest("after"),
+        "recover_s": round(recover_s, 1),
+        "watched_after_s": after_s,
+        "store_mib": round(mib, 1),
+        "store_mib_per_node_hour": round(mib / max(1, node_count) / (run_s / 3600.0), 2),
+    }
+
+
+def run(argv: list[str]) -> Measured:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks store_lag", description=__doc__)
+    parser.add_argument("--scenario", default="incident")
+    parser.add_argument("--nodes", type=int, default=None, help="override the scenario's node count")
+    parser.add_argument("--warm", type=float, default=45.0, help="seconds of collection before the link test")
+    parser.add_argument("--after", type=float, default=90.0, help="seconds watched after the link test")
+    parser.add_argument("--rails", default="0-7", help="rails of the link test, e.g. 0-7 or 0,1")
+    args = parser.parse_args(argv)
+    first, _, last = args.rails.partition("-")
+    rails = tuple(range(int(first), int(last) + 1)) if last else tuple(int(r) for r in args.rails.split(","))
+    with tempfile.TemporaryDirectory(prefix="fleet-bench-lag-") as temp:
+        results = asyncio.run(_measure(args.scenario, args.nodes, args.warm, args.after, rails, Path(temp)))
+    return Measured(results, {"recover_s": at_most(RECOVER_TARGET_S)})
