@@ -24,7 +24,7 @@ class ColumnsDialog(ModalScreen[tuple[str, ...] | None]):
     #columns-list { height: auto; max-height: 20; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("enter", "keep", "Keep", id="columns.keep"),
+        Binding("enter", "keep", "Keep", id="columns.keep", priority=True),
         Binding("escape", "cancel", "Cancel", id="columns.cancel"),
     ]
 

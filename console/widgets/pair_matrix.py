@@ -115,12 +115,7 @@ def render_matrix(view: MatrixView, v: Mapping[str, str], window: Window, cursor
     out.append("\n")
     out.append(" " * label)
     cursor_row, cursor_col = cursor if cursor is not None else (-1, -1)
-    for j in cols:
-        number = j + 1
-        tick = f"{number:>{cw}}" if view.numbers or number % 5 == 0 or j == cols.start else " " * cw
-        if j == cursor_col:
-            tick = f"{number:>{cw}}"[-cw:]
-        out.append(tick[-cw:], style="bold reverse" if j == cursor_col else "dim" if not view.numbers else "")
+    out.append_text(_ticks(view, cols, cursor_col))
     out.append("\n")
     for i in rows:
         on_row = i == cursor_row
@@ -144,6 +139,28 @@ def render_matrix(view: MatrixView, v: Mapping[str, str], window: Window, cursor
     out.append("\n")
     out.append_text(legend(v))
     return out
+
+
+def _ticks(view: MatrixView, cols: range, cursor_col: int) -> Text:
+    """Column numbers over the cells: every one when cells show numbers, else the cursor's (reversed),
+    the first shown and every fifth, each kept only where it does not touch another."""
+    cw = view.cell_width
+    width = cw * len(cols)
+    wanted = [cursor_col] if cursor_col in cols else []
+    wanted += [j for j in cols if view.numbers or (j + 1) % 5 == 0 or j == cols.start]
+    taken: list[tuple[int, int, int]] = []  # (start, end, column) on the tick line
+    for j in wanted:
+        label = str(j + 1)
+        end = (j - cols.start + 1) * cw
+        start = end - len(label)
+        if start < 0 or any(start <= e and s <= end for s, e, _ in taken):
+            continue
+        taken.append((start, end, j))
+    line = Text(" " * width)
+    for start, end, j in taken:
+        line = line[:start] + Text(str(j + 1), style="bold reverse" if j == cursor_col else
+                                   "" if view.numbers else "dim") + line[end:]
+    return line
 
 
 def cursor_line(view: MatrixView, cursor: tuple[int, int] | None) -> Text:
