@@ -80,7 +80,7 @@ class FleetApp(App[None]):
                 id="app.replay_back_big"),
         Binding("right_curly_bracket", f"replay_step({REPLAY_BIG_STEP_S})", "+10 min", show=False,
                 id="app.replay_forward_big"),
-        Binding("g", "replay_jump", "Go to time", id="app.replay_jump"),
+        Binding("g", "replay_jump", "Go to", id="app.replay_jump"),
         Binding("L", "replay_live", "Live", id="app.replay_live"),
         Binding("B", "baselines", "Baselines", id="app.baselines"),
         Binding("W", "walkthrough", "Walkthrough", id="app.walkthrough"),

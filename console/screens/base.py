@@ -79,7 +79,11 @@ class FleetScreenBase(Screen[None]):
         self._view_arrived(None)
 
     def on_screen_resume(self) -> None:
+        self.query_one(KeyBar).fit_height(self.app.size.height)
         self._view_arrived(None)
+
+    def on_resize(self) -> None:
+        self.query_one(KeyBar).fit_height(self.app.size.height)
 
     def _view_arrived(self, _view: ConsoleView | None) -> None:
         view = self.fleet_app.view

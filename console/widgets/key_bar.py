@@ -4,7 +4,7 @@ Textual's ``Footer`` lays every shown binding out in a row and cuts the row at t
 terminal's edge, so on a 120-column terminal the screen keys pushed `?` and `q`
 off the line. This bar orders the keys by :func:`priority`, keeps adding them while
 they fit the width it has, and always ends with `?` (every key, with its binding id)
-and `q`. The screen keys (`1` `2` `3` `4` `p`) read like tabs: the one of the
+and `q`; a terminal of 30 rows or more gives it a second line when one does not hold every key. The screen keys (`1` `2` `3` `4` `p`) read like tabs: the one of the
 screen shown is drawn reversed. A click on a key presses it.
 """
 
@@ -26,12 +26,15 @@ LATER = ("app.replay_jump", "app.replay_back", "app.replay_forward", "app.replay
          "app.baselines", "app.walkthrough", "app.audit", "app.palette", "app.screenshot")
 """App keys after the screen's own: replay, the tool screens, palette and screenshot."""
 FIRST_OWN = 2
+TWO_LINES_FROM = 30
+"""Terminal rows from which the bar may take a second line for the keys that do not fit one."""
 """How many of the screen's own keys come before the screen keys (the rest come after them)."""
 
 
 class Shown(NamedTuple):
-    """One key as drawn: where it starts and ends on the line, and the key it presses."""
+    """One key as drawn: its line, where it starts and ends on it, and the key it presses."""
 
+    line: int
     start: int
     end: int
     key: str
@@ -72,7 +75,12 @@ class KeyBar(Widget):
         """The keys on the line after the last draw, with their columns (clicks, tests)."""
 
     def on_mount(self) -> None:
-        self.screen.bindings_updated_signal.subscribe(self, lambda _screen: self.refresh())
+        self.screen.bindings_updated_signal.subscribe(self, lambda _screen: self._bindings_changed())
+        self.call_after_refresh(lambda: self.fit_height(self.app.size.height))
+
+    def _bindings_changed(self) -> None:
+        self.fit_height(self.app.size.height)
+        self.refresh()
 
     def on_unmount(self) -> None:
         self.screen.bindings_updated_signal.unsubscribe(self)
@@ -99,38 +107,59 @@ class KeyBar(Widget):
         return [b for _p, _i, b in ordered], [pinned[i] for i in PINNED if i in pinned]
 
     def _piece(self, binding: Binding) -> Text:
+        """``k Label `` (the key bold in the theme's key colour); the current screen's reversed."""
         key_colour = self.app.theme_variables.get("footer-key-foreground", "")
         current = binding.id == self.current_mode and binding.id in SCREEN_KEYS
         piece = Text()
-        piece.append(f" {self.app.get_key_display(binding)} ",
-                     style="bold reverse" if current else f"bold {key_colour}".strip())
-        piece.append(f"{binding.description} ", style="reverse" if current else "")
+        piece.append(self.app.get_key_display(binding), style="bold reverse" if current else f"bold {key_colour}".strip())
+        piece.append(f" {binding.description}", style="reverse" if current else "")
+        piece.append(" ")
         return piece
+
+    def fit_height(self, terminal_rows: int) -> None:
+        """Two lines on a terminal of ``TWO_LINES_FROM`` rows or more when one does not hold every
+        key (a 120x35 terminal then shows every screen's keys, Baselines and Audit included)."""
+        width = self.size.width or self.app.size.width
+        ordered, pinned = self._candidates()
+        needed = sum(self._piece(b).cell_len for b in (*ordered, *pinned))
+        lines = 2 if terminal_rows >= TWO_LINES_FROM and needed > width else 1
+        if self.styles.height is None or self.styles.height.value != lines:
+            self.styles.height = lines
 
     def render(self) -> Text:
         width = self.size.width
+        lines = max(1, self.size.height)
         ordered, pinned = self._candidates()
         tail = [self._piece(b) for b in pinned]
-        room = width - sum(p.cell_len for p in tail)
-        chosen: list[tuple[Binding, Text]] = []
+        rows: list[list[tuple[Binding, Text]]] = [[] for _ in range(lines)]
+        rooms = [width - 1] * lines  # each line starts with a blank
+        rooms[0] -= sum(p.cell_len for p in tail)
         for binding in ordered:
             piece = self._piece(binding)
-            if piece.cell_len <= room:
-                chosen.append((binding, piece))
-                room -= piece.cell_len
-        line = Text(no_wrap=True, overflow="crop")
+            for row in range(lines):
+                if piece.cell_len <= rooms[row]:
+                    rows[row].append((binding, piece))
+                    rooms[row] -= piece.cell_len
+                    break
+        text = Text(no_wrap=True, overflow="crop")
         self.shown = []
-        for index, (binding, piece) in enumerate([*chosen, *zip(pinned, tail, strict=True)]):
-            if index == len(chosen):
-                line.append(" " * max(0, room))  # `?` and `q` sit at the right end
-            start = line.cell_len
-            line.append_text(piece)
-            self.shown.append(Shown(start, line.cell_len, binding.key.split(",")[0]))
-        return line
+        for row in range(lines):
+            if row:
+                text.append("\n")
+            start_of_row = text.cell_len
+            text.append(" ")
+            entries = rows[row] + (list(zip(pinned, tail, strict=True)) if row == 0 else [])
+            for index, (binding, piece) in enumerate(entries):
+                if row == 0 and index == len(rows[0]):
+                    text.append(" " * max(0, rooms[0]))  # `?` and `q` sit at the right end
+                start = text.cell_len - start_of_row
+                text.append_text(piece)
+                self.shown.append(Shown(row, start, text.cell_len - start_of_row, binding.key.split(",")[0]))
+        return text
 
     def on_click(self, event: events.Click) -> None:
         for shown in self.shown:
-            if shown.start <= event.x < shown.end:
+            if shown.line == event.y and shown.start <= event.x < shown.end:
                 self.app.simulate_key(shown.key)
                 event.stop()
                 return

@@ -177,3 +177,23 @@ async def test_columns_chosen_with_c_are_drawn_and_saved_in_the_config(make_app:
         assert "jobs" not in drawn and "cnp" not in drawn and "rx" in drawn
     saved = tomllib.loads((tmp_path / "config.toml").read_text())["fleet_columns"]
     assert "jobs" not in saved and saved[:2] == ["name", "state"]
+
+
+async def test_the_footer_fits_the_terminal_with_q_and_help_always_and_every_screens_key_at_120x35(
+        make_app: MakeApp) -> None:
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _ready(app)
+        await pilot.pause()
+        bar = app.screen.query_one(KeyBar)
+        assert bar.size.height == 1
+        assert [s.key for s in bar.shown][-2:] == ["question_mark", "q"]
+        assert {"1", "2", "3", "4", "p"} <= {s.key for s in bar.shown}
+        assert max(s.end for s in bar.shown) <= 80
+        await pilot.resize_terminal(120, 35)
+        await pilot.pause()
+        await pilot.pause()
+        assert bar.size.height == 2  # a second line rather than keys left out
+        keys = {s.key for s in bar.shown}
+        assert {"1", "2", "3", "4", "p", "B", "W", "A", "question_mark", "q"} <= keys
+        assert [s.key for s in bar.shown if s.line == 0][-2:] == ["question_mark", "q"]

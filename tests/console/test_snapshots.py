@@ -57,7 +57,7 @@ async def _essentials(pilot: Pilot[Any]) -> None:
     if not bars:
         return
     bar = bars.first()
-    keys = [shown.key for shown in bar.shown]
+    keys = [shown.key for shown in bar.shown if shown.line == 0]
     assert keys[-2:] == ["question_mark", "q"], keys
 
 
