@@ -13,7 +13,7 @@ the link test's end until the lag is under 2 s and stays there to the end of the
 size (MiB, its WAL included), the part of it that holds collected values (``samples_mib``: frames,
 chunks, changes, latest rows, rollups) and that part per node-hour, and the probes' part (the link
 test's ~4,000 probes with their raw output). Targets: ``recover_s`` <= 30, and
-``samples_mib_per_node_hour`` within the first hour's figure in docs/store.md (16 MiB).
+``samples_mib_per_node_hour`` <= 20 (docs/store.md, "Size": ~18 MiB a node's first hour).
 """
 
 from __future__ import annotations
@@ -30,8 +30,9 @@ from benchmarks.report import Measured, at_most
 LAG_OK_S = 2.0
 """The header's lag a user reads as "keeping up"."""
 RECOVER_TARGET_S = 30.0
-FIRST_HOUR_MIB_PER_NODE = 16.0
-"""docs/store.md, "Size": a node's first hour, every sample still a frame."""
+FIRST_HOUR_MIB_PER_NODE = 20.0
+"""docs/store.md, "Size": a node's first hour with its share of the switches, every sample still a frame
+(~18 MiB), with room for noise."""
 
 
 def store_mib(db: Path) -> float:
