@@ -16,17 +16,18 @@ the lines, which must be none: no warnings). Target: ``values_s`` <= 30.
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.report import Measured, at_most
+from benchmarks._options import float_in, parser
+from benchmarks.report import BenchmarkFailed, Measured, at_most
 
 TARGET_S = 30.0
 SIZE = (120, 35)
@@ -50,7 +51,12 @@ def _measure(source: Path, work: Path, timeout_s: float) -> dict[str, Any]:
         env[name] = str(work / name.lower())
     env.pop("VIRTUAL_ENV", None)
     started = time.monotonic()
-    subprocess.run(["git", "clone", "--quiet", str(source), str(clone)], check=True, env=env)
+    print(f"first_start: cloning {source}, then make demo in a {SIZE[0]}x{SIZE[1]} tmux terminal",
+          file=sys.stderr)
+    cloned = subprocess.run(["git", "clone", "--quiet", str(source), str(clone)], env=env, capture_output=True,
+                            text=True, check=False)
+    if cloned.returncode:
+        raise BenchmarkFailed(f"git clone {source} failed: {cloned.stderr.strip()}")
     clone_s = time.monotonic() - started
     session = f"fleet-first-start-{os.getpid()}"
     log = work / "make.log"
@@ -103,13 +109,14 @@ def _measure(source: Path, work: Path, timeout_s: float) -> dict[str, Any]:
 
 
 def run(argv: list[str]) -> Measured:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks first_start", description=__doc__)
-    parser.add_argument("--source", type=Path, default=Path(__file__).resolve().parents[1],
-                        help="the repository to clone (default: this one)")
-    parser.add_argument("--timeout", type=float, default=180.0, help="seconds before giving up")
-    args = parser.parse_args(argv)
-    if shutil.which("tmux") is None or shutil.which("git") is None or shutil.which("make") is None:
-        raise SystemExit("first_start needs tmux, git and make (the terminal it reads, the clone, make demo)")
+    options = parser("first_start", __doc__)
+    options.add_argument("--source", type=Path, default=Path(__file__).resolve().parents[1],
+                         help="the repository to clone (default: this checkout; its committed state)")
+    options.add_argument("--timeout", type=float_in(10.0), default=180.0, help="seconds before giving up")
+    args = options.parse_args(argv)
+    missing = [tool for tool in ("tmux", "git", "make") if shutil.which(tool) is None]
+    if missing:
+        raise BenchmarkFailed(f"first_start needs {', '.join(missing)}: the terminal it reads, the clone, make demo")
     with tempfile.TemporaryDirectory(prefix="fleet-first-start-") as temp:
         results = _measure(args.source, Path(temp), args.timeout)
     return Measured(results, {"values_s": at_most(TARGET_S)})

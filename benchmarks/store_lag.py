@@ -18,14 +18,15 @@ test's ~4,000 probes with their raw output). Targets: ``recover_s`` <= 30, and
 
 from __future__ import annotations
 
-import argparse
 import asyncio
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.report import Measured, at_most
+from benchmarks._options import float_in, int_in, parser
+from benchmarks.report import BenchmarkFailed, Measured, at_most
 
 LAG_OK_S = 2.0
 """The header's lag a user reads as "keeping up"."""
@@ -63,11 +64,15 @@ async def _measure(scenario: str, nodes: int | None, warm_s: float, after_s: flo
                    state: Path) -> dict[str, Any]:
     from fleet.collectors.inventory import load_inventory
     from fleet.console.app import FleetApp
-    from fleet.console.cli.sim_process import start_sim
+    from fleet.console.cli.sim_process import SimulatorFailed, start_sim
     from fleet.console.config import Config
     from fleet.console.feed import Feed, open_store_loader
 
-    sim = start_sim(scenario, state / "sim", nodes=nodes)
+    try:
+        sim = start_sim(scenario, state / "sim", nodes=nodes)
+    except SimulatorFailed as error:
+        raise BenchmarkFailed(f"the simulator did not start: {error}") from error
+    print(f"store_lag: {scenario} ready; collecting {warm_s:.0f} s before the link test", file=sys.stderr)
     db = state / "bench.sqlite"
     samples: list[tuple[float, float | None, str]] = []  # (monotonic, lag, phase)
     try:
@@ -88,6 +93,7 @@ async def _measure(scenario: str, nodes: int | None, warm_s: float, after_s: flo
             names = tuple(sorted(r.name for r in app.view.rows)) if app.view is not None else ()
             phase = "during"
             linktest_started = time.monotonic()
+            print(f"store_lag: link test over {len(names)} nodes, rails {rails}", file=sys.stderr)
             app.probes.start_linktest(names, rails)
             while app.probes.state.running or app.probes.state.label == "":
                 samples.append((time.monotonic(), app.view.summary.lag_s if app.view is not None else None, phase))
@@ -129,13 +135,13 @@ async def _measure(scenario: str, nodes: int | None, warm_s: float, after_s: flo
 
 
 def run(argv: list[str]) -> Measured:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks store_lag", description=__doc__)
-    parser.add_argument("--scenario", default="incident")
-    parser.add_argument("--nodes", type=int, default=None, help="override the scenario's node count")
-    parser.add_argument("--warm", type=float, default=45.0, help="seconds of collection before the link test")
-    parser.add_argument("--after", type=float, default=90.0, help="seconds watched after the link test")
-    parser.add_argument("--rails", default="0-7", help="rails of the link test, e.g. 0-7 or 0,1")
-    args = parser.parse_args(argv)
+    options = parser("store_lag", __doc__)
+    options.add_argument("--scenario", default="incident", help="a built-in scenario or a scenario file")
+    options.add_argument("--nodes", type=int_in(2, 4096), default=None, help="override the scenario's node count")
+    options.add_argument("--warm", type=float_in(1.0), default=45.0, help="seconds of collection before the link test")
+    options.add_argument("--after", type=float_in(1.0), default=90.0, help="seconds watched after the link test")
+    options.add_argument("--rails", default="0-7", help="rails of the link test, e.g. 0-7 or 0,1")
+    args = options.parse_args(argv)
     first, _, last = args.rails.partition("-")
     rails = tuple(range(int(first), int(last) + 1)) if last else tuple(int(r) for r in args.rails.split(","))
     with tempfile.TemporaryDirectory(prefix="fleet-bench-lag-") as temp:
