@@ -23,7 +23,9 @@ from fleet.console.topology_model import BARS
 from fleet.fabric.ecmp import LeafBalance
 
 CELL = 3
-"""Cells per leaf column: a block between two blanks, or a leaf number up to 999."""
+"""The fewest cells a leaf column takes: a block between two blanks, or a leaf number up to 999."""
+CELL_MAX = 6
+"""The most: on a wide terminal the picture spreads out to this before it leaves room unused."""
 SPINE_LABEL = 16
 """Cells for a spine's name, state glyph and utilisation at the left of its row."""
 BUSY_PCT = 50.0
@@ -165,6 +167,9 @@ class FabricMap(Widget, can_focus=True):
         fit = self.columns_that_fit()
         first = self._first_column
         shown = range(first, min(len(picture.columns), first + fit))
+        width = self.content_size.width or max(20, self.app.size.width - 2)
+        cw = max(CELL, min(CELL_MAX, (width - SPINE_LABEL - 1) // max(1, len(shown))))
+        pad = (cw - 1) // 2
         out = Text(no_wrap=True, overflow="crop")
         cursor_row, cursor_col = self.cursor
         for r, spine in enumerate(picture.spines):
@@ -179,43 +184,49 @@ class FabricMap(Widget, can_focus=True):
             for c in shown:
                 cell = picture.cells.get((r, c))
                 if cell is None:
-                    out.append(" " * CELL)
+                    out.append(" " * cw)
                     continue
                 style = cell_style(cell, v)
                 if (r, c) == self.cursor:
                     style = f"{style} reverse".strip()
-                out.append(f" {cell_glyph(cell)} ", style=style)
+                out.append(f"{' ' * pad}{cell_glyph(cell)}{' ' * (cw - pad - 1)}", style=style)
             out.append("\n")
-        out.append(" " * SPINE_LABEL + "┗" + "━" * (CELL * len(shown)) + "\n")
+        out.append(" " * SPINE_LABEL + "┗" + "━" * (cw * len(shown)) + "\n")
         out.append(f"{'leaf groups' if picture.grouped else 'leaves':<{SPINE_LABEL}} ", style="bold")
         for c in shown:
             column = picture.columns[c]
             style = v.get(STATE_VARIABLE[column.state], "") if column.state is not State.OK else ""
             if c == cursor_col:
                 style = f"bold reverse {style}".strip()
-            out.append(f"{column.label:>{CELL}}", style=style)
+            out.append(_centred(column.label, cw, pad), style=style)
         out.append("\n")
         out.append(f"{'ECMP balance':<{SPINE_LABEL}} ")
         for c in shown:
             balance = picture.columns[c].balance
             if balance is None or not balance.uplinks:
-                out.append(f"{'·':>{CELL}}", style=v.get("health-unknown", ""))
+                out.append(_centred("·", cw, pad), style=v.get("health-unknown", ""))
                 continue
             glyph, variable = ECMP_GLYPH[balance_state(balance)]
-            out.append(f"{glyph:>{CELL}}", style=v.get(variable, ""))
+            out.append(_centred(glyph, cw, pad), style=v.get(variable, ""))
         out.append("\n")
         out.append(f"{'node ports':<{SPINE_LABEL}} ")
         for c in shown:
             column = picture.columns[c]
             if column.node_ports_down:
-                out.append(f"{'×' + str(min(column.node_ports_down, 9)):>{CELL}}", style=v.get("health-down", ""))
+                out.append(_centred(f"×{min(column.node_ports_down, 9)}", cw, pad), style=v.get("health-down", ""))
             elif column.cable_problems:
-                out.append(f"{'≠' + str(min(column.cable_problems, 9)):>{CELL}}", style=v.get("health-down", ""))
+                out.append(_centred(f"≠{min(column.cable_problems, 9)}", cw, pad), style=v.get("health-down", ""))
             else:
-                out.append(f"{'●':>{CELL}}", style=v.get("health-ok", ""))
+                out.append(_centred("●", cw, pad), style=v.get("health-ok", ""))
         out.append("\n")
         if len(shown) < len(picture.columns):
             out.append(f"columns {shown.start + 1}-{shown.stop} of {len(picture.columns)} "
                        "(left/right pages)  ", style="dim")
         out.append_text(legend(v))
         return out
+
+
+def _centred(word: str, width: int, pad: int) -> str:
+    """``word`` in ``width`` cells, its last character where a block of the column is drawn."""
+    start = max(0, pad + 1 - len(word))
+    return (" " * start + word).ljust(width)[:width]
