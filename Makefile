@@ -1,24 +1,34 @@
 # Set-up and the two entry points a new user needs: `make demo` and `make test`.
+# Installs with uv (https://docs.astral.sh/uv/): the one on PATH, else one fetched once into .venv-uv
+# with the system pip; a fresh clone is installed in seconds instead of a minute, and quietly.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
+UV_HOME := .venv-uv
+UV ?= $(or $(shell command -v uv 2>/dev/null),$(UV_HOME)/bin/uv)
+INSTALL := $(UV) pip install --quiet --python $(BIN)/python
+# From uv's cache alone when it holds everything (no index round trips), else from the index.
+INSTALL_FAST = $(INSTALL) --offline $(1) 2>/dev/null || $(INSTALL) $(1)
 
 BENCH_RESULTS ?= bench-results
 
 .PHONY: demo test bench fuzz lint typecheck clean chromium screenshot
 
-$(BIN)/python:
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
+$(UV_HOME)/bin/uv:
+	$(PYTHON) -m pip install --isolated --quiet --disable-pip-version-check --root-user-action=ignore \
+	  --target $(UV_HOME) uv
+
+$(BIN)/python: | $(UV)
+	$(UV) venv --quiet --seed --python $(PYTHON) $(VENV)
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e .
+	$(call INSTALL_FAST,-e .)
 	touch $@
 
 $(TEST_STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(call INSTALL_FAST,-e '.[test]')
 	touch $@ $(STAMP)
 
 demo: $(STAMP)
@@ -78,4 +88,4 @@ typecheck: $(TEST_STAMP)
 	$(BIN)/mypy
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache $(BENCH_RESULTS)
+	rm -rf $(VENV) $(UV_HOME) .pytest_cache .mypy_cache .ruff_cache $(BENCH_RESULTS)

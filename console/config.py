@@ -18,6 +18,8 @@ reports_dir = "/srv/fleet/reports"  # where reports go by default ($XDG_DATA_HOM
 ecmp_window_s = 60.0  # uplink throughput judged per leaf (topology bars, ECMP plan)
 ecmp_sustain_s = 60.0  # an imbalance held this long flags the leaf
 ecmp_verify_s = 10.0  # fresh counters before and after an ECMP change
+screenshot_dir = "~/fleet-shots"  # where ctrl+s saves SVGs (default $XDG_DATA_HOME/fleet/screenshots)
+fleet_columns = ["rx", "pause", "errors"]  # Fleet table columns to show (c on Fleet chooses and saves)
 
 [keymap]            # binding id = keys (comma separated)
 "fleet.filter" = "slash,f"
@@ -78,6 +80,12 @@ class Config:
     job_latency: str = "auto"
     """Per-job latency sampler (probes inside running jobs): "auto" and "on" run it when live, "off"
     never; read-only mode never does (its probes are traffic on the tenants' links)."""
+    screenshot_dir: Path = field(default_factory=lambda: Path("~/.local/share/fleet/screenshots").expanduser())
+    """Where ctrl+s (and the palette's Screenshot) saves SVGs; made on first use."""
+    fleet_columns: tuple[str, ...] | None = None
+    """Keys of the Fleet table columns the user chose to show (``c`` on Fleet), None: the default set."""
+    config_path: Path | None = None
+    """The TOML file this configuration was read from (or would be): ``c`` on Fleet saves the columns there."""
 
     @property
     def job_latency_enabled(self) -> bool:
@@ -86,7 +94,7 @@ class Config:
 
 
 _FILE_KEYS = {"db", "inventory", "read_only", "theme", "refresh_s", "keymap", "job_latency", "diagnose", "criteria",
-              "reports_dir",
+              "reports_dir", "screenshot_dir", "fleet_columns",
               "ecmp_window_s", "ecmp_sustain_s", "ecmp_verify_s"}
 JOB_LATENCY_CHOICES = ("auto", "on", "off")
 _ENV_KEYS = {
@@ -104,6 +112,11 @@ _ENV_KEYS = {
 def config_file_path(env: Mapping[str, str]) -> Path:
     base = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".config")
     return Path(base) / "fleet" / "config.toml"
+
+
+def default_screenshot_dir(env: Mapping[str, str]) -> Path:
+    """``$XDG_DATA_HOME/fleet/screenshots``: beside the default store, where ctrl+s saves SVGs."""
+    return default_db_path(env).parent / "screenshots"
 
 
 def default_db_path(env: Mapping[str, str]) -> Path:
@@ -133,6 +146,9 @@ def _read_file(path: Path) -> dict[str, Any]:
         isinstance(k, str) and isinstance(v, str) for k, v in keymap.items()
     ):
         raise ConfigError(f"{path}: [keymap] maps binding ids to key strings")
+    columns = data.get("fleet_columns")
+    if columns is not None and not (isinstance(columns, list) and all(isinstance(c, str) for c in columns)):
+        raise ConfigError(f"{path}: fleet_columns is a list of column names")
     return data
 
 
@@ -195,6 +211,10 @@ def load_config(
         criteria_path=Path(criteria).expanduser() if criteria else None,
         reports_dir=Path(merged["reports_dir"]).expanduser() if merged.get("reports_dir")
         else default_reports_dir(env),
+        screenshot_dir=(Path(str(merged["screenshot_dir"])).expanduser() if merged.get("screenshot_dir")
+                        else default_screenshot_dir(env)),
+        fleet_columns=tuple(merged["fleet_columns"]) if merged.get("fleet_columns") is not None else None,
+        config_path=path,
         **ecmp_s,
     )
 
