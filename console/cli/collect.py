@@ -12,6 +12,8 @@ import click
 
 from fleet.collectors.engine import Collector, RoundSummary
 from fleet.collectors.inventory import Inventory
+from fleet.collectors.shard import Shard
+from fleet.collectors.sshpool import SshPool
 from fleet.console.cli.common import (
     db_option,
     db_path_or_default,
@@ -23,6 +25,8 @@ from fleet.console.cli.common import (
     open_writer,
     print_json,
     run_async,
+    shard_option,
+    sharded,
 )
 from fleet.console.cli.exit_codes import ExitCode
 from fleet.console.cli.read_only import read_only_option, refuse_if_read_only
@@ -42,23 +46,28 @@ from fleet.store.writer import StoreWriter
 @click.option("--job-latency", is_flag=True,
               help="Also probe RDMA latency between a few node pairs of every running Slurm job each minute "
                    "(the console's Jobs screen plots it). Puts light traffic on the jobs' links.")
+@shard_option
 @read_only_option
 @json_option
 def collect(inventory_path: Path | None, db_path: Path | None, once: bool, duration: float | None,
-            interval: float | None, tofu: bool, job_latency: bool, read_only_flag: bool, as_json: bool) -> None:
+            interval: float | None, tofu: bool, job_latency: bool, shard: Shard | None, read_only_flag: bool,
+            as_json: bool) -> None:
     """Collect every node, switch and the Slurm head into the history database.
 
+    With ``--shard K/N``, only this shard's share of them (docs/scale-out.md).
+
     Exit status (docs/exit-codes.md): 0 every host answered; 1 some hosts failed; 3 no host
-    answered, or the store cannot write (collection stops at once); 2 a bad inventory, or
-    ``--job-latency`` in read-only mode.
+    answered, or the store cannot write (collection stops at once); 2 a bad inventory, a shard
+    left without hosts, or ``--job-latency`` in read-only mode.
     """
     if job_latency:
         refuse_if_read_only(read_only_flag, "with --job-latency starts perftest inside the running jobs")
-    inventory = open_inventory(inventory_path)
+    whole = open_inventory(inventory_path)
+    inventory = sharded(whole, shard)
     writer = open_writer(db_path_or_default(db_path))
     try:
         summary = run_async(_collect(inventory, writer, once, duration, interval, tofu,
-                                     job_latency and not once))
+                                     job_latency and not once, whole))
     except KeyboardInterrupt:
         summary = None
     finally:
@@ -69,6 +78,8 @@ def collect(inventory_path: Path | None, db_path: Path | None, once: bool, durat
         interrupted()
     groups = failure_groups(summary.states.values())
     document = summary.as_json() | {
+        "shard": None if shard is None else {"index": shard.index, "count": shard.count,
+                                             "hosts": [h.name for h in inventory.hosts]},
         "samples_collected": summary.samples,
         "samples_written": stats.samples_written,
         "failures": [{"state": g.state.value, "cause": g.cause, "hosts": list(g.hosts)} for g in groups],
@@ -94,7 +105,10 @@ def collect(inventory_path: Path | None, db_path: Path | None, once: bool, durat
 
 
 async def _collect(inventory: Inventory, writer: StoreWriter, once: bool, duration: float | None,
-                   interval: float | None, tofu: bool, job_latency: bool = False) -> RoundSummary:
+                   interval: float | None, tofu: bool, job_latency: bool = False,
+                   whole: Inventory | None = None) -> RoundSummary:
+    """Collect ``inventory``; ``whole``: the full inventory when ``inventory`` is one shard of it (the job
+    sampler probes a job's nodes wherever they are collected)."""
     first_round = asyncio.Event()
     store_failing = asyncio.Event()
     show = sys.stderr.isatty()
@@ -113,7 +127,8 @@ async def _collect(inventory: Inventory, writer: StoreWriter, once: bool, durati
     task = asyncio.ensure_future(collector.run())
     sampler_stop = asyncio.Event()
     if job_latency:
-        task = asyncio.ensure_future(_with_job_sampler(collector, writer, task, sampler_stop, first_round))
+        task = asyncio.ensure_future(_with_job_sampler(collector, writer, task, sampler_stop, first_round,
+                                                       whole if whole is not inventory else None, tofu))
     started = time.monotonic()
     failing = asyncio.ensure_future(store_failing.wait())
     try:
@@ -127,9 +142,13 @@ async def _collect(inventory: Inventory, writer: StoreWriter, once: bool, durati
 
 
 async def _with_job_sampler(collector: Collector, writer: StoreWriter, collecting: asyncio.Future[None],
-                            stop: asyncio.Event, first_round: asyncio.Event) -> None:
+                            stop: asyncio.Event, first_round: asyncio.Event, whole: Inventory | None = None,
+                            tofu: bool = False) -> None:
     """The per-job latency sampler beside the collector, over its SSH pool, on the jobs its Slurm poller saw
-    (from the end of the first round, when it has seen them); it stops when the collector does."""
+    (from the end of the first round, when it has seen them); it stops when the collector does.
+
+    A shard (``whole`` given) knows the jobs only if it collects the Slurm head; that shard samples them
+    over a pool of its own to every node of ``whole``, since a job's nodes belong to every shard."""
     from fleet.collectors.probes.job_latency import JobLatencySampler
 
     def running_jobs() -> list[JobRecord]:
@@ -144,14 +163,19 @@ async def _with_job_sampler(collector: Collector, writer: StoreWriter, collectin
         await asyncio.wait({first, collecting}, return_when=asyncio.FIRST_COMPLETED)
         first.cancel()
         if not collecting.done():
-            await JobLatencySampler(collector.pool, running_jobs, writer.put_probe).run(stop)
+            await JobLatencySampler(probe_pool or collector.pool, running_jobs, writer.put_probe).run(stop)
 
+    probe_pool = None
+    if whole is not None and collector.slurm is not None:
+        probe_pool = SshPool(whole.nodes, known_hosts=whole.known_hosts, tofu=tofu, on_event=writer.put_event)
     sampler = asyncio.ensure_future(sample())
     try:
         await collecting
     finally:
         stop.set()
         await sampler
+        if probe_pool is not None:
+            await probe_pool.close()
 
 
 def _progress(summary: RoundSummary, stats: WriterStats) -> None:

@@ -4,9 +4,9 @@ Serves what is in the history database; with ``--collect`` it also runs the
 collector in the same process, so one command is a complete exporter.
 
 Exit status (docs/exit-codes.md): 0 after SIGINT/SIGTERM; 2 a bad --listen, an
-address it cannot listen on, a bad inventory or a file that is not a fleet
-history; 3 no history at the path (without ``--collect``), or the store cannot
-write.
+address it cannot listen on, a bad inventory, ``--shard`` without ``--collect``
+or a shard left without hosts, or a file that is not a fleet history; 3 no
+history at the path (without ``--collect``), or the store cannot write.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import click
 from fleet.collectors.engine import Collector
 from fleet.collectors.inventory import Inventory
 from fleet.collectors.openmetrics import serve_metrics
+from fleet.collectors.shard import Shard
 from fleet.console.cli.common import (
     db_option,
     db_path_or_default,
@@ -32,6 +33,8 @@ from fleet.console.cli.common import (
     open_reader,
     open_writer,
     run_async,
+    shard_option,
+    sharded,
 )
 from fleet.console.cli.exit_codes import ExitCode
 from fleet.store.writer import StoreWriter
@@ -60,9 +63,10 @@ def parse_listen(text: str) -> tuple[str, int]:
 @inventory_option
 @db_option
 @click.option("--collect", is_flag=True, help="Also run the collector (needs the inventory) in this process.")
+@shard_option
 @click.option("--max-age", "max_age_s", type=click.FloatRange(1), default=600.0, show_default=True,
               help="Seconds after which a stopped series is no longer served (error counters always are).")
-def export(listen: str, inventory_path: Path | None, db_path: Path | None, collect: bool,
+def export(listen: str, inventory_path: Path | None, db_path: Path | None, collect: bool, shard: Shard | None,
            max_age_s: float) -> None:
     """Serve the latest value of every series on /metrics for Prometheus to scrape.
 
@@ -70,13 +74,17 @@ def export(listen: str, inventory_path: Path | None, db_path: Path | None, colle
     Examples:
       fleet export --listen 127.0.0.1:9464
       fleet export --listen :9464 --collect --inventory fleet.toml --db fleet.db
+      fleet export --listen :9464 --collect --shard 2/3 --inventory fleet.toml --db shard2.db
 
     Names and labels: docs/metrics.md (`fleet_nic_tx_bytes_total{node,device,port,job,tenant}`,
     `fleet_host_up{node,state}` ...). Prints one line on stderr when it listens.
     """
     host, port = parse_listen(listen)
+    if shard is not None and not collect:
+        fail("--shard chooses the hosts to collect: give it with --collect (without, export serves the whole "
+             "history it is given)", ExitCode.USAGE)
     path = db_path_or_default(db_path)
-    inventory = open_inventory(inventory_path) if collect else None
+    inventory = sharded(open_inventory(inventory_path), shard) if collect else None
     writer = open_writer(path) if collect else None
     try:
         if not path.exists():
