@@ -1,8 +1,8 @@
 """`fleet bench export`: what one Prometheus scrape of `fleet export` costs on a store of N nodes.
 
 The store is the synthetic fleet of `fleet bench ui` (filled in a child
-process), with one Slurm job per 32 nodes so every series carries job and
-tenant labels. A scrape is timed in this process, as the server thread runs
+process), with one Slurm job per 32 nodes (each node's job is a series of
+its own, ``fleet_slurm_job_node_info``). A scrape is timed in this process, as the server thread runs
 it: the first (which builds each series' line up to its value) and then
 warm ones, in both text formats, plus the gzip Prometheus asks for.
 """

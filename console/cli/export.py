@@ -76,7 +76,7 @@ def export(listen: str, inventory_path: Path | None, db_path: Path | None, colle
       fleet export --listen :9464 --collect --inventory fleet.toml --db fleet.db
       fleet export --listen :9464 --collect --shard 2/3 --inventory fleet.toml --db shard2.db
 
-    Names and labels: docs/metrics.md (`fleet_nic_tx_bytes_total{node,device,port,job,tenant}`,
+    Names and labels: docs/metrics.md (`fleet_nic_tx_bytes_total{node,device,port}`,
     `fleet_host_up{node,state}` ...). Prints one line on stderr when it listens.
     """
     host, port = parse_listen(listen)
