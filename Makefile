@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: demo test lint typecheck clean chromium screenshot
+.PHONY: demo test lint typecheck clean chromium prometheus screenshot
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,7 +34,22 @@ chromium:
 	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q chromium \
 	    || echo "chromium: could not be installed: the HTML report tests will skip"; }
 
-test: $(TEST_STAMP) chromium
+# Prometheus (with promtool) and Alertmanager run in tests/deploy and tests/scaleout: the shipped rules,
+# the dashboard's queries, two shards scraped, alerts fired and resolved, the console reading Prometheus.
+# Installed from Debian's packages like Chromium; otherwise those tests skip. The tests start their own on
+# spare loopback ports, whatever services the packages start.
+prometheus:
+	@{ command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1 && \
+	   { command -v prometheus-alertmanager >/dev/null 2>&1 || command -v alertmanager >/dev/null 2>&1; }; } || { \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; \
+	  elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then SUDO=sudo; \
+	  else echo "prometheus: not installed, and no root to install it: the Prometheus tests will skip"; exit 0; fi; \
+	  if ! command -v apt-get >/dev/null 2>&1; then echo "prometheus: no apt-get: the Prometheus tests will skip"; exit 0; fi; \
+	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q --no-install-recommends \
+	    prometheus prometheus-alertmanager \
+	    || echo "prometheus: could not be installed: the Prometheus tests will skip"; }
+
+test: $(TEST_STAMP) chromium prometheus
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/pytest -q

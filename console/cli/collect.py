@@ -66,8 +66,9 @@ def collect(inventory_path: Path | None, db_path: Path | None, once: bool, durat
     inventory = sharded(whole, shard)
     writer = open_writer(db_path_or_default(db_path))
     try:
-        summary = run_async(_collect(inventory, writer, once, duration, interval, tofu,
-                                     job_latency and not once, whole))
+        summary = run_async(collect_into(inventory, writer, once=once, duration=duration, interval=interval,
+                                         tofu=tofu, job_latency=job_latency and not once, whole=whole,
+                                         progress=sys.stderr.isatty()))
     except KeyboardInterrupt:
         summary = None
     finally:
@@ -104,19 +105,21 @@ def collect(inventory_path: Path | None, db_path: Path | None, once: bool, durat
         sys.exit(int(ExitCode.FAILED))
 
 
-async def _collect(inventory: Inventory, writer: StoreWriter, once: bool, duration: float | None,
-                   interval: float | None, tofu: bool, job_latency: bool = False,
-                   whole: Inventory | None = None) -> RoundSummary:
-    """Collect ``inventory``; ``whole``: the full inventory when ``inventory`` is one shard of it (the job
-    sampler probes a job's nodes wherever they are collected)."""
+async def collect_into(inventory: Inventory, writer: StoreWriter, *, once: bool = False,
+                       duration: float | None = None, interval: float | None = None, tofu: bool = False,
+                       job_latency: bool = False, whole: Inventory | None = None, progress: bool = False,
+                       stop: asyncio.Event | None = None) -> RoundSummary:
+    """Collect ``inventory`` into ``writer`` for ``duration`` seconds (None: until ``stop`` is set, the
+    collector ends or the store fails); ``once``: one round. ``whole``: the full inventory when
+    ``inventory`` is one shard of it (the job sampler probes a job's nodes wherever they are collected).
+    ``fleet collect`` and ``fleet export --collect`` both run this."""
     first_round = asyncio.Event()
     store_failing = asyncio.Event()
-    show = sys.stderr.isatty()
 
     def round_done(summary: RoundSummary) -> None:
         first_round.set()
         stats = writer.stats()
-        if show:
+        if progress:
             _progress(summary, stats)
         if stats.failing is not None:  # nothing more can be stored: stop now, say why on exit
             store_failing.set()
@@ -131,10 +134,12 @@ async def _collect(inventory: Inventory, writer: StoreWriter, once: bool, durati
                                                        whole if whole is not inventory else None, tofu))
     started = time.monotonic()
     failing = asyncio.ensure_future(store_failing.wait())
+    stopped = asyncio.ensure_future((stop or asyncio.Event()).wait())
     try:
-        await asyncio.wait({task, failing}, timeout=duration, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait({task, failing, stopped}, timeout=duration, return_when=asyncio.FIRST_COMPLETED)
     finally:
         failing.cancel()
+        stopped.cancel()
         sampler_stop.set()
         await collector.close()
         await task
