@@ -10,11 +10,14 @@ from pathlib import Path
 
 import click
 
+from fleet.collectors.alertmanager import AlertPublisher
 from fleet.collectors.engine import Collector, RoundSummary
 from fleet.collectors.inventory import Inventory
+from fleet.collectors.pause import pause
 from fleet.collectors.shard import Shard
 from fleet.collectors.sshpool import SshPool
 from fleet.console.cli.common import (
+    alertmanager_option,
     db_option,
     db_path_or_default,
     fail,
@@ -30,6 +33,7 @@ from fleet.console.cli.common import (
 )
 from fleet.console.cli.exit_codes import ExitCode
 from fleet.console.cli.read_only import read_only_option, refuse_if_read_only
+from fleet.console.diagnosis_watch import DIAGNOSIS_INTERVAL_S, DiagnosisWatch
 from fleet.fabric.host_failures import failure_groups
 from fleet.fabric.records import JobRecord
 from fleet.store.types import WriterStats
@@ -47,14 +51,17 @@ from fleet.store.writer import StoreWriter
               help="Also probe RDMA latency between a few node pairs of every running Slurm job each minute "
                    "(the console's Jobs screen plots it). Puts light traffic on the jobs' links.")
 @shard_option
+@alertmanager_option
 @read_only_option
 @json_option
 def collect(inventory_path: Path | None, db_path: Path | None, once: bool, duration: float | None,
-            interval: float | None, tofu: bool, job_latency: bool, shard: Shard | None, read_only_flag: bool,
-            as_json: bool) -> None:
+            interval: float | None, tofu: bool, job_latency: bool, shard: Shard | None, alertmanager: str | None,
+            read_only_flag: bool, as_json: bool) -> None:
     """Collect every node, switch and the Slurm head into the history database.
 
-    With ``--shard K/N``, only this shard's share of them (docs/scale-out.md).
+    With ``--shard K/N``, only this shard's share of them (docs/scale-out.md). With ``--alertmanager URL``,
+    the findings of what it collects are judged as the console judges them and posted to that
+    Alertmanager while they are open, resolved when they close.
 
     Exit status (docs/exit-codes.md): 0 every host answered; 1 some hosts failed; 3 no host
     answered, or the store cannot write (collection stops at once); 2 a bad inventory, a shard
@@ -64,11 +71,15 @@ def collect(inventory_path: Path | None, db_path: Path | None, once: bool, durat
         refuse_if_read_only(read_only_flag, "with --job-latency starts perftest inside the running jobs")
     whole = open_inventory(inventory_path)
     inventory = sharded(whole, shard)
+    if alertmanager is not None and once:
+        fail("--alertmanager keeps Alertmanager in step with a running collection; after one round "
+             "(--once) judge it with `fleet diagnose`", ExitCode.USAGE)
     writer = open_writer(db_path_or_default(db_path))
+    alerts = AlertPublisher(alertmanager) if alertmanager is not None else None
     try:
         summary = run_async(collect_into(inventory, writer, once=once, duration=duration, interval=interval,
                                          tofu=tofu, job_latency=job_latency and not once, whole=whole,
-                                         progress=sys.stderr.isatty()))
+                                         progress=sys.stderr.isatty(), alerts=alerts))
     except KeyboardInterrupt:
         summary = None
     finally:
@@ -81,6 +92,8 @@ def collect(inventory_path: Path | None, db_path: Path | None, once: bool, durat
     document = summary.as_json() | {
         "shard": None if shard is None else {"index": shard.index, "count": shard.count,
                                              "hosts": [h.name for h in inventory.hosts]},
+        "alerts": None if alerts is None else {"url": alerts.url, "fired": alerts.totals.fired,
+                                               "resolved": alerts.totals.resolved, "failing": alerts.totals.failure},
         "samples_collected": summary.samples,
         "samples_written": stats.samples_written,
         "failures": [{"state": g.state.value, "cause": g.cause, "hosts": list(g.hosts)} for g in groups],
@@ -108,11 +121,12 @@ def collect(inventory_path: Path | None, db_path: Path | None, once: bool, durat
 async def collect_into(inventory: Inventory, writer: StoreWriter, *, once: bool = False,
                        duration: float | None = None, interval: float | None = None, tofu: bool = False,
                        job_latency: bool = False, whole: Inventory | None = None, progress: bool = False,
-                       stop: asyncio.Event | None = None) -> RoundSummary:
+                       stop: asyncio.Event | None = None, alerts: AlertPublisher | None = None) -> RoundSummary:
     """Collect ``inventory`` into ``writer`` for ``duration`` seconds (None: until ``stop`` is set, the
     collector ends or the store fails); ``once``: one round. ``whole``: the full inventory when
     ``inventory`` is one shard of it (the job sampler probes a job's nodes wherever they are collected).
-    ``fleet collect`` and ``fleet export --collect`` both run this."""
+    ``alerts``: judge the collected window as the console does and keep Alertmanager in step with the
+    findings (``publish_findings``). ``fleet collect`` and ``fleet export --collect`` both run this."""
     first_round = asyncio.Event()
     store_failing = asyncio.Event()
 
@@ -132,6 +146,8 @@ async def collect_into(inventory: Inventory, writer: StoreWriter, *, once: bool 
     if job_latency:
         task = asyncio.ensure_future(_with_job_sampler(collector, writer, task, sampler_stop, first_round,
                                                        whole if whole is not inventory else None, tofu))
+    if alerts is not None:
+        task = asyncio.ensure_future(_with_alerts(task, writer, inventory, alerts, sampler_stop))
     started = time.monotonic()
     failing = asyncio.ensure_future(store_failing.wait())
     stopped = asyncio.ensure_future((stop or asyncio.Event()).wait())
@@ -181,6 +197,39 @@ async def _with_job_sampler(collector: Collector, writer: StoreWriter, collectin
         await sampler
         if probe_pool is not None:
             await probe_pool.close()
+
+
+async def _with_alerts(collecting: asyncio.Future[None], writer: StoreWriter, inventory: Inventory,
+                       alerts: AlertPublisher, stop: asyncio.Event) -> None:
+    findings = asyncio.ensure_future(publish_findings(writer, inventory, alerts, stop))
+    try:
+        await collecting
+    finally:
+        stop.set()
+        await findings
+
+
+async def publish_findings(writer: StoreWriter, inventory: Inventory, alerts: AlertPublisher,
+                           stop: asyncio.Event) -> None:
+    """Until ``stop``: judge the store's newest window every ``DIAGNOSIS_INTERVAL_S`` (the console's
+    ``DiagnosisWatch``: findings with their life, transitions stored as events) and post the open and the
+    closed findings to Alertmanager. A failing Alertmanager is said once on stderr, and once when it is back;
+    collection goes on regardless."""
+    watch = DiagnosisWatch(writer.path, cabling=inventory.cabling)
+    said: str | None = None
+    while not stop.is_set():
+        started = time.monotonic()
+        writer.flush(timeout=DIAGNOSIS_INTERVAL_S)  # judge what was collected, not what waits in the queue
+        transitions = await asyncio.to_thread(watch.run)
+        for event in transitions.events:
+            writer.put_event(event)
+        closed = [event for event in transitions.events if event.data.get("cleared")]
+        published = await asyncio.to_thread(alerts.publish, transitions.findings, closed, time.time())
+        if published.failure != said and (published.failure or published.fired or published.resolved):
+            click.echo(f"fleet: alertmanager: {published.failure}" if published.failure
+                       else f"fleet: alertmanager: posting again to {alerts.url}", err=True)
+            said = published.failure
+        await pause(stop, DIAGNOSIS_INTERVAL_S - (time.monotonic() - started))
 
 
 def _progress(summary: RoundSummary, stats: WriterStats) -> None:

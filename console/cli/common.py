@@ -13,6 +13,7 @@ import contextlib
 import gc
 import json
 import sys
+import urllib.parse
 from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
@@ -51,6 +52,22 @@ def db_option(fn: F) -> F:
 
 def json_option(fn: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")(fn)
+
+
+def alertmanager_option(fn: F) -> F:
+    """``--alertmanager URL``: post the findings of what is collected to that Alertmanager."""
+    return click.option("--alertmanager", "alertmanager", default=None, metavar="URL", callback=_parse_http_url,
+                        help="Judge what is collected and post the findings to this Alertmanager "
+                             "(http://HOST:9093) while they are open; resolved when they close.")(fn)
+
+
+def _parse_http_url(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    if value is None:
+        return None
+    parsed = urllib.parse.urlsplit(value)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise click.BadParameter(f"{value!r}: expected http://HOST:PORT or https://HOST:PORT")
+    return value.rstrip("/")
 
 
 def shard_option(fn: F) -> F:

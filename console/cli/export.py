@@ -19,11 +19,13 @@ from pathlib import Path
 
 import click
 
+from fleet.collectors.alertmanager import AlertPublisher
 from fleet.collectors.inventory import Inventory
 from fleet.collectors.openmetrics import serve_metrics
 from fleet.collectors.shard import Shard
 from fleet.console.cli.collect import collect_into
 from fleet.console.cli.common import (
+    alertmanager_option,
     db_option,
     db_path_or_default,
     fail,
@@ -67,24 +69,27 @@ def parse_listen(text: str) -> tuple[str, int]:
 @click.option("--job-latency", is_flag=True,
               help="With --collect: also probe RDMA latency inside every running Slurm job each minute "
                    "(served as fleet_slurm_job_rdma_latency_*). Puts light traffic on the jobs' links.")
+@alertmanager_option
 @click.option("--max-age", "max_age_s", type=click.FloatRange(1), default=600.0, show_default=True,
               help="Seconds after which a stopped series is no longer served (error counters always are).")
 @read_only_option
 def export(listen: str, inventory_path: Path | None, db_path: Path | None, collect: bool, shard: Shard | None,
-           job_latency: bool, max_age_s: float, read_only_flag: bool) -> None:
+           job_latency: bool, alertmanager: str | None, max_age_s: float, read_only_flag: bool) -> None:
     """Serve the latest value of every series on /metrics for Prometheus to scrape.
 
     \b
     Examples:
       fleet export --listen 127.0.0.1:9464
       fleet export --listen :9464 --collect --inventory fleet.toml --db fleet.db
-      fleet export --listen :9464 --collect --shard 2/3 --inventory fleet.toml --db shard2.db
+      fleet export --listen :9464 --collect --shard 2/3 --inventory fleet.toml --db shard2.db \\
+          --job-latency --alertmanager http://alertmanager:9093
 
     Names and labels: docs/metrics.md (`fleet_nic_tx_bytes_total{node,device,port}`,
     `fleet_host_up{node,state}` ...). Prints one line on stderr when it listens.
     """
     host, port = parse_listen(listen)
-    for flag, given in (("--shard", shard is not None), ("--job-latency", job_latency)):
+    for flag, given in (("--shard", shard is not None), ("--job-latency", job_latency),
+                        ("--alertmanager", alertmanager is not None)):
         if given and not collect:
             fail(f"{flag} is about collecting: give it with --collect (without, export serves the history it "
                  "is given)", ExitCode.USAGE)
@@ -107,7 +112,8 @@ def export(listen: str, inventory_path: Path | None, db_path: Path | None, colle
         click.echo(f"{READY_PREFIX}http://{shown}:{bound_port}/metrics", err=True)
         try:
             if inventory is not None and writer is not None:
-                run_async(_collect_until_signalled(inventory, writer, job_latency, whole))
+                alerts = AlertPublisher(alertmanager) if alertmanager is not None else None
+                run_async(_collect_until_signalled(inventory, writer, job_latency, whole, alerts))
             else:
                 _wait_for_signal()
         finally:
@@ -132,9 +138,9 @@ def _wait_for_signal() -> None:
 
 
 async def _collect_until_signalled(inventory: Inventory, writer: StoreWriter, job_latency: bool,
-                                   whole: Inventory | None) -> None:
+                                   whole: Inventory | None, alerts: AlertPublisher | None) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
-    await collect_into(inventory, writer, job_latency=job_latency, whole=whole, stop=stop)
+    await collect_into(inventory, writer, job_latency=job_latency, whole=whole, stop=stop, alerts=alerts)

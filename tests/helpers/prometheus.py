@@ -150,11 +150,16 @@ class Alertmanager:
 
 
 @contextlib.contextmanager
-def running_alertmanager(folder: Path) -> Iterator[Alertmanager]:
-    """Alertmanager on a spare port with one receiver that sends nowhere, no cluster, its data in ``folder``."""
+def running_alertmanager(folder: Path, webhook: str | None = None) -> Iterator[Alertmanager]:
+    """Alertmanager on a spare port, no cluster, its data in ``folder``; its one receiver sends nowhere, or
+    every notification, firing and resolved, to ``webhook`` at once (grouped by alert, no waiting)."""
     folder.mkdir(parents=True, exist_ok=True)
-    config = {"route": {"receiver": "nowhere", "group_wait": "1s", "group_interval": "1s"},
-              "receivers": [{"name": "nowhere"}]}
+    receiver: dict[str, Any] = {"name": "test"}
+    if webhook is not None:
+        receiver["webhook_configs"] = [{"url": webhook, "send_resolved": True}]
+    config = {"route": {"receiver": "test", "group_by": ["..."], "group_wait": "0s", "group_interval": "1s",
+                        "repeat_interval": "1h"},
+              "receivers": [receiver]}
     (folder / "alertmanager.yml").write_text(json.dumps(config, indent=2))
     port = spare_port()
     url = f"http://127.0.0.1:{port}"
