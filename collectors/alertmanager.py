@@ -52,7 +52,7 @@ def alert_name(kind: str) -> str:
     return "Fleet" + "".join(word.capitalize() for word in kind.split("_"))
 
 
-def _iso(ts: float) -> str:
+def iso_time(ts: float) -> str:
     """Unix seconds as the RFC 3339 time the API takes."""
     return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -84,9 +84,9 @@ def alert(finding: Mapping[str, Any], opened_at: float, ends_at: float) -> dict[
         "labels": alert_labels(finding),
         "annotations": {"summary": f"{str(finding['kind']).replace('_', ' ')}: {where}",
                         "evidence": evidence_text(finding.get("evidence") or {}),
-                        "next_step": str(finding.get("next_step", "")), "opened_at": _iso(opened_at)},
-        "startsAt": _iso(opened_at),
-        "endsAt": _iso(ends_at),
+                        "next_step": str(finding.get("next_step", "")), "opened_at": iso_time(opened_at)},
+        "startsAt": iso_time(opened_at),
+        "endsAt": iso_time(ends_at),
     }
 
 

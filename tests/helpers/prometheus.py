@@ -118,7 +118,7 @@ class Prometheus:
 
 def scrape_config(targets: list[str], *, interval_s: float = 1.0, job: str = "fleet") -> dict[str, Any]:
     """A Prometheus config that scrapes ``targets`` (HOST:PORT) every ``interval_s`` and evaluates rules as often."""
-    every = f"{interval_s:g}s"
+    every = f"{round(interval_s * 1000)}ms"  # Prometheus durations are whole numbers of a unit
     return {
         "global": {"scrape_interval": every, "evaluation_interval": every, "scrape_timeout": every},
         "scrape_configs": [{"job_name": job, "static_configs": [{"targets": targets}]}],

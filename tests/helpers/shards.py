@@ -1,15 +1,17 @@
 """A simulated fleet collected by N shards, each serving ``fleet export``, and a real Prometheus scraping them all.
 
 Everything runs as it would on N collector boxes: ``fleet sim`` in a child process, one
-``fleet export --collect --shard K/N`` per shard (or, ``frozen``, one ``fleet collect --shard
-K/N --duration S`` per shard and then a plain ``fleet export`` of what it stored, so the data
-stops changing), and Prometheus (``helpers.prometheus``) with the shipped rules.
+``fleet export --collect --shard K/N`` per shard (or, ``frozen_after_s``, one ``fleet collect
+--shard K/N --duration S`` per shard beside a plain ``fleet export`` of its store, so that the data
+stops changing after S seconds while Prometheus holds its history), and Prometheus
+(``helpers.prometheus``) with the shipped rules.
 """
 
 from __future__ import annotations
 
 import contextlib
 import signal
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -19,6 +21,8 @@ from pathlib import Path
 from fleet.collectors.inventory import Inventory, load_inventory
 from fleet.console.cli.export import READY_PREFIX
 from fleet.console.cli.sim_process import SimProcess, start_sim
+from fleet.store.errors import HistoryFileError
+from fleet.store.reader import StoreReader
 from helpers.prometheus import Prometheus, running_prometheus, scrape_config, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -80,6 +84,15 @@ def _collected(process: subprocess.Popen[bytes], log: Path, timeout_s: float) ->
     assert status in (0, 1), f"fleet collect exited with {status}: {log.read_text(errors='replace')}"
 
 
+def _history_ready(db: Path) -> bool:
+    """Whether ``fleet export`` can open ``db`` (the collector creates it as it starts)."""
+    try:
+        StoreReader(db).close()
+    except (OSError, HistoryFileError, sqlite3.Error):
+        return False
+    return True
+
+
 @contextlib.contextmanager
 def sharded_fleet(folder: Path, *, scenario: str = "healthy", count: int = 2, frozen_after_s: float | None = None,
                   scrape_interval_s: float = 1.0, rule_files: tuple[Path, ...] = RULES) -> Iterator[ShardedFleet]:
@@ -101,15 +114,17 @@ def sharded_fleet(folder: Path, *, scenario: str = "healthy", count: int = 2, fr
                     log = folder / f"collect{k}.log"
                     collects.append((stack.enter_context(_process(
                         [*FLEET, "collect", "--duration", repr(frozen_after_s), *shard], log)), log))
-            for k, (process, log) in enumerate(collects, start=1):
-                _collected(process, log, frozen_after_s + 120 if frozen_after_s is not None else 0)
+            for k in range(1, len(collects) + 1):
                 db = folder / f"shard{k}.db"
+                wait_for(lambda db=db: _history_ready(db), 60, f"{db} to hold a history")
                 export_log = folder / f"export{k}.log"
                 exporter = stack.enter_context(_process([*FLEET, "export", "--listen", "127.0.0.1:0", "--db", str(db)],
                                                         export_log))
                 shards.append(RunningShard(k, db, _served_url(exporter, export_log)))
             config = scrape_config([shard.target for shard in shards], interval_s=scrape_interval_s)
             prometheus = stack.enter_context(running_prometheus(folder / "prometheus", config, rule_files=rule_files))
+            for process, log in collects:
+                _collected(process, log, (frozen_after_s or 0) + 120)
             yield ShardedFleet(load_inventory(sim.inventory), sim.inventory, tuple(shards), prometheus)
     finally:
         sim.stop()
