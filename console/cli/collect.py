@@ -35,7 +35,8 @@ from fleet.console.cli.exit_codes import ExitCode
 from fleet.console.cli.read_only import read_only_option, refuse_if_read_only
 from fleet.console.diagnosis_watch import DIAGNOSIS_INTERVAL_S, DiagnosisWatch
 from fleet.fabric.host_failures import failure_groups
-from fleet.fabric.records import JobRecord
+from fleet.fabric.records import HostStatus, JobRecord
+from fleet.fabric.states import HostState
 from fleet.store.types import WriterStats
 from fleet.store.writer import StoreWriter
 
@@ -177,7 +178,12 @@ async def _with_job_sampler(collector: Collector, writer: StoreWriter, collectin
         return [job for job in jobs if job.state.upper() in ("R", "RUNNING")]
 
     async def collected_once() -> None:
+        """The first round, and the Slurm head's first answer: a sampler round before it would find no job
+        and wait a whole sampling interval for the next."""
         await first_round.wait()
+        head = collector.slurm
+        while head is not None and _unanswered(collector.status.get(head.host.name)) and not stop.is_set():
+            await pause(stop, collector.settings.interval_s)
 
     async def sample() -> None:
         first = asyncio.ensure_future(collected_once())
@@ -230,6 +236,11 @@ async def publish_findings(writer: StoreWriter, inventory: Inventory, alerts: Al
                        else f"fleet: alertmanager: posting again to {alerts.url}", err=True)
             said = published.failure
         await pause(stop, DIAGNOSIS_INTERVAL_S - (time.monotonic() - started))
+
+
+def _unanswered(status: HostStatus | None) -> bool:
+    """Whether a host has not answered or failed yet (no state, or still connecting)."""
+    return status is None or status.state is HostState.CONNECTING
 
 
 def _progress(summary: RoundSummary, stats: WriterStats) -> None:
