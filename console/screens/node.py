@@ -43,6 +43,7 @@ class NodeScreen(ProbeKeys, FleetScreenBase):
         Binding("t", "latency", "Latency", id="node.latency"),
         Binding("b", "bandwidth", "Bandwidth", id="node.bandwidth"),
         Binding("a", "allreduce", "All-reduce", id="node.allreduce"),
+        Binding("x", "alltoall", "All-to-all", id="node.alltoall"),
     ]
 
     def __init__(self, name: str) -> None:
