@@ -7,7 +7,8 @@ RoCE nodes with 8 NICs and 8 GPUs each, 64 switches at 1,024 nodes, 4 jobs), col
 seconds so that rates exist: the series a real shard serves. A scrape is timed in this process, as
 the exporter's server thread runs it: the first (which builds each series' line up to its value)
 and then warm ones, in both text formats, plus the gzip Prometheus asks for. Also given: series per
-node and per switch, and the samples per second Prometheus ingests from the shard at
+node and per switch (by their ``node`` label, records included), and the samples per second
+Prometheus ingests from the shard at
 ``--scrape-interval`` (each series once a scrape: the collector reads faster than Prometheus
 scrapes). No targets: a scrape's cost is weighed against the scrape interval (docs/scale-out.md).
 """
@@ -16,10 +17,12 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import re
 import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,7 +35,7 @@ from benchmarks.report import BenchmarkFailed, Measured
 from fleet.collectors.engine import Collector
 from fleet.collectors.inventory import load_inventory
 from fleet.collectors.node_poller import CollectSettings
-from fleet.collectors.openmetrics import EXPORTED, GZIP_LEVEL, StoreMetrics
+from fleet.collectors.openmetrics import GZIP_LEVEL, StoreMetrics
 from fleet.console.cli.common import run_async
 from fleet.fabric.records import JobRecord
 from fleet.store.reader import StoreReader
@@ -82,30 +85,39 @@ def _collect_simulated(db: Path, nodes: int, workdir: Path, seconds: float) -> f
     return time.time()
 
 
-def series_per_host(db: Path) -> dict[str, Any]:
-    """The exported series of a node and of a switch (medians over the store's hosts), and per switch port."""
-    with StoreReader(db) as reader:
-        roles = {host.name: host.role for host in reader.hosts()}
-        per_host: dict[str, int] = {}
-        ports: dict[str, set[str]] = {}
-        for point in reader.latest():
-            if point.metric in EXPORTED:
-                per_host[point.host] = per_host.get(point.host, 0) + 1
-                if roles.get(point.host) in ("leaf", "spine"):
-                    ports.setdefault(point.host, set()).add(point.device)
-    nodes = [count for host, count in per_host.items() if roles.get(host, "node") == "node"]
+_NODE_LABEL = re.compile(r'[{,]node="((?:[^"\\]|\\.)*)"')
+
+
+def series_per_host(text: str, roles: dict[str, str]) -> dict[str, Any]:
+    """Series of one scrape by the host in their ``node`` label: a node's and a switch's (medians over
+    the hosts), all the nodes' and all the switches' together, and the rest (the Slurm jobs' own series).
+
+    Every series counts, the records (``fleet_host_info``, ``fleet_port_info``...) too: Prometheus
+    stores each of them."""
+    per_host: Counter[str] = Counter()
+    others = 0
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        found = _NODE_LABEL.search(line)
+        if found is None:
+            others += 1
+        else:
+            per_host[found.group(1)] += 1
+    nodes = [count for host, count in per_host.items() if roles.get(host) == "node"]
     switches = [count for host, count in per_host.items() if roles.get(host) in ("leaf", "spine")]
-    found: dict[str, Any] = {"series_per_node": statistics.median(nodes) if nodes else 0}
-    if switches:
-        found["series_per_switch"] = statistics.median(switches)
-        found["series_per_switch_port"] = round(sum(switches) / sum(len(p) for p in ports.values()), 2)
-    return found
+    return {"series_per_node": statistics.median(nodes) if nodes else 0,
+            "series_per_switch": statistics.median(switches) if switches else 0,
+            "node_series": sum(nodes), "switch_series": sum(switches),
+            "other_series": others + sum(count for host, count in per_host.items()
+                                         if roles.get(host) not in ("node", "leaf", "spine"))}
 
 
 def measure(db: Path, now_ts: float, scrapes: int) -> dict[str, Any]:
-    """Cold and warm scrapes of one store; CPU seconds of this process, sizes in bytes."""
+    """Cold and warm scrapes of one store, and its series by host; CPU seconds of this process, sizes in bytes."""
     reader = StoreReader(db)
     try:
+        roles = {host.name: host.role for host in reader.hosts()}
         metrics = StoreMetrics(reader, clock=lambda: now_ts)
         cold_cpu, cold_wall, text = _timed(metrics.render, True)
         warm = [_timed(metrics.render, True) for _ in range(scrapes)]
@@ -126,6 +138,7 @@ def measure(db: Path, now_ts: float, scrapes: int) -> dict[str, Any]:
         "openmetrics_scrape_wall_s_p50": round(statistics.median(w for _, w, _ in warm), 3),
         "text_0_0_4_scrape_cpu_s_p50": round(statistics.median(c for c, _, _ in plain), 3),
         "gzip_cpu_s": round(gzip_cpu, 3),
+        **series_per_host(text, roles),
     }
 
 
@@ -157,7 +170,7 @@ def run(argv: list[str]) -> Measured:
             raise BenchmarkFailed(f"nothing was stored in {db}")
         scrape = measure(db, now_ts, args.scrapes)
         return Measured({"nodes": args.nodes, "store": "simulated" if args.simulated else "synthetic",
-                         **series_per_host(db), **scrape, "scrape_interval_s": args.scrape_interval,
+                         **scrape, "scrape_interval_s": args.scrape_interval,
                          "samples_per_s": round(scrape["samples"] / args.scrape_interval),
                          "bytes_per_sample": round(scrape["bytes"] / max(1, scrape["samples"]), 1),
                          "gzip_bytes_per_s": round(scrape["gzip_bytes"] / args.scrape_interval)})
