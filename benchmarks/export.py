@@ -8,9 +8,9 @@ seconds so that rates exist: the series a real shard serves. A scrape is timed i
 the exporter's server thread runs it: the first (which builds each series' line up to its value)
 and then warm ones, in both text formats, plus the gzip Prometheus asks for. Also given: series per
 node and per switch (by their ``node`` label, records included), and the samples per second
-Prometheus ingests from the shard at
-``--scrape-interval`` (each series once a scrape: the collector reads faster than Prometheus
-scrapes). No targets: a scrape's cost is weighed against the scrape interval (docs/scale-out.md).
+Prometheus ingests from the shard at ``--scrape-interval`` (each series once a scrape: the collector
+reads faster than Prometheus scrapes). No targets: a scrape's cost is weighed against the scrape
+interval (docs/scale-out.md).
 """
 
 from __future__ import annotations
