@@ -14,7 +14,7 @@ INSTALL_FAST = $(INSTALL) --offline $(1) 2>/dev/null || $(INSTALL) $(1)
 
 BENCH_RESULTS ?= bench-results
 
-.PHONY: demo test bench fuzz lint typecheck clean chromium screenshot
+.PHONY: demo test bench fuzz lint typecheck clean chromium prometheus screenshot
 
 $(UV_HOME)/bin/uv:
 	$(PYTHON) -m pip install --isolated --quiet --disable-pip-version-check --root-user-action=ignore \
@@ -46,10 +46,26 @@ chromium:
 	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q chromium \
 	    || echo "chromium: could not be installed: the HTML report tests will skip"; }
 
+# Prometheus (with promtool) and Alertmanager run in tests/deploy, tests/collectors and tests/console: the
+# shipped rules, the dashboard's queries, two shards scraped, alerts fired and resolved, the console reading
+# Prometheus.
+# Installed from Debian's packages like Chromium; otherwise those tests skip. The tests start their own on
+# spare loopback ports, whatever services the packages start.
+prometheus:
+	@{ command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1 && \
+	   { command -v prometheus-alertmanager >/dev/null 2>&1 || command -v alertmanager >/dev/null 2>&1; }; } || { \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; \
+	  elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then SUDO=sudo; \
+	  else echo "prometheus: not installed, and no root to install it: the Prometheus tests will skip"; exit 0; fi; \
+	  if ! command -v apt-get >/dev/null 2>&1; then echo "prometheus: no apt-get: the Prometheus tests will skip"; exit 0; fi; \
+	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q --no-install-recommends \
+	    prometheus prometheus-alertmanager \
+	    || echo "prometheus: could not be installed: the Prometheus tests will skip"; }
+
 # The suite runs on every core (pytest-xdist; an idle worker takes tests queued for a busy one).
 # TEST_WORKERS=0 runs it in this process alone.
 TEST_WORKERS ?= auto
-test: $(TEST_STAMP) chromium
+test: $(TEST_STAMP) chromium prometheus
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist worksteal

@@ -125,7 +125,7 @@ class FleetApp(App[None]):
             self.register_theme(theme)
         self.theme = self.config.theme
         self.set_keymap(dict(self.config.keymap))
-        if self.inventory is not None and self.cursor_ts is None:
+        if self.inventory is not None and self.cursor_ts is None and self.config.history_url is None:
             # The writer creates the store file now, before the first read looks for it.
             try:
                 self.writer = StoreWriter(self.config.db_path).start()
@@ -137,8 +137,18 @@ class FleetApp(App[None]):
                     self.probes.start_job_sampler()
         self.set_interval(self.config.refresh_s, self.request_refresh)
         self.request_refresh()
-        if self.config.diagnose:
+        if self.config.diagnose and self.config.history_url is None:  # with --history, the shards diagnose
             self.probes.start_diagnosis()
+
+    @property
+    def history_source(self) -> str:
+        """Where the history is read from, for the header; "" for the local store."""
+        config = self.config
+        if config.history_url is None:
+            return ""
+        from fleet.console.remote_history import history_label
+
+        return history_label(config.history_url, config.alertmanager_url)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         return not (self.config.read_only and is_machine_changing(self, action))

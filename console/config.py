@@ -14,6 +14,8 @@ refresh_s = 1.0
 diagnose = true      # judge the store every 30 s (and each replayed moment), findings -> events
 job_latency = "auto"  # per-job latency sampler: auto/on (never in read-only mode), off
 criteria = "/etc/fleet/acceptance.toml"  # the walkthrough's criteria file (W)
+history = "http://prometheus:9090"  # read the fleet from Prometheus instead of db (docs/scale-out.md)
+alertmanager = "http://alertmanager:9093"  # with history: the open findings come from here
 reports_dir = "/srv/fleet/reports"  # where reports go by default ($XDG_DATA_HOME/fleet/reports)
 ecmp_window_s = 60.0  # uplink throughput judged per leaf (topology bars, ECMP plan)
 ecmp_sustain_s = 60.0  # an imbalance held this long flags the leaf
@@ -34,6 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from fleet.console.timespec import TimeSpecError, parse_moment
 
@@ -86,6 +89,11 @@ class Config:
     """Keys of the Fleet table columns the user chose to show (``c`` on Fleet), None: the default set."""
     config_path: Path | None = None
     """The TOML file this configuration was read from (or would be): ``c`` on Fleet saves the columns there."""
+    history_url: str | None = None
+    """Prometheus holding the fleet's history (``--history``): the screens read it instead of ``db_path``,
+    which keeps only this console's probes, actions and audit; the console collects nothing itself."""
+    alertmanager_url: str | None = None
+    """With ``history_url``: the Alertmanager whose active alerts are the open findings."""
 
     @property
     def job_latency_enabled(self) -> bool:
@@ -95,6 +103,7 @@ class Config:
 
 _FILE_KEYS = {"db", "inventory", "read_only", "theme", "refresh_s", "keymap", "job_latency", "diagnose", "criteria",
               "reports_dir", "screenshot_dir", "fleet_columns",
+              "history", "alertmanager",
               "ecmp_window_s", "ecmp_sustain_s", "ecmp_verify_s"}
 JOB_LATENCY_CHOICES = ("auto", "on", "off")
 _ENV_KEYS = {
@@ -106,6 +115,8 @@ _ENV_KEYS = {
     "FLEET_JOB_LATENCY": "job_latency",
     "FLEET_DIAGNOSE": "diagnose",
     "FLEET_REPORTS_DIR": "reports_dir",
+    "FLEET_HISTORY": "history",
+    "FLEET_ALERTMANAGER": "alertmanager",
 }
 
 
@@ -172,7 +183,7 @@ def load_config(
 ) -> Config:
     """Merge flags (None: not given), environment and file into one ``Config``.
 
-    ``flags`` keys: db, inventory, read_only, theme, at, refresh_s.
+    ``flags`` keys: db, inventory, read_only, theme, at, refresh_s, history, alertmanager.
     """
     path = config_file_path(env)
     merged: dict[str, Any] = {}
@@ -196,6 +207,11 @@ def load_config(
         raise ConfigError(f"job_latency must be one of {', '.join(JOB_LATENCY_CHOICES)}, not {job_latency!r}")
     inventory = merged.get("inventory")
     criteria = merged.get("criteria")
+    history = _http_url(merged.get("history"), "history")
+    alertmanager = _http_url(merged.get("alertmanager"), "alertmanager")
+    if alertmanager is not None and history is None:
+        raise ConfigError("alertmanager is where the findings come from when the history is Prometheus's: "
+                          "give history (--history http://HOST:9090) too")
     ecmp_s = {key: _seconds(merged, key, default) for key, default in
               (("ecmp_window_s", 60.0), ("ecmp_sustain_s", 60.0), ("ecmp_verify_s", 10.0))}
     return Config(
@@ -215,8 +231,20 @@ def load_config(
                         else default_screenshot_dir(env)),
         fleet_columns=tuple(merged["fleet_columns"]) if merged.get("fleet_columns") is not None else None,
         config_path=path,
+        history_url=history,
+        alertmanager_url=alertmanager,
         **ecmp_s,
     )
+
+
+def _http_url(value: Any, key: str) -> str | None:
+    if value is None or value == "":
+        return None
+    text = str(value).strip()
+    parsed = urlsplit(text)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise ConfigError(f"{key} must be an http(s) URL such as http://HOST:9090, not {text!r}")
+    return text.rstrip("/")
 
 
 def _seconds(merged: Mapping[str, Any], key: str, default: float) -> float:

@@ -93,7 +93,7 @@ class FleetScreenBase(Screen[None]):
         cursor = self.fleet_app.cursor_ts
         moment = view.snapshot.moment_ts if view is not None else cursor
         header.show(self.TITLE_TEXT, moment, cursor is None, self.fleet_app.config.read_only,
-                    self.fleet_app.store_failing)
+                    self.fleet_app.store_failing, self.fleet_app.history_source)
         if view is None:
             return
         self.show_summary()
