@@ -1100,6 +1100,11 @@ class NodeParts:
     def rails(self) -> range:
         return range(RAILS_PER_NODE)
 
+    @property
+    def nvidia_driver(self) -> str:
+        """Every simulated node has its 8 GPUs, and so the driver."""
+        return self.model.gpu_driver
+
     def down(self, rail: int) -> bool:
         down = self._down.get(rail)
         if down is None:

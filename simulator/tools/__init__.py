@@ -40,6 +40,11 @@ class LazyNode(Protocol):
 
     def view(self) -> NodeView: ...
 
+    @property
+    def nvidia_driver(self) -> str:
+        """The loaded NVIDIA driver's version, "" on a node without one."""
+        ...
+
     def nic_head(self, rail: int) -> NicView:
         """Identity and link state of one NIC; its counters, hw_counters and ethtool are empty."""
         ...
