@@ -23,6 +23,7 @@ from fleet.console.view_model import ConsoleView
 from fleet.console.widgets.plot import PlotData, PlotWidget
 from fleet.console.widgets.probe_panel import ProbePanel
 from fleet.fabric.health import HealthThresholds, NodeSummary, optics_margin_db, summarize_node
+from fleet.fabric.node_hardware import node_hardware
 from fleet.fabric.samples import SeriesKey
 
 HISTORY_REREAD_S = 10.0
@@ -107,6 +108,11 @@ class NodeScreen(ProbeKeys, FleetScreenBase):
                 title.append(f"  collection {status.state.value} since {format_moment(status.since)}")
             title.append("\n")
             title.append(Text("\n".join(health.reasons) or "no problem found"))
+            record = next((h for h in view.snapshot.hosts if h.name == name), None)
+            what = node_hardware(record.info).summary() if record is not None else ""
+            if what:
+                title.append("\n")
+                title.append(Text(what))
             for event in open_on(view.snapshot.events, name):
                 title.append("\n")
                 title.append(finding_detail(event))
