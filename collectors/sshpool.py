@@ -27,9 +27,14 @@ With ``tofu=True`` an unknown host's key is accepted, appended to the
 known_hosts file and reported as an ``Event`` of kind ``tofu_host_key``; a
 changed key is refused even then.
 
-``~/.ssh/config`` (HostName, User, Port, IdentityFile, ProxyJump ...) is
-honoured by asyncssh; the ssh-agent is used when ``SSH_AUTH_SOCK`` is set;
-inventory identity files and jump hosts override the config. An inventory identity file
+OpenSSH client configuration (Host patterns, HostName, User, Port, IdentityFile,
+ProxyJump ...) is honoured through asyncssh's own support for it: ``~/.ssh/config``,
+or instead the file the inventory names (``ssh_config``, as ``ssh -F``); the
+ssh-agent is used when ``SSH_AUTH_SOCK`` is set; inventory identity files and jump
+hosts override the config. A ProxyJump, from the inventory or the config, is one
+shared connection per jump host (chains included), checked against the same
+known_hosts as every host: a thousand nodes behind one bastion cost the bastion
+one connection, not a thousand. An inventory identity file
 that group or others may access is refused before connecting, in OpenSSH's words
 (``collectors/identity_file.py``), as ``ssh -i`` would refuse it.
 """
@@ -76,6 +81,10 @@ collector hold (docs/hostile-input.md)."""
 LINE_CAP_BYTES = 1 * MIB
 """The longest line a command or a stream may print: beyond it the host is ``unparsable``. An
 agent line of an 8-NIC node with its optics is under 64 KiB, a tool's line under 4 KiB."""
+
+
+_USER_CONFIG = Path("~/.ssh/config")
+"""What asyncssh reads when it is given no config: OpenSSH's per-user file."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,6 +172,8 @@ class _Slot:
     status: HostStatus
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     conn: asyncssh.SSHClientConnection | None = None
+    config_jump: str | None = None
+    """The host's ProxyJump in its OpenSSH config ("" none), looked up once."""
     failures: int = 0
     retry_at: float = 0.0
     last_failure: _Failure | None = None
@@ -332,7 +343,16 @@ class SshPool:
             raise cached
         return cached
 
-    def _base_options(self) -> dict[str, Any]:
+    def _config_paths(self, host: InventoryHost) -> list[str] | None:
+        """The OpenSSH config files for ``host``: the inventory's, else the pool's setting, else
+        None (asyncssh's default: ``~/.ssh/config`` when it exists)."""
+        if host.ssh_config is not None:
+            return [str(host.ssh_config)]
+        if self.settings.ssh_config is not None:
+            return [str(path) for path in self.settings.ssh_config]
+        return None
+
+    def _base_options(self, config: list[str] | None) -> dict[str, Any]:
         options: dict[str, Any] = {
             "known_hosts": self._known_hosts,
             "connect_timeout": self.settings.connect_timeout_s,
@@ -340,30 +360,61 @@ class SshPool:
             "keepalive_count_max": self.settings.keepalive_count_max,
             "encryption_algs": list(self.settings.encryption_algs),
         }
-        if self.settings.ssh_config is not None:
-            options["config"] = [str(path) for path in self.settings.ssh_config]
+        if config is not None:
+            options["config"] = config
         return options
 
-    async def _jump(self, spec: str, client_keys: Sequence[asyncssh.SSHKey] | tuple[()]) -> asyncssh.SSHClientConnection:
-        """One shared connection to the jump host ``[user@]host[:port]``."""
+    def _jump_spec(self, slot: _Slot, config: list[str] | None) -> str:
+        """The host's jump hosts: the inventory's, else its config's ProxyJump, as asyncssh reads
+        that config for this host (Host patterns, Match); "" for none."""
+        host = slot.host
+        if host.jump_host:
+            return host.jump_host
+        if slot.config_jump is None and (config == [] or (config is None and not _USER_CONFIG.expanduser().is_file())):
+            slot.config_jump = ""  # no config to read
+        if slot.config_jump is None:
+            options = asyncssh.SSHClientConnectionOptions(
+                config=config if config is not None else (), host=host.connect_address, port=host.port or (),
+                username=host.user or (), client_keys=None, known_hosts=None)
+            tunnel = options.tunnel
+            slot.config_jump = tunnel if isinstance(tunnel, str) and tunnel.lower() != "none" else ""
+        return slot.config_jump
+
+    async def _jump(self, spec: str, client_keys: Sequence[asyncssh.SSHKey] | tuple[()],
+                    config: list[str] | None) -> asyncssh.SSHClientConnection:
+        """One shared connection through the jump hosts ``[user@]host[:port][,...]`` (each hop
+        through the one before, as OpenSSH's ProxyJump); each hop's own config applies."""
         async with self._jump_lock:
-            conn = self._jumps.get(spec)
-            if conn is not None and not conn.is_closed():
-                return conn
-            user, _, hostport = spec.rpartition("@")
-            host, _, port_text = hostport.partition(":")
-            client = _Client(self, host, None)
-            options = self._base_options()
-            try:
-                conn = await asyncssh.connect(
-                    host, port=int(port_text) if port_text else (), username=user or (),
-                    client_keys=client_keys, client_factory=lambda: client, **options,
-                )
-            except Exception as exc:
-                failure = self._classify(exc, client)
-                raise _Failure(failure.state, f"jump host {spec}: {failure.reason}") from None
-            self._jumps[spec] = conn
-            return conn
+            tunnel: asyncssh.SSHClientConnection | None = None
+            hops = [hop.strip() for hop in spec.split(",") if hop.strip()]
+            for index, hop in enumerate(hops):
+                chain = ",".join(hops[:index + 1])
+                conn = self._jumps.get(chain)
+                if conn is None or conn.is_closed():
+                    conn = await self._open_jump(hop, chain, client_keys, config, tunnel)
+                    self._jumps[chain] = conn
+                tunnel = conn
+            if tunnel is None:
+                raise _Failure(HostState.UNREACHABLE, f"jump host {spec!r}: no host named")
+            return tunnel
+
+    async def _open_jump(self, hop: str, chain: str, client_keys: Sequence[asyncssh.SSHKey] | tuple[()],
+                         config: list[str] | None,
+                         tunnel: asyncssh.SSHClientConnection | None) -> asyncssh.SSHClientConnection:
+        user, _, hostport = hop.rpartition("@")
+        host, _, port_text = hostport.partition(":")
+        client = _Client(self, host, None)
+        options = self._base_options(config)
+        if tunnel is not None:
+            options["tunnel"] = tunnel
+        try:
+            return await asyncssh.connect(
+                host, port=int(port_text) if port_text.isdigit() else (), username=user or (),
+                client_keys=client_keys, client_factory=lambda: client, **options,
+            )
+        except Exception as exc:
+            failure = self._classify(exc, client)
+            raise _Failure(failure.state, f"jump host {chain}: {failure.reason}") from None
 
     def _classify(self, exc: BaseException, client: _Client) -> _Failure:
         """The specific state of a failed connection attempt."""
@@ -428,9 +479,11 @@ class SshPool:
         lag_mark = self.lag.total_s
         try:
             client_keys = await self._client_keys(host.identity_file)
-            options = self._base_options()
-            if host.jump_host:
-                options["tunnel"] = await self._jump(host.jump_host, client_keys)
+            config = self._config_paths(host)
+            options = self._base_options(config)
+            jump = self._jump_spec(slot, config)
+            if jump:
+                options["tunnel"] = await self._jump(jump, client_keys, config)
             if host.address and host.address != host.name and self._named_in_known_hosts(host):
                 options["host_key_alias"] = host.name
             conn = await asyncssh.connect(
