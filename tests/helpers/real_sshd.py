@@ -60,14 +60,16 @@ class RealSshd:
     def log(self) -> str:
         return self.log_path.read_text(encoding="utf-8", errors="replace")
 
-    def inventory(self, folder: Path, name: str = "this-host", *, mode: str = "agent", extra: str = "") -> Path:
-        """An inventory (and its known_hosts) naming this host ``name``, reached through this sshd."""
+    def inventory(self, folder: Path, name: str = "this-host", *, mode: str = "agent", head: bool = False) -> Path:
+        """An inventory (and its known_hosts) naming this host ``name``, reached through this sshd;
+        with ``head``, it is the ``[slurm]`` head instead of a node."""
         known = self.write_known_hosts(folder / "known_hosts", name)
         path = folder / "inventory.toml"
+        where = f'address = "{self.address}"\nport = {self.port}\n'
+        entry = f'[slurm]\nhost = "{name}"\n{where}' if head else f'[[nodes]]\nnames = "{name}"\n{where}'
         path.write_text(
             f'[defaults]\nuser = "{self.user}"\nidentity_file = "{self.client_key_path}"\n'
-            f'known_hosts = "{known}"\nmode = "{mode}"\ninterval = 1\n{extra}\n'
-            f'[[nodes]]\nnames = "{name}"\naddress = "{self.address}"\nport = {self.port}\n',
+            f'known_hosts = "{known}"\nmode = "{mode}"\ninterval = 1\n\n{entry}',
             encoding="utf-8")
         return path
 
@@ -78,8 +80,9 @@ def _spare_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def _config(folder: Path, port: int, user: str) -> str:
+def _config(folder: Path, port: int, user: str, extra: tuple[str, ...]) -> str:
     return "\n".join([
+        *extra,
         f"Port {port}",
         "ListenAddress 127.0.0.1",
         f"HostKey {folder / 'ssh_host_ed25519_key'}",
@@ -134,8 +137,9 @@ def _drain(process: subprocess.Popen[bytes], log_path: Path) -> None:
 
 
 @contextlib.contextmanager
-def running_sshd(folder: Path) -> Iterator[RealSshd]:
-    """Start the system's sshd for the current user on 127.0.0.1; stop it on exit.
+def running_sshd(folder: Path, extra: tuple[str, ...] = ()) -> Iterator[RealSshd]:
+    """Start the system's sshd for the current user on 127.0.0.1; stop it on exit. ``extra``: more
+    ``sshd_config`` lines, first (sshd keeps the first value of a keyword), e.g. ``SetEnv``.
 
     Raises ``RuntimeError`` with sshd's own words when it does not start; :func:`sshd_or_skip`
     turns a missing sshd into a skip first.
@@ -157,7 +161,7 @@ def running_sshd(folder: Path) -> Iterator[RealSshd]:
     for _attempt in range(3):  # a spare port can be taken between the probe and sshd's bind
         port = _spare_port()
         config = folder / "sshd_config"
-        config.write_text(_config(folder, port, user), encoding="utf-8")
+        config.write_text(_config(folder, port, user, extra), encoding="utf-8")
         process = subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)], stdin=subprocess.DEVNULL,
                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         problem = _wait_listening(process, log_path, READY_WAIT_S)
