@@ -36,6 +36,7 @@ from fleet.simulator.state import (
     JobView,
     LldpNeighbor,
     NicView,
+    NodeDrainView,
     NodeView,
     OpticsLane,
     OpticsView,
@@ -375,6 +376,8 @@ class FleetModel:
         self.roce = scenario.fabric.link_layer == "roce"
         self._applied: dict[str, list[AppliedConfig]] = {}
         self.pending: dict[str, dict[str, str]] = {}
+        self.drains: dict[str, NodeDrainView] = {}
+        """Nodes drained in Slurm (``scontrol update ... State=DRAIN``), until resumed."""
         """Staged, not yet applied switch settings (NVUE ``nv set``), per switch."""
         self.history: dict[str, list[tuple[int, str, str]]] = {}
         """Applied configuration revisions per switch: (revision, date, message)."""

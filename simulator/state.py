@@ -8,6 +8,7 @@ model never formats text.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 
@@ -182,6 +183,24 @@ class SwitchView:
     adaptive_routing: bool
     pending_config: dict[str, str] = field(default_factory=dict)  # staged, not applied (NVUE)
     config_history: tuple[tuple[int, str, str], ...] = ()  # (revision, date, message)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeDrainView:
+    """A node drained in Slurm: why, by whom, since when (unix seconds)."""
+
+    reason: str
+    user: str
+    since: float
+
+
+@dataclass(frozen=True, slots=True)
+class SlurmNodesView:
+    """The nodes as the Slurm head knows them: names, their kernel (for ``OS=``), the drained ones."""
+
+    names: tuple[str, ...]
+    kernel: str
+    drains: Mapping[str, NodeDrainView]
 
 
 @dataclass(frozen=True, slots=True)

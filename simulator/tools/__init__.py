@@ -16,7 +16,15 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from fleet.simulator.state import JobView, LldpNeighbor, NicView, NodeView, OpticsView, SwitchView
+from fleet.simulator.state import (
+    JobView,
+    LldpNeighbor,
+    NicView,
+    NodeView,
+    OpticsView,
+    SlurmNodesView,
+    SwitchView,
+)
 
 
 class LazyNode(Protocol):
@@ -84,7 +92,7 @@ class ToolContext:
     read only some parts use ``parts`` directly.
     """
 
-    __slots__ = ("_node", "all_nodes", "all_switches", "hostname", "jobs", "now", "parts", "switch")
+    __slots__ = ("_node", "all_nodes", "all_switches", "hostname", "jobs", "now", "parts", "slurm_nodes", "switch")
 
     def __init__(
         self,
@@ -96,8 +104,11 @@ class ToolContext:
         all_nodes: Callable[[], tuple[NodeView, ...]] = lambda: (),
         all_switches: Callable[[], tuple[SwitchView, ...]] = lambda: (),
         parts: LazyNode | None = None,
+        slurm_nodes: Callable[[], SlurmNodesView] = lambda: SlurmNodesView((), "", {}),
     ) -> None:
         self.hostname = hostname
+        self.slurm_nodes = slurm_nodes
+        """The nodes as Slurm knows them (the head's ``scontrol show node``)."""
         self.now = now
         self.switch = switch
         self.jobs = jobs
