@@ -1,12 +1,13 @@
 """Switch polling's own share of the collector's CPU, and the poll period that keeps it there.
 
 Why: a leaf of a 1,024-node fleet has about 290 ports; NVUE prints each port's counters as its
-own JSON document, and reading one poll costs the collector about 45 ms of CPU (spines, 32 ports:
-about 8 ms). Polled every second like the nodes' lines, 32 leaves and 32 spines would ask for
-1.7 CPU-seconds a second: the switches would starve the nodes, and each other (the first run of
+own JSON document, and reading one poll costs the collector about 34 ms of CPU (a spine, 32 ports:
+about 3 ms; measured 2026-12-03 on the simulator's switches). Polled every second like the nodes'
+lines, 32 leaves and 32 spines would ask for 1.2 CPU-seconds a second: the switches would starve the nodes, and each other (the first run of
 ``fleet collect`` at 1,024 nodes saw most switches get no sample in a minute). So switch polling
-gets a budget: each poll's CPU is measured, and every switch is polled every
-``max(interval, switches x mean poll CPU / share)`` seconds: at 1,024 nodes about every 7 s,
+gets a budget: each poll's reading is timed (it has no await: its wall time is its CPU, or more
+when the machine is busy), and every switch is polled every
+``max(interval, switches x mean poll CPU / share)`` seconds: at 1,024 nodes about every 5 s,
 within the 10 s every switch's counters must arrive by, and at a small fleet every interval.
 """
 

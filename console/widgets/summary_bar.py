@@ -25,7 +25,7 @@ class SummaryBar(Static):
             line.append(f"{HEALTH_GLYPH[health]} {n} {health.value}  ", style=health_style(health, v))
         if summary.connecting:
             done = total_nodes - summary.connecting
-            line.append(f"connecting {done}/{total_nodes}  ", style=v.get("warning", ""))
+            line.append(f"connecting {done:,}/{total_nodes:,}  ", style=v.get("warning", ""))
         line.append(f"│ fabric rx {summary.rx_gbps:,.0f} tx {summary.tx_gbps:,.0f} Gb/s  ")
         line.append(f"│ findings (1 h) {summary.open_findings}  ")
         if summary.lag_s is not None:
