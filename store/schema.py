@@ -227,7 +227,18 @@ def _m006_audit_chain(db: sqlite_utils.Database) -> None:
         db.execute(statement)
 
 
-SCHEMA_VERSION = len(MIGRATIONS._migrations)
+def _known_migrations() -> tuple[str, ...]:
+    """The names of the migrations this code knows, in order: on an empty database every one of
+    them is pending (sqlite-utils' public API; its list of registered migrations is private)."""
+    empty = sqlite_utils.Database(memory=True)
+    try:
+        return tuple(migration.name for migration in MIGRATIONS.pending(empty))
+    finally:
+        empty.close()
+
+
+KNOWN_MIGRATIONS = _known_migrations()
+SCHEMA_VERSION = len(KNOWN_MIGRATIONS)
 """The schema version this code writes: the number of migrations it knows."""
 
 
@@ -238,8 +249,7 @@ def schema_version(db: sqlite_utils.Database) -> int:
 
 def check_not_newer(db: sqlite_utils.Database, path: Path | str) -> None:
     """Raise :class:`SchemaTooNewError` when ``db`` holds migrations this code does not know."""
-    known = {migration.name for migration in MIGRATIONS._migrations}
-    unknown = [m.name for m in MIGRATIONS.applied(db) if m.name not in known]
+    unknown = [m.name for m in MIGRATIONS.applied(db) if m.name not in KNOWN_MIGRATIONS]
     user_version = int(db.execute("PRAGMA user_version").fetchone()[0])
     if unknown or user_version > SCHEMA_VERSION:
         found = max(user_version, len(MIGRATIONS.applied(db)))

@@ -31,7 +31,9 @@ from fleet.collectors.parsers.textscan import strip_ansi
 
 MIN_CONFIDENCE = 0.5
 # Signatures look at the start of the text only: enough for every tool's header,
-# and detection of a 10 MB capture stays fast.
+# and detection of a 10 MB capture stays fast. Their patterns never let a blank
+# match cross a line ([ \t], not \s, after a ^) and bound every run that could
+# overlap the next, so hostile text costs time linear in the window.
 SIGNATURE_WINDOW_CHARS = 64_000
 
 
@@ -107,7 +109,8 @@ KINDS: dict[str, ParserSpec] = dict(
 
 
 def parse(kind: str, text: str) -> Any:
-    """Parse ``text`` as ``kind``. KeyError for an unknown kind, ParserUnavailable if not loadable."""
+    """Parse ``text`` as ``kind``. KeyError for an unknown kind, ParserUnavailable if not loadable;
+    otherwise the parser's result or its ParseError (``base``: the one way a parser fails)."""
     spec = KINDS.get(kind)
     if spec is None:
         raise KeyError(kind)
@@ -122,26 +125,26 @@ def _has(pattern: str, flags: int = re.MULTILINE) -> Callable[[str], bool]:
     return lambda text: compiled.search(text) is not None
 
 
-_NVSMI_Q = _has(r"^=+NVSMI LOG=+\s*$|^Attached GPUs\s*:")
+_NVSMI_Q = _has(r"^=+NVSMI LOG=+[ \t]*$|^Attached GPUs[ \t]*:")
 _QUERY_HEADER = _has(
-    r"^\s*(?:index|name|uuid|pci\.bus_id|timestamp|temperature\.gpu|memory\.used|"
-    r"utilization\.gpu)(?: \[[^\]]*\])?\s*,\s*[a-z_.]+(?: \[[^\]]*\])?(?:\s*,|\s*$)"
+    r"^[ \t]*(?:index|name|uuid|pci\.bus_id|timestamp|temperature\.gpu|memory\.used|"
+    r"utilization\.gpu)(?: \[[^\]\n]*\])?[ \t]*,[ \t]*[a-z_.]+(?: \[[^\]\n]*\])?(?:[ \t]*,|[ \t]*$)"
 )
 _TOPO_HEADER = _has(r"^[ \t]*GPU0[ \t]+(?:GPU1|NIC0|mlx\w+|CPU Affinity)")
-_TOPO_LEGEND = _has(r"^\s+X\s+= Self\s*$")
+_TOPO_LEGEND = _has(r"^[ \t]+X[ \t]+= Self[ \t]*$")
 _NVLINK_GPU = _has(r"^GPU \d+: .*\(UUID: ")
-_NVLINK_LINK = _has(r"^\s+Link \d+: (?:[\d.]+ GB/s|<inactive>|[A-Za-z][^:]*: \S+)\s*$")
-_PERFTEST_TITLE = _has(r"^\s+\S.*(?:BW|Latency) Test\s*$")
-_PERFTEST_TABLE = _has(r"^\s*#bytes\s+#iterations")
+_NVLINK_LINK = _has(r"^[ \t]+Link [0-9]{1,3}: (?:[0-9.]{1,20} GB/s|<inactive>|[A-Za-z][^:\n]{0,80}: \S+)[ \t]*$")
+_PERFTEST_TITLE = _has(r"^[ \t]+\S.{0,120}(?:BW|Latency) Test[ \t]*$")
+_PERFTEST_TABLE = _has(r"^[ \t]*#bytes[ \t]+#iterations")
 _NCCL_PARAMS = _has(r"^# nThread \d+ nGpus \d+")
-_NCCL_TABLE = _has(r"^#\s+out-of-place\s+in-place")
-_SQUEUE_HEADER = _has(r"^\s*JOBID\s+(?:\S+\s+)*?(?:ST|STATE)\b")
+_NCCL_TABLE = _has(r"^#[ \t]+out-of-place[ \t]+in-place")
+_SQUEUE_HEADER = _has(r"^[ \t]*JOBID[ \t]+(?:\S+[ \t]+){0,30}?(?:ST|STATE)\b")
 _SCONTROL = _has(r"^JobId=\d+\S* (?:JobName|ArrayJobId|HetJobId)=")
-_NVUE_TEXT = _has(r"^carrier-transitions\s|^Detailed Counters\s*$|^Drop Counters\s*$")
-_NCLU_TABLE = _has(r"^Kernel Interface table\s*$|^Iface\s+MTU\s+RX_OK\s+RX_ERR")
-_SONIC_PORTS = _has(r"^\s*IFACE\s+STATE\s+RX_OK\s")
-_SONIC_PFC = _has(r"^\s*Port (?:Rx|Tx)\s+PFC0\s")
-_SONIC_QUEUE = _has(r"^\s*Port\s+TxQ\s+Counter/pkts\s")
+_NVUE_TEXT = _has(r"^carrier-transitions[ \t]|^Detailed Counters[ \t]*$|^Drop Counters[ \t]*$")
+_NCLU_TABLE = _has(r"^Kernel Interface table[ \t]*$|^Iface[ \t]+MTU[ \t]+RX_OK[ \t]+RX_ERR")
+_SONIC_PORTS = _has(r"^[ \t]*IFACE[ \t]+STATE[ \t]+RX_OK[ \t]")
+_SONIC_PFC = _has(r"^[ \t]*Port (?:Rx|Tx)[ \t]+PFC0[ \t]")
+_SONIC_QUEUE = _has(r"^[ \t]*Port[ \t]+TxQ[ \t]+Counter/pkts[ \t]")
 
 
 def _first_char(text: str) -> str:

@@ -21,7 +21,6 @@ SUBCOMMANDS: dict[str, str] = {
     "export": "fleet.console.cli.export:export",
     "parse": "fleet.console.cli.parse:parse",
     "db": "fleet.console.cli.db:db",
-    "bench": "fleet.console.cli.bench:bench",
     "lat": "fleet.console.cli.probes:lat",
     "bw": "fleet.console.cli.probes:bw",
     "linktest": "fleet.console.cli.probes:linktest",

@@ -15,6 +15,7 @@ from typing import Any, NoReturn
 
 import click
 
+from fleet.collectors.parsers.base import ParseError
 from fleet.collectors.parsers.registry import KINDS, ParserUnavailable, detect, to_jsonable
 from fleet.collectors.parsers.registry import parse as run_parser
 from fleet.console.cli.exit_codes import ExitCode
@@ -34,7 +35,8 @@ class _Failure(click.ClickException):
 
 
 class _UsageFailure(_Failure):
-    """A one-line error on stderr and exit status 2 (wrong arguments, unreadable file)."""
+    """A one-line error on stderr and exit status 2 (wrong arguments; a file that cannot be
+    read, whose tool cannot be told, or that its parser refuses)."""
 
     exit_code = int(ExitCode.USAGE)
 
@@ -119,6 +121,11 @@ def parse(args: tuple[str, ...], as_json: bool, list_kinds: bool) -> None:
 
     Without --json a short summary is printed. Floats in --json: NaN is
     null, infinities are "inf" / "-inf".
+
+    Exit status: 0 parsed (problems, if any, are in the output); 2 wrong
+    arguments, or a file that cannot be read, whose tool cannot be told, or
+    that the parser refuses as a whole (one line on stderr says why); 1 a
+    parser that cannot be loaded.
     """
     if list_kinds:
         if args:
@@ -149,6 +156,8 @@ def parse(args: tuple[str, ...], as_json: bool, list_kinds: bool) -> None:
         result = run_parser(kind, text)
     except ParserUnavailable as exc:
         _fail(str(exc), ExitCode.FAILED)
+    except ParseError as exc:
+        _fail(f"{path} is not {kind} output: {exc.reason}", ExitCode.USAGE)
     if as_json:
         payload = {"kind": kind, "detected": detected, "result": to_jsonable(result)}
         sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")

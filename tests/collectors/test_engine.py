@@ -63,8 +63,6 @@ async def test_one_round_reports_every_node_and_every_failure_state(tmp_path: Pa
     assert all(states[h] is HostState.OK for h in healthy), states
     assert all(states[s.name] is HostState.OK for s in inventory.switches), {s.name: summary.states[s.name] for s in inventory.switches}
     assert states["head01"] is HostState.OK
-    # The hung node costs its timeout, not more.
-    assert summary.seconds < FAST.hung_after_s + 8
     assert writer.flush(timeout=20)
     reader = StoreReader(writer.path)
     latest = reader.latest(hosts=["gpu001"])

@@ -37,10 +37,17 @@ async def test_lines_wait_then_go_together_with_what_update_gives() -> None:
             sample = _line(host, ts)
             reference[host].update(sample)
             tracker.update(sample) if ts == 1.0 else tracker.update_changed(sample, places=_MOVING)
+    all_kept = asyncio.Event()
+
+    def keep(sample: HostSample, rates: DerivedRates) -> None:
+        kept.append((sample, rates))
+        if len(kept) == len(hosts):
+            all_kept.set()
+
     for host in hosts:
-        batch.add(_line(host, 3.0), _MOVING, lambda sample, rates: kept.append((sample, rates)))
+        batch.add(_line(host, 3.0), _MOVING, keep)
     assert kept == [] and all(batch.holds(host) for host in hosts)
-    await asyncio.sleep(0.2)
+    await asyncio.wait_for(all_kept.wait(), 10)  # after the hold (0.05 s), not at each line
     assert [sample.host for sample, _ in kept] == hosts
     assert not any(batch.holds(host) for host in hosts)
     for sample, rates in kept:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
-from console_waits import NOW, view_where
+from console_waits import NOW, palette_highlights, view_where
 from fleetstore import T0
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Input
@@ -186,7 +186,7 @@ async def test_theme_switches_from_the_palette(make_app: MakeApp) -> None:
         await pilot.press("colon")
         await pilot.pause()
         await pilot.press(*"fleet-light")
-        await pilot.pause(0.3)
+        await palette_highlights(app, pilot, "fleet-light")
         await pilot.press("enter")
         await pilot.pause()
         assert app.theme == "fleet-light"
@@ -309,7 +309,7 @@ async def test_palette_finds_a_node_and_opens_it(make_app: MakeApp) -> None:
         await pilot.press("colon")
         await pilot.pause()
         await pilot.press(*"gpu005")
-        await pilot.pause(0.3)
+        await palette_highlights(app, pilot, "gpu005")
         await pilot.press("enter")
         await pilot.pause()
         assert isinstance(app.screen, NodeScreen) and app.screen.node_name == "gpu005"

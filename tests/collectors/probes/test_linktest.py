@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -86,8 +87,8 @@ async def test_optics_left_unread_when_the_probes_end_are_read_at_once(
     faults = '[[faults]]\nkind = "optics_attenuation"\ntarget = "gpu004:mlx5_0"\ndb = 9\nat = 0\n'
     fleet = await start_fleet(tmp_path, fabric_text(faults=faults))
     try:
-        report = await run_linktest(fleet.pool, LinktestSpec(NODES4, rails=(0,)), cabling=fleet.inventory.cabling)
-        assert report.seconds < 20  # the 600 s spacing was cut short when the probes ended
+        report = await asyncio.wait_for(  # not 600 s: the spacing was cut short when the probes ended
+            run_linktest(fleet.pool, LinktestSpec(NODES4, rails=(0,)), cabling=fleet.inventory.cabling), 100)
         assert all(c.rx_margin_db is not None for c in report.nic_checks)  # every node's modules were read
         assert [(c.node, c.nic, c.cable_suspect) for c in report.nic_checks if c.problems] == [
             ("gpu004", "mlx5_0", True)

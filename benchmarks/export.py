@@ -1,28 +1,28 @@
-"""`fleet bench export`: what one Prometheus scrape of `fleet export` costs on a store of N nodes.
+"""What one Prometheus scrape of ``fleet export`` costs on a store of N nodes.
 
-The store is the synthetic fleet of `fleet bench ui` (filled in a child
-process), with one Slurm job per 32 nodes so every series carries job and
-tenant labels. A scrape is timed in this process, as the server thread runs
-it: the first (which builds each series' line up to its value) and then
-warm ones, in both text formats, plus the gzip Prometheus asks for.
+The store is the synthetic fleet of ``benchmarks ui`` (filled in a child process), with one Slurm
+job per 32 nodes so every series carries job and tenant labels. A scrape is timed in this process,
+as the exporter's server thread runs it: the first (which builds each series' line up to its
+value) and then warm ones, in both text formats, plus the gzip Prometheus asks for. No targets: a
+scrape's cost is weighed against the scrape interval of the Prometheus that reads it.
 """
 
 from __future__ import annotations
 
 import gzip
-import multiprocessing
 import statistics
+import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import click
-
+from benchmarks._filled_store import fill_store
+from benchmarks._options import int_in, parser
+from benchmarks._synthetic_fleet import SyntheticFleet
+from benchmarks.report import Measured
 from fleet.collectors.openmetrics import GZIP_LEVEL, StoreMetrics
-from fleet.console.cli.bench_store_fleet import SyntheticFleet
-from fleet.console.cli.bench_ui import _fill
-from fleet.console.cli.common import print_json
 from fleet.fabric.records import JobRecord
 from fleet.store.reader import StoreReader
 from fleet.store.writer import StoreWriter
@@ -40,7 +40,7 @@ def _add_jobs(db: Path, nodes: int, ts: float) -> None:
         writer.flush(60.0)
 
 
-def _timed(render: Any, openmetrics: bool) -> tuple[float, float, str]:
+def _timed(render: Callable[[bool], str], openmetrics: bool) -> tuple[float, float, str]:
     cpu, wall = time.process_time(), time.perf_counter()
     text = render(openmetrics)
     return time.process_time() - cpu, time.perf_counter() - wall, text
@@ -73,27 +73,17 @@ def measure(db: Path, now_ts: float, scrapes: int) -> dict[str, Any]:
     }
 
 
-@click.command("export")
-@click.option("--nodes", type=click.IntRange(1, 4096), default=1024, show_default=True,
-              help="Nodes in the synthetic store.")
-@click.option("--scrapes", type=click.IntRange(1, 100), default=5, show_default=True,
-              help="Warm scrapes to time after the first.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document (the only output on stdout).")
-def bench_export(nodes: int, scrapes: int, as_json: bool) -> None:
-    """Time one scrape of `fleet export` (OpenMetrics and 0.0.4 text, gzip) on a store of NODES nodes."""
+def run(argv: list[str]) -> Measured:
+    options = parser("export", __doc__)
+    options.add_argument("--nodes", type=int_in(1, 4096), default=1024,
+                         help="nodes in the synthetic store (default 1024)")
+    options.add_argument("--scrapes", type=int_in(1, 100), default=5,
+                         help="warm scrapes to time after the first (default 5)")
+    args = options.parse_args(argv)
     start_ts = time.time() - 60.0
     with tempfile.TemporaryDirectory(prefix="fleet-bench-export-") as tmp:
         db = Path(tmp) / "bench.db"
-        click.echo(f"filling a store with {nodes} nodes...", err=True)
-        child = multiprocessing.get_context("spawn").Process(target=_fill, args=(str(db), nodes, start_ts))
-        child.start()
-        child.join()
-        if child.exitcode != 0:
-            raise click.ClickException(f"filling the store failed (exit {child.exitcode})")
-        _add_jobs(db, nodes, start_ts)
-        result = {"nodes": nodes, **measure(db, start_ts + 60.0, scrapes)}
-    if as_json:
-        print_json(result)
-        return
-    for key, value in result.items():
-        click.echo(f"{key:32s} {value}")
+        print(f"filling a store with {args.nodes} nodes...", file=sys.stderr)
+        fill_store(db, args.nodes, start_ts)
+        _add_jobs(db, args.nodes, start_ts)
+        return Measured({"nodes": args.nodes, **measure(db, start_ts + 60.0, args.scrapes)})

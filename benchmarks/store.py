@@ -1,58 +1,62 @@
-"""`fleet bench store`: ingest, size and query speed of the store on a synthetic 1,024-node fleet.
+"""Ingest, size and query speed of the store on a synthetic fleet of 1,024 nodes.
 
-Three phases, each on its own temporary file (or under --dir):
+Two phases, each on its own file (in a temporary folder, or under ``--dir``), and a projection:
 
-1. **Fleet**: ``--nodes`` nodes (default 1,024; 424 series each, 10 s
-   interval) for ``--minutes`` simulated minutes through a real
-   :class:`StoreWriter`. Sustained ingest is samples over the writer thread's
-   busy time (commits plus sealing; the generator's time is not counted) after
-   it has caught up; bytes per sample are on-disk bytes of the sealed chunks
-   (table and index pages, from SQLite's dbstat) over the samples they hold.
-   Then, on that file: p99 of ``latest()`` for the whole fleet, and of
-   ``as_of()`` for the whole fleet at random past times (sealed and unsealed).
-2. **Day**: ``--day-nodes`` nodes (default 4) for ``--day-hours`` (26) simulated hours, so that
-   one whole day has its 1 min and 1 h rollups. Gives the rollup bytes per
-   series per day, and the p99 of ``series()`` over 24 h (1 min rollups).
-3. **Growth per day** of a ``--nodes`` fleet at the default retention,
-   extrapolated: raw is kept 48 h, so it stops growing after two days; what
-   keeps growing is the 1 min rollups (for 30 days), the 1 h rollups (for
-   400 days) and error-counter changes. growth/day = series x (1 min + 1 h
+1. **Fleet** (``fleet_*``): ``--nodes`` nodes (424 series each, 10 s interval) for ``--minutes``
+   simulated minutes through a real ``StoreWriter``. Sustained ingest is samples over the writer
+   thread's busy time (commits plus sealing; the generator's time is not counted) after it has
+   caught up; bytes per sample are on-disk bytes of the sealed chunks (table and index pages, from
+   SQLite's dbstat) over the samples they hold. Then, on that file: p99 of ``latest()`` for the
+   whole fleet while a collector writes, and of ``as_of_arrays()`` for the whole fleet at random
+   past times (sealed and unsealed).
+2. **Day** (``day_*``): ``--day-nodes`` nodes for ``--day-hours`` simulated hours, so that one
+   whole day has its 1 min and 1 h rollups: the rollup bytes per series per day, and the p99 of
+   ``series()`` over 24 h (1 min rollups).
+3. **Growth per day** of a ``--nodes`` fleet at the default retention, extrapolated: raw is kept
+   48 h, so it stops growing after two days; what keeps growing is the 1 min rollups (for 30 days),
+   the 1 h rollups (for 400 days) and error-counter changes. growth/day = series x (1 min + 1 h
    rollup bytes per series-day from phase 2) + changes per day (phase 1 rate).
+
+Targets: ingest >= 300,000 samples/s, <= 3 bytes per sample, growth <= 2 GB/day, whole-fleet
+latest p99 <= 30 ms, one series over 24 h p99 <= 20 ms, whole fleet as of a past time p99 <= 100 ms.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import sqlite3
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-import click
 import numpy as np
 
-from fleet.console.cli.bench_store_fleet import INTERVAL_S, SERIES_PER_NODE, SyntheticFleet
+from benchmarks._options import float_in, int_in, parser
+from benchmarks._synthetic_fleet import INTERVAL_S, SERIES_PER_NODE, SyntheticFleet
+from benchmarks.report import BenchmarkFailed, Measured, at_least, at_most
 from fleet.store.reader import StoreReader
 from fleet.store.writer import StoreWriter
 
-TARGETS = {
-    "ingest_samples_per_s": (">=", 300_000),
-    "bytes_per_sample": ("<=", 3.0),
-    "growth_gb_per_day": ("<=", 2.0),
-    "latest_fleet_p99_ms": ("<=", 30.0),
-    "series_24h_p99_ms": ("<=", 20.0),
-    "as_of_fleet_p99_ms": ("<=", 100.0),
-}
 START_TS = 1_767_225_600.0  # 2026-01-01 00:00 UTC: a day boundary
+
+MIN_MINUTES = 12.0
+"""The fleet phase seals its first block (``StoreWriter``'s 600 s) once the store's clock is past the
+block's end and the seal's grace (``fleet.store.maintenance.SEAL_GRACE_MS``, 60 s): 11 minutes, and a
+minute's margin. Bytes per sample are measured on sealed blocks, so a shorter run has none."""
+
+MIN_DAY_HOURS = 2.5
+"""The old as-of queries pick moments between 10 minutes after the first raw point and 2 hours
+before the end (older than the 1 hour of frames kept for fast replay): that needs 2 h 10 min."""
+
+T = TypeVar("T")
 
 
 def _p99_ms(samples_s: list[float]) -> float:
     return float(np.percentile(np.array(samples_s) * 1000.0, 99))
 
 
-def _timed(fn: Any, *args: Any, **kwargs: Any) -> tuple[float, Any]:
+def _timed(fn: Callable[..., T], *args: Any, **kwargs: Any) -> tuple[float, T]:
     began = time.perf_counter()
     result = fn(*args, **kwargs)
     return time.perf_counter() - began, result
@@ -74,7 +78,8 @@ def _ingest(path: Path, nodes: int, ticks: int, flush_every: int) -> dict[str, f
     wall = time.perf_counter() - began
     stats = writer.stats()
     writer.close()
-    assert stats.dropped == 0 and stats.failing is None, stats
+    if stats.dropped or stats.failing is not None:
+        raise BenchmarkFailed(f"the writer dropped {stats.dropped} values (failing: {stats.failing})")
     return {"offered": offered, "busy_s": stats.busy_s, "wall_s": wall,
             "longest_step_ms": stats.longest_step_s * 1000}
 
@@ -200,38 +205,27 @@ def _day_phase(path: Path, nodes: int, hours: float, repeats: int) -> dict[str, 
     }
 
 
-MIN_MINUTES = 12.0
-"""The fleet phase seals its first block (``StoreWriter``'s 600 s) once the store's clock is past the
-block's end and the seal's grace (``fleet.store.maintenance.SEAL_GRACE_MS``, 60 s): 11 minutes, and a
-minute's margin. Bytes per sample are measured on sealed blocks, so a shorter run has none."""
-
-MIN_DAY_HOURS = 2.5
-"""The old as-of queries pick moments between 10 minutes after the first raw point and 2 hours
-before the end (older than the 1 hour of frames kept for fast replay): that needs 2 h 10 min."""
-
-
-@click.command("store")
-@click.option("--nodes", default=1024, show_default=True, help="Nodes of the synthetic fleet.")
-@click.option("--minutes", default=15.0, show_default=True, type=click.FloatRange(min=MIN_MINUTES),
-              help="Simulated minutes of the fleet phase (12 at least: one sealed block).")
-@click.option("--day-nodes", default=4, show_default=True, help="Nodes of the day phase (rollups).")
-@click.option("--day-hours", default=26.0, show_default=True,
-              type=click.FloatRange(min=MIN_DAY_HOURS),
-              help="Simulated hours of the day phase; 26 gives one whole day of rollups.")
-@click.option("--repeats", default=50, show_default=True, help="Timed repetitions per query.")
-@click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Keep the databases here (default: a temporary folder, removed after).")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
-def bench_store(nodes: int, minutes: float, day_nodes: int, day_hours: float, repeats: int,
-                directory: Path | None, as_json: bool) -> None:
-    """Ingest rate, bytes per sample, growth per day and query latencies of the store."""
-    load_before = os.getloadavg()[0]
+def run(argv: list[str]) -> Measured:
+    options = parser("store", __doc__)
+    options.add_argument("--nodes", type=int_in(1, 100_000), default=1024,
+                         help="nodes of the synthetic fleet (default 1024)")
+    options.add_argument("--minutes", type=float_in(MIN_MINUTES), default=15.0,
+                         help="simulated minutes of the fleet phase (12 at least: one sealed block; default 15)")
+    options.add_argument("--day-nodes", type=int_in(1, 100_000), default=4,
+                         help="nodes of the day phase, rollups (default 4)")
+    options.add_argument("--day-hours", type=float_in(MIN_DAY_HOURS), default=26.0,
+                         help="simulated hours of the day phase; 26 gives one whole day of rollups (default 26)")
+    options.add_argument("--repeats", type=int_in(1, 100_000), default=50,
+                         help="timed repetitions per query (default 50)")
+    options.add_argument("--dir", dest="directory", type=Path, default=None,
+                         help="keep the databases here (default: a temporary folder, removed after)")
+    args = options.parse_args(argv)
     cpu_began, wall_began = time.process_time(), time.perf_counter()
-    with tempfile.TemporaryDirectory() as scratch:
-        folder = directory or Path(scratch)
+    with tempfile.TemporaryDirectory(prefix="fleet-bench-store-") as scratch:
+        folder = args.directory or Path(scratch)
         folder.mkdir(parents=True, exist_ok=True)
-        fleet = _fleet_phase(folder / "bench-fleet.db", nodes, minutes, repeats)
-        day = _day_phase(folder / "bench-day.db", day_nodes, day_hours, repeats)
+        fleet = _fleet_phase(folder / "bench-fleet.db", args.nodes, args.minutes, args.repeats)
+        day = _day_phase(folder / "bench-day.db", args.day_nodes, args.day_hours, args.repeats)
     series = fleet["series"]
     rollup_day = series * (day["rollup_1m_bytes_per_series_day"] + day["rollup_1h_bytes_per_series_day"])
     changes_day = fleet["error_changes_per_day"] * 40  # a changes row with its key: ~40 bytes
@@ -243,32 +237,21 @@ def bench_store(nodes: int, minutes: float, day_nodes: int, day_hours: float, re
         "latest_fleet_p99_ms": fleet["latest_fleet_live_p99_ms"],
         "series_24h_p99_ms": day["series_24h_p99_ms"],
         "as_of_fleet_p99_ms": fleet["as_of_fleet_arrays_p99_ms"],
-    }
-    report = {
-        "machine": {
-            "cpus": os.cpu_count(),
-            "load_average_before": load_before,
-            "load_average_after": os.getloadavg()[0],
-            "cpu_share": (time.process_time() - cpu_began) / (time.perf_counter() - wall_began),
-        },
-        "results": results,
-        "targets": {k: f"{op} {v}" for k, (op, v) in TARGETS.items()},
-        "met": {k: (results[k] >= v if op == ">=" else results[k] <= v) for k, (op, v) in TARGETS.items()},
         "raw_gb_per_day": raw_day / 1e9,
         "replay_frames_gb": series * 360 * (fleet["frame_bytes_per_sample"] or 0.0) / 1e9,
-        "as_of_fleet_older_than_replay_ms": day["as_of_old_per_host_p99_ms"] * nodes,
-        "as_of_fleet_older_than_replay_p50_ms": day["as_of_old_per_host_p50_ms"] * nodes,
+        "as_of_fleet_older_than_replay_ms": day["as_of_old_per_host_p99_ms"] * args.nodes,
+        "as_of_fleet_older_than_replay_p50_ms": day["as_of_old_per_host_p50_ms"] * args.nodes,
         "steady_state_gb": (2 * raw_day + 30 * series * day["rollup_1m_bytes_per_series_day"]
                             + 400 * series * day["rollup_1h_bytes_per_series_day"]) / 1e9,
-        "fleet_phase": fleet,
-        "day_phase": day,
+        "cpu_s_per_s": (time.process_time() - cpu_began) / (time.perf_counter() - wall_began),
+        **{f"fleet_{key}": value for key, value in fleet.items()},
+        **{f"day_{key}": value for key, value in day.items()},
     }
-    if as_json:
-        click.echo(json.dumps(report, indent=2))
-        return
-    for key, value in results.items():
-        op, target = TARGETS[key]
-        click.echo(f"{key:<24}{value:>14.2f}   target {op} {target}   {'ok' if report['met'][key] else 'MISSED'}")
-    click.echo(f"{'raw_gb_per_day':<24}{report['raw_gb_per_day']:>14.2f}   (kept 48 h)")
-    click.echo(f"{'steady_state_gb':<24}{report['steady_state_gb']:>14.2f}   (after 400 days)")
-    click.echo(f"{'replay_frames_gb':<24}{report['replay_frames_gb']:>14.2f}   (1 h of frames kept)")
+    return Measured(results, {
+        "ingest_samples_per_s": at_least(300_000),
+        "bytes_per_sample": at_most(3.0),
+        "growth_gb_per_day": at_most(2.0),
+        "latest_fleet_p99_ms": at_most(30.0),
+        "series_24h_p99_ms": at_most(20.0),
+        "as_of_fleet_p99_ms": at_most(100.0),
+    })

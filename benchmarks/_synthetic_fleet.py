@@ -1,4 +1,4 @@
-"""A synthetic 1,024-node fleet for `fleet bench store`: values that move like the real ones.
+"""A synthetic 1,024-node fleet for the store, UI and export benchmarks: values that move like the real ones.
 
 Per node, 8 RDMA NICs x 40 series and 8 GPUs x 12 series, sampled every 10 s
 with a few tens of milliseconds of collection jitter:
