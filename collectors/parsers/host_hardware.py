@@ -23,16 +23,18 @@ What each file means, from the kernel's documentation:
   unknown), bytes (https://www.kernel.org/doc/Documentation/ABI/testing/sysfs-class-net).
 
 Other ``/proc/meminfo`` fields are read past (they are the file's, not unknown); a line that is
-not ``path:value`` of one of these files is counted in ``unknown_lines`` and listed.
+not ``path:value`` of one of these files is counted in ``unknown_lines`` and listed. Numbers are
+read as the parsers' contract reads them (``values``: ASCII digits, within their field's range);
+the lines are split, never matched by a pattern with overlapping quantifiers.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-from fleet.collectors.parsers.base import ParseProblem
-from fleet.collectors.parsers.problem_log import ProblemLog, to_int
+from fleet.collectors.parsers.base import ParseProblem, parser
+from fleet.collectors.parsers.problem_log import ProblemLog
+from fleet.collectors.parsers.values import Range, bits, int_in, is_digits
 
 HARDWARE_FILES = (
     "/sys/devices/system/cpu/online",
@@ -45,13 +47,15 @@ HARDWARE_FILES = (
 )
 """The files ``grep -Hs .`` reads for this parser, in its order."""
 
-_NET = re.compile(r"^/sys/class/net/([^/]+)/(operstate|speed|mtu)$")
-_IB = re.compile(r"^/sys/class/infiniband/([^/]+)/node_type$")
-_MEMINFO = re.compile(r"^([A-Za-z0-9_()]+):\s+(\d+)(?:\s+kB)?\s*$")
-_CPU_RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
 KIB = 1024
 MAX_CPUS = 1 << 20
 """A CPU list naming more CPUs than this is not believed (a hostile ``0-99999999999``)."""
+MEMINFO_KIB = bits(54, "a /proc/meminfo size in KiB")
+"""``MemTotal`` in KiB such that the bytes fit 64 bits."""
+SPEED_MBPS = Range(0, 2_400_000, "an interface speed in Mb/s")
+"""Up to 2.4 Tb/s, the fastest link (``values.LINK_RATE_GBPS``)."""
+MTU = bits(32, "an MTU in bytes")
+_NET_FILES = ("operstate", "speed", "mtu")
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,11 +91,12 @@ def cpu_count(cpu_list: str) -> int | None:
     """Number of CPUs in a kernel CPU list (``0-3,8-11`` -> 8); None when it is not one."""
     total = 0
     for part in cpu_list.strip().split(","):
-        match = _CPU_RANGE.match(part.strip())
-        if match is None:
+        first_text, dash, last_text = part.strip().partition("-")
+        if not is_digits(first_text) or (dash and not is_digits(last_text)):
             return None
-        first, last = int(match.group(1)), int(match.group(2) or match.group(1))
-        if last < first:
+        first = int(first_text)
+        last = int(last_text) if dash else first
+        if last < first or last - first + 1 > MAX_CPUS:
             return None
         total += last - first + 1
         if total > MAX_CPUS:
@@ -99,6 +104,16 @@ def cpu_count(cpu_list: str) -> int | None:
     return total or None
 
 
+def _sysfs_name(path: str, prefix: str, leaf: str | tuple[str, ...]) -> tuple[str, str] | None:
+    """(the device directory's name, the file) when ``path`` is ``prefix<name>/<leaf>``, else None."""
+    if not path.startswith(prefix):
+        return None
+    name, slash, file = path[len(prefix):].partition("/")
+    leaves = (leaf,) if isinstance(leaf, str) else leaf
+    return (name, file) if name and slash and file in leaves else None
+
+
+@parser
 def parse_host_hardware(text: str) -> HostHardware:
     log = ProblemLog()
     cpus: int | None = None
@@ -119,24 +134,28 @@ def parse_host_hardware(text: str) -> HostHardware:
             if cpus is None:
                 log.add(number, line, "not a CPU list")
         elif path == "/proc/meminfo":
-            field = _MEMINFO.match(value)
-            if field is None:
+            name, colon, amount = value.partition(":")
+            words = amount.split()
+            if not colon or not words or len(words) > 2 or words[1:] not in ([], ["kB"]):
                 log.unknown(number, line, "not a /proc/meminfo line")
-            elif field.group(1) in ("MemTotal", "MemAvailable"):
-                meminfo[field.group(1)] = int(field.group(2)) * KIB
+            elif name in ("MemTotal", "MemAvailable"):
+                kib = int_in(words[0], MEMINFO_KIB, log, number, name)
+                if kib is not None:
+                    meminfo[name] = kib * KIB
         elif path == "/sys/module/nvidia/version":
-            nvidia = value
-        elif (ib := _IB.match(path)) is not None:
-            rdma.add(ib.group(1))
-        elif (netdev := _NET.match(path)) is not None:
-            net.setdefault(netdev.group(1), {})[netdev.group(2)] = value
+            nvidia = value[:64]
+        elif (ib := _sysfs_name(path, "/sys/class/infiniband/", "node_type")) is not None:
+            rdma.add(ib[0])
+        elif (netdev := _sysfs_name(path, "/sys/class/net/", _NET_FILES)) is not None:
+            net.setdefault(netdev[0], {})[netdev[1]] = value
         else:
             log.unknown(number, line, "a file this parser does not read")
     netdevs = []
     for name in sorted(net):
         files = net[name]
-        speed = to_int(files.get("speed", ""))
-        netdevs.append(Netdev(name, files.get("operstate", ""), speed if speed is not None and speed >= 0 else None,
-                              to_int(files.get("mtu", ""))))
+        speed_text, mtu_text = files.get("speed", ""), files.get("mtu", "")
+        speed = None if speed_text in ("", "-1") else int_in(speed_text, SPEED_MBPS, log, 0, f"{name} speed")
+        mtu = int_in(mtu_text, MTU, log, 0, f"{name} mtu") if mtu_text else None
+        netdevs.append(Netdev(name, files.get("operstate", "")[:32], speed, mtu))
     return HostHardware(cpus, meminfo.get("MemTotal"), meminfo.get("MemAvailable"), tuple(sorted(rdma)),
                         nvidia, tuple(netdevs), log.freeze(), log.unknown_lines)

@@ -15,11 +15,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from fleet.collectors.parsers.base import ParseProblem
+from fleet.collectors.parsers.base import ParseProblem, parser
 from fleet.collectors.parsers.problem_log import ProblemLog
 
 _KEY = re.compile(r"(?:^|\s)([A-Za-z_][A-Za-z0-9_]*)=")
-_REASON = re.compile(r"^(.*?)\s*\[([^@\]]*)@([^\]]*)\]\s*$")
+"""Where a key starts: one quantifier, linear over any line."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,13 +74,15 @@ def _node(fields: dict[str, str]) -> ScontrolNode:
     state = fields.get("State", "")
     base, *flags = state.split("+") if state else [""]
     reason, by, at = fields.get("Reason", ""), "", ""
-    stamped = _REASON.match(reason)
-    if stamped is not None:
-        reason, by, at = stamped.group(1), stamped.group(2), stamped.group(3)
+    opened = reason.rfind("[")
+    if reason.endswith("]") and opened >= 0 and "@" in reason[opened:]:  # "text [user@time]"
+        by, _, at = reason[opened + 1:-1].partition("@")
+        reason = reason[:opened].rstrip()
     partitions = tuple(p for p in fields.get("Partitions", "").split(",") if p)
     return ScontrolNode(fields.get("NodeName", ""), state, base, tuple(flags), reason, by, at, partitions, fields)
 
 
+@parser
 def parse_scontrol_node(text: str) -> ScontrolNodes:
     """Parse ``scontrol show node`` for one node or all; never raises."""
     log = ProblemLog()

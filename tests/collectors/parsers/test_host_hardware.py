@@ -72,7 +72,8 @@ def test_a_host_with_rdma_and_a_driver() -> None:
 @pytest.mark.parametrize("hostile", [
     "", "\n\n", "garbage without a colon", "\x00\xff" * 1000, "/etc/passwd:root:x:0:0\n",
     "/proc/meminfo:MemTotal: lots kB\n", "/sys/devices/system/cpu/online:\x1b[2J\n",
-    "/sys/class/net/eth0/operstate:up\n" * 100_000,
+    "/sys/class/net/eth0/operstate:up\n" * 100_000, "/proc/meminfo:MemTotal: ²³ kB\n",
+    "/proc/meminfo:MemTotal:" + " " * 50_000 + "x\n", "/sys/class/net/eth0/mtu:99999999999999999999999\n",
 ])
 def test_hostile_input_never_raises_and_is_counted(hostile: str) -> None:
     parsed = parse_host_hardware(hostile)
@@ -80,7 +81,7 @@ def test_hostile_input_never_raises_and_is_counted(hostile: str) -> None:
     if "passwd" in hostile or "colon" in hostile:
         assert parsed.unknown_lines == 1
     if "lots" in hostile:
-        assert parsed.memory_total_bytes is None and parsed.unknown_lines == 1
+        assert parsed.memory_total_bytes is None and "MemTotal: 'lots' is not an integer" in parsed.problems[0].reason
     if "online" in hostile:
         assert parsed.cpus is None and parsed.problems
 
