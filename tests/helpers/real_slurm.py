@@ -85,8 +85,10 @@ class RealSlurm:
         return done
 
     def submit(self, *options: str, command: str = "sleep 600") -> str:
-        """``sbatch --parsable OPTIONS --wrap COMMAND``: the job id."""
-        return self.run("sbatch", "--parsable", *options, f"--wrap={command}").stdout.strip().split(";")[0]
+        """``sbatch --parsable OPTIONS --wrap COMMAND``: the job id. The job runs and writes its
+        output in this Slurm's folder, never where the tests were started."""
+        return self.run("sbatch", "--parsable", f"--chdir={self.folder}", f"--output={self.folder}/slurm-%j.out",
+                        *options, f"--wrap={command}").stdout.strip().split(";")[0]
 
     def wait_until(self, what: str, argv: tuple[str, ...], predicate: object, timeout_s: float = READY_WAIT_S) -> str:
         """Run ``argv`` until ``predicate(stdout)`` holds (bounded); its last output."""
