@@ -8,7 +8,8 @@ lines, 32 leaves and 32 spines would ask for 1.2 CPU-seconds a second: the switc
 gets a budget: each poll's reading is timed (it has no await: its wall time is its CPU, or more
 when the machine is busy), and every switch is polled every
 ``max(interval, switches x mean poll CPU / share)`` seconds: at 1,024 nodes about every 5 s,
-within the 10 s every switch's counters must arrive by, and at a small fleet every interval.
+and at a small fleet every interval. The budget yields to the 10 s within which every switch's
+counters must arrive (``MAX_PERIOD_S``): on a machine too busy for both, the switches come first.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from __future__ import annotations
 SWITCH_CPU_SHARE = 0.25
 """Of one CPU, what switch polling may use on average; the nodes' lines (about 0.3 CPU-s/s at
 1,024 nodes) and the store keep the rest."""
+MAX_PERIOD_S = 8.0
+"""The longest period: every switch's counters at least every 10 s, with room for a slow poll."""
 SMOOTHING = 0.2
 """Weight of each new poll in the running mean of a poll's CPU."""
 
@@ -36,7 +39,7 @@ class SwitchBudget:
 
     def period_s(self) -> float:
         """Seconds from one poll of a switch to its next."""
-        return max(self.interval_s, self.switches * self.poll_cpu_s / self.share)
+        return max(self.interval_s, min(MAX_PERIOD_S, self.switches * self.poll_cpu_s / self.share))
 
 
-__all__ = ["SWITCH_CPU_SHARE", "SwitchBudget"]
+__all__ = ["MAX_PERIOD_S", "SWITCH_CPU_SHARE", "SwitchBudget"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from fleet.collectors.setup_gate import Budget, SetupGate
-from fleet.collectors.switch_budget import SwitchBudget
+from fleet.collectors.switch_budget import MAX_PERIOD_S, SwitchBudget
 
 
 async def test_set_ups_in_flight_are_bounded_per_budget() -> None:
@@ -56,3 +56,6 @@ def test_switch_polls_keep_to_their_share_of_the_cpu() -> None:
     for _ in range(50):
         budget.spent(0.03)
     assert abs(budget.period_s() - 64 * 0.03 / 0.25) < 0.01
+    for _ in range(50):
+        budget.spent(0.5)  # a machine far too busy: the switches still come every MAX_PERIOD_S
+    assert budget.period_s() == MAX_PERIOD_S
