@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import pkgutil
 import subprocess
 import sys
@@ -25,6 +26,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from benchmarks._options import fleet_path
 from benchmarks.report import BenchmarkFailed, document, load_average
 
 NOT_BENCHMARKS = {"report"}
@@ -59,10 +61,13 @@ def _table(doc: dict[str, Any]) -> str:
 
 
 def _in_tree(tree: Path, name: str, argv: list[str]) -> dict[str, Any]:
-    """``python -m benchmarks NAME ARGV --json`` with ``tree`` as the working directory, so that
-    interpreter imports that tree's ``benchmarks`` and ``fleet``; its document."""
+    """``python -m benchmarks NAME ARGV --json`` with ``tree`` as the working directory and its
+    ``fleet`` first on ``PYTHONPATH``, so that interpreter imports that tree's ``benchmarks`` and
+    ``fleet``; its document."""
     print(f"benchmarks {name}: measuring {tree}...", file=sys.stderr)
-    done = subprocess.run([sys.executable, "-m", "benchmarks", name, *argv, "--json"], cwd=tree,
+    env = os.environ | {"PYTHONPATH": os.pathsep.join(
+        p for p in (str(fleet_path(tree.resolve())), os.environ.get("PYTHONPATH")) if p)}
+    done = subprocess.run([sys.executable, "-m", "benchmarks", name, *argv, "--json"], cwd=tree, env=env,
                           stdout=subprocess.PIPE, text=True, check=False)
     if done.returncode not in (0, MISSED):
         raise BenchmarkFailed(f"{tree}: `python -m benchmarks {name}` exited {done.returncode}")

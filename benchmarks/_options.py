@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable
+from pathlib import Path
 
 
 def parser(name: str, doc: str | None) -> argparse.ArgumentParser:
@@ -45,3 +46,10 @@ def float_in(low: float, high: float = math.inf) -> Callable[[str], float]:
             raise argparse.ArgumentTypeError(f"{value:g} is more than {high:g}")
         return value
     return parse
+
+
+def fleet_path(tree: Path) -> Path:
+    """The folder of ``tree`` (a checkout) that holds its ``fleet`` package: ``src/``, or the checkout
+    itself for trees from before ``src/fleet`` existed. Put first on ``PYTHONPATH``, it makes an
+    interpreter import that tree's ``fleet`` rather than the installed one."""
+    return tree / "src" if (tree / "src" / "fleet").is_dir() else tree

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
+from benchmarks._options import fleet_path
 from benchmarks.report import BenchmarkFailed
 from fleet.console.cli.sim_process import SimProcess, SimulatorFailed, start_sim
 
@@ -71,14 +72,14 @@ def simulator(scenario: str, workdir: Path, *, timeout_s: float = 300.0,
               tree: Path | None = None) -> Iterator[Simulated]:
     """``fleet sim`` on ``scenario`` (TOML text), ready, stopped on exit.
 
-    ``tree``: run the simulator of that source tree instead (a checkout with ``fleet/``, e.g. a
-    ``git worktree add`` of an earlier commit): the child imports ``fleet`` from its working
-    directory, so it is started there with the tree first on ``PYTHONPATH``."""
+    ``tree``: run the simulator of that source tree instead (a checkout, e.g. a ``git worktree add``
+    of an earlier commit): the child is started there with the tree's ``fleet`` first on
+    ``PYTHONPATH`` (:func:`fleet_path`)."""
     path = workdir / "bench.toml"
     path.write_text(scenario, encoding="utf-8")
     saved_path, saved_cwd = os.environ.get("PYTHONPATH"), os.getcwd()
     if tree is not None:
-        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(tree.resolve()), saved_path) if p)
+        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(fleet_path(tree.resolve())), saved_path) if p)
         os.chdir(tree)
     started = time.monotonic()
     try:

@@ -13,7 +13,9 @@ seconds (about four minutes): the faults run on the simulator's real clock.
 Kinds not in the scenario, and why: ``miswire`` (cabling is read with the node facts and the
 switches' neighbour tables, minutes apart, and judged as a state), ``ecmp_collision``
 (``fleet.fabric.ecmp`` judges an imbalance only after 60 s of uplink samples, so a collision cannot
-be named within 20 s by design; ``fleet ecmp status`` times it).
+be named within 20 s by design; ``fleet ecmp status`` times it), ``hostile_output`` (a host whose
+output cannot be read is the collector's ``unparsable`` state from the read that fails, on that
+command's own cadence: a node's facts are read every 5 min; ``tests/security`` holds it).
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks._options import int_in, parser
+from benchmarks._options import fleet_path, int_in, parser
 from benchmarks._processes import cpu_s
 from benchmarks._simulated import idle_fleet, simulator
 from benchmarks.report import Measured, at_least, at_most
@@ -132,7 +132,7 @@ def _once(args: argparse.Namespace, tree: Path | None) -> dict[str, Any]:
 def _source_tree(text: str) -> Path:
     """An argparse type: a checkout whose ``fleet`` namespace holds a simulator."""
     tree = Path(text)
-    if not (tree / "fleet" / "simulator" / "main.py").is_file():
+    if not (fleet_path(tree) / "fleet" / "simulator" / "main.py").is_file():
         raise argparse.ArgumentTypeError(f"{tree} has no fleet/simulator/main.py")
     return tree
 

@@ -2,7 +2,7 @@
 
 Why: a host can print anything, and the collector parses it on its event loop; a parser
 whose time grows faster than its input (a backtracking pattern, a quadratic loop) lets
-one host stall the fleet. Each parser kind (the 26 of ``fleet parse --list`` and the
+one host stall the fleet. Each parser kind (every one of ``fleet parse --list`` and the
 switch CLIs' fixed-width tables) reads inputs of about 10 MB shaped as:
 
 - ``repeated``: its largest real capture under tests/fixtures, repeated;
@@ -45,6 +45,24 @@ SWITCH_TABLE = (
     "swp1       up     400G   9216   swp       gpu001       enp12s0np0\n"
     "swp17      down   400G   9216   swp\n"
 )
+
+
+# NCCL's log lines (kind nccl-log) have no capture of their own: they come interleaved in this one, which
+# detection calls nccl-tests output.
+NCCL_LOG = FIXTURES / "nccl" / "nccl-tests-issue321-2node-h20-vm-alltoall_perf-roce-bond-rdma-plugin.txt"
+# Kinds no signature tells from a capture (a bare number, a generic table), or without a capture: their layout.
+LAYOUTS = {
+    "roce-sysfs": "/sys/class/net/enp12s0np0/ecn/roce_np/enable/3:1\n/sys/class/net/enp12s0np0/mtu:9000\n",
+    "cma-roce-mode": "RoCE v2\n",
+    "cma-roce-tos": "106\n",
+    "sonic-pfc-priority": "\nInterface    Lossless priorities\n-----------  ---------------------\nEthernet0    3\n",
+    "sonic-interfaces-status": ("  Interface    Lanes    Speed    MTU    Alias    Oper    Admin\n"
+                                "-----------  -------  -------  -----  -------  ------  -------\n"
+                                "  Ethernet0  1,2,3,4     400G   9100    etp1       up       up\n"),
+    "sonic-blocks": "Profile: AZURE_LOSSLESS\n-----  -------\necn    ecn_all\n-----  -------\n",
+    "sonic-ecn-queues": "ECN status:\nqueue 3: on\n",
+    "sonic-config-table": '{"Ethernet0": {"dscp_to_tc_map": "AZURE", "pfc_enable": "3"}}\n',
+}
 
 
 def _captures() -> dict[str, str]:
@@ -94,7 +112,8 @@ def run(argv: list[str]) -> Measured:
     size = int(args.megabytes * 1_000_000)
     parsers: dict[str, Callable[[str], Any]] = {kind: spec.load() for kind, spec in KINDS.items()}
     parsers["switch-table"] = parse_switch_table
-    captures = {**_captures(), "switch-table": SWITCH_TABLE}
+    captures = {**LAYOUTS, **_captures(), "switch-table": SWITCH_TABLE,
+                "nccl-log": NCCL_LOG.read_bytes().decode("utf-8", errors="replace")}
     wanted = [k for k in args.kinds.split(",") if k] or sorted(parsers)
     results: dict[str, Any] = {"megabytes": args.megabytes}
     targets = {}

@@ -14,6 +14,7 @@ import time
 from collections.abc import Sequence
 
 from fleet.collectors.inventory import CablingRow
+from fleet.fabric.config_checks import CONFIG_CHECK_EVENT
 from fleet.fabric.diagnosis import DiagnosisInput, Reading, SeriesId
 from fleet.fabric.rules.context import Moment
 from fleet.fabric.states import HostState
@@ -77,9 +78,13 @@ def read_input(reader: StoreReader, *, window_s: float, end_ts: float | None = N
                                end=end)
         if series.ts:
             uplinks[(link.a.host, link.a.port)] = (tuple(series.ts), tuple(series.avg))
+    events = reader.events(since=start, until=end, limit=10_000)
+    if not any(e.kind == CONFIG_CHECK_EVENT for e in events):
+        # configuration persists: the newest check run (before the moment asked about) says how things are set
+        events += reader.events(until=end_ts, kind=CONFIG_CHECK_EVENT, limit=1)
     return DiagnosisInput(
         start_ts=start, end_ts=end, latest=latest, first=first, statuses=statuses,
-        events=reader.events(since=start, until=end, limit=10_000),
+        events=events,
         probes=reader.probes(since=start, until=end, limit=10_000),
         baseline_probes=reader.probes(until=start, limit=BASELINE_PROBES),
         roles=roles, ports=ports, plan=plan, graph=graph, comparison=compare(graph, plan, silent=silent),

@@ -24,19 +24,19 @@ Why each step:
   configuration back from the switch.
 
 Every step is one :class:`fleet.fabric.records.ActionRecord` handed to
-``put_action`` (the store's append-only ``actions`` table).
+``put_action`` (the store's audit chain). The commands go through the
+machinery every guarded change shares (``fleet.collectors.guarded_change``:
+the audit, the runner that sends them, what a stopped command leaves).
 """
 
 from __future__ import annotations
 
 import asyncio
-import shlex
-import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fleet.collectors.commands import CommandError, command
+from fleet.collectors import guarded_change
 from fleet.collectors.ecmp_config import ConfigSnapshot, read_hash_config
 from fleet.collectors.ecmp_measure import (
     MeasureFailed,
@@ -47,12 +47,18 @@ from fleet.collectors.ecmp_measure import (
     probe_numbers,
     probe_worse,
 )
+from fleet.collectors.guarded_change import (
+    READ_ONLY_REFUSAL,
+    Argv,
+    Audit,
+    ChangeRunner,
+    StepCallback,
+)
 from fleet.collectors.inventory import InventoryHost
 from fleet.collectors.sshpool import SshPool
 from fleet.fabric.ecmp import EcmpThresholds, LeafBalance, improved
 from fleet.fabric.ecmp_plan import Remedy
 from fleet.fabric.records import ActionRecord, ProbeRecord
-from fleet.fabric.text import clean_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,43 +103,12 @@ class ApplyOutcome:
         }
 
 
-StepCallback = Callable[[str, str], None]
-"""Told each step as it happens: (step, words) for a progress view."""
+__all__ = ["ApplyOutcome", "ApplySettings", "EcmpApply", "StepCallback", "unknown_state"]
 
 
 def unknown_state(leaf: str, commands: Sequence[tuple[str, ...]], failed_index: int, reason: str) -> str:
     """Exactly what a switch that stopped answering at ``commands[failed_index]`` may be running."""
-    read_back = f"run `fleet ecmp plan --leaf {leaf}` to read it back"
-    argv = commands[failed_index]
-    sent = shlex.join(argv)
-    if argv[:3] == ("nv", "config", "apply"):
-        staged = "set staged" if failed_index > 0 else "nothing staged"
-        return (f"{staged}, apply sent, no answer ({reason}): the switch may or may not run the new config; "
-                f"{read_back}")
-    if argv[:2] == ("nv", "set"):
-        return (f"`{sent}` sent, no answer ({reason}): the change may be staged but was not applied; the running "
-                f"config is unchanged unless someone applies it (`nv config diff` on the switch shows staged "
-                f"changes, `nv config detach` drops them); {read_back}")
-    return f"`{sent}` sent, no answer ({reason}): the switch may or may not run the new config; {read_back}"
-
-
-class _Audit:
-    def __init__(self, put_action: Callable[[ActionRecord], Any], actor: str, leaf: str,
-                 on_step: StepCallback | None) -> None:
-        self._put = put_action
-        self._actor = actor
-        self._leaf = leaf
-        self._on_step = on_step
-        self.rows: list[ActionRecord] = []
-
-    def row(self, step: str, *, action: str = "ecmp.apply", commands: Sequence[str] = (), output: str = "",
-            before: dict[str, Any] | None = None, after: dict[str, Any] | None = None, verdict: str = "") -> None:
-        record = ActionRecord(time.time(), self._actor, self._leaf, action, step, tuple(commands),
-                              clean_text(output), before or {}, after or {}, clean_text(verdict))  # switch's words
-        self.rows.append(record)
-        self._put(record)
-        if self._on_step is not None:
-            self._on_step(step, verdict or ", ".join(commands) or step)
+    return guarded_change.unknown_state(commands, failed_index, reason, f"fleet ecmp plan --leaf {leaf}")
 
 
 def _numbers(balance: LeafBalance | None, probe: ProbeRecord | None) -> dict[str, Any]:
@@ -171,11 +146,11 @@ class EcmpApply:
         self.settings = settings or ApplySettings()
         self.probe_pair = probe
         self.jobs = tuple(jobs)
-        self.audit = _Audit(put_action, actor, host.name, on_step)
+        self.audit = Audit(put_action, actor, host.name, on_step, "ecmp.apply")
         self._put_probe = put_probe
-        self._sent = ""
-        """The last change command sent to the switch ("" until the first)."""
-        self._rolling_back = False
+        self.runner = ChangeRunner(pool, host, self.audit, self, self.settings.command_timeout_s,
+                                   actions={"apply": "ecmp.apply", "rollback": "ecmp.rollback"})
+        """Sends the remedy's (and the rollback's) commands: ``fleet.collectors.guarded_change``."""
 
     def _outcome(self, state: str, verdict: str, before: LeafBalance | None = None,
                  after: LeafBalance | None = None, probe_before: ProbeRecord | None = None,
@@ -212,22 +187,14 @@ class EcmpApply:
         try:
             return await self._run(read_only)
         except asyncio.CancelledError:
-            leaf = self.host.name
-            if self._rolling_back:
-                self.audit.row("verdict", action="ecmp.rollback", verdict=(
-                    f"cancelled during the rollback after `{self._sent}` was sent: {leaf} may run {self.remedy.id} "
-                    f"or the configuration of the snapshot; run `fleet ecmp plan --leaf {leaf}` to read it"))
-            elif self._sent:
-                self.audit.row("verdict", verdict=(
-                    f"cancelled after `{self._sent}` was sent: {leaf} may run {self.remedy.id} unverified "
-                    f"and not rolled back; run `fleet ecmp plan --leaf {leaf}` to read its config "
-                    f"(rollback: {'; '.join(self.remedy.rollback_lines)})"))
+            self.runner.cancelled(self.remedy.id, f"fleet ecmp plan --leaf {self.host.name}",
+                                  self.remedy.rollback_lines)
             raise
 
     async def _run(self, read_only: bool) -> ApplyOutcome:
         remedy, leaf = self.remedy, self.host.name
         if read_only:
-            return self._outcome("refused", "refused: read-only mode never changes a machine")
+            return self._outcome("refused", READ_ONLY_REFUSAL)
         if remedy.advice_only:
             return self._outcome("refused", f"refused: {remedy.id} is advice for the hosts; nothing to apply")
         if self.force_reason:
@@ -282,7 +249,7 @@ class EcmpApply:
         reason = probe_words if keep else why
         return await self._rollback(snapshot, reason, before, after, probe_before, probe_after)
 
-    def _state_after_failure(self, step: str, index: int) -> str:
+    def after_refusal(self, step: str, index: int) -> str:
         """Which configuration the switch runs when ``step``'s command ``index`` was refused (or not built)."""
         leaf, remedy = self.host.name, self.remedy.id
         if step == "rollback":
@@ -292,59 +259,29 @@ class EcmpApply:
             return f"nothing was applied: {leaf} runs the configuration of the snapshot"
         return f"nothing was applied (the commands before only staged it): {leaf} runs the configuration of the snapshot"
 
-    async def _run_commands(self, argvs: Sequence[tuple[str, ...]], step: str,
+    def after_no_answer(self, step: str, commands: Sequence[Argv], index: int, reason: str) -> str:
+        """No answer to ``step``'s command ``index``: what the switch may run (``guarded_change.StateWords``)."""
+        leaf = self.host.name
+        if step == "rollback":
+            return (f"unknown: no answer to the rollback's `{self.runner.sent}` ({reason}): {leaf} "
+                    f"runs either {self.remedy.id} or the configuration of the snapshot; run "
+                    f"`fleet ecmp plan --leaf {leaf}` to read which")
+        return "unknown: " + unknown_state(leaf, commands, index, reason)
+
+    async def _run_commands(self, argvs: Sequence[Argv], step: str,
                             snapshot: ConfigSnapshot) -> tuple[str, str] | None:
         """Run the commands in order; None when all succeeded, else (state, verdict), already audited.
 
-        Each verdict says which configuration the switch runs afterwards (see ``_state_after_failure``
+        Each verdict says which configuration the switch runs afterwards (see ``after_refusal``
         and ``unknown_state``)."""
-        action = "ecmp.rollback" if step == "rollback" else "ecmp.apply"
-        lines: list[str] = []
-        outputs: list[str] = []
-        for index, argv in enumerate(argvs):
-            try:
-                cmd = command(*argv)
-            except CommandError as error:
-                verdict = f"failed: {error}, so `{shlex.join(argv)}` was not sent; {self._state_after_failure(step, index)}"
-                self.audit.row(step, action=action, commands=lines, output="".join(outputs), verdict=verdict)
-                return "failed", verdict
-            lines.append(cmd.text)
-            self._sent = cmd.text
-            result = await self.pool.run(self.host.name, cmd, self.settings.command_timeout_s)
-            outputs.append(f"$ {cmd.text}\n{result.stdout}{result.stderr}")
-            if result.exit_status is None:
-                if step == "rollback":
-                    verdict = (f"unknown: no answer to the rollback's `{cmd.text}` ({result.reason}): {self.host.name} "
-                               f"runs either {self.remedy.id} or the configuration of the snapshot; run "
-                               f"`fleet ecmp plan --leaf {self.host.name}` to read which")
-                else:
-                    verdict = "unknown: " + unknown_state(self.host.name, argvs, index, result.reason)
-                self.audit.row(step, action=action, commands=lines, output="".join(outputs),
-                               before={"config": snapshot.config.as_json()}, verdict=verdict)
-                return "unknown", verdict
-            if result.exit_status != 0:
-                detach = ""
-                if self.host.os == "cumulus" and index > 0:
-                    dropped = await self.pool.run(self.host.name, command("nv", "config", "detach"),
-                                                  self.settings.command_timeout_s)
-                    lines.append("nv config detach")
-                    detach = ("; staged changes detached" if dropped.ok
-                              else f"; `nv config detach` failed ({dropped.reason}): changes may stay staged")
-                verdict = (f"failed: the switch refused `{cmd.text}` ({result.reason}){detach}; "
-                           f"{self._state_after_failure(step, index)}")
-                self.audit.row(step, action=action, commands=lines, output="".join(outputs), verdict=verdict)
-                return "failed" if step != "rollback" else "rollback-failed", verdict
-        self.audit.row(step, action=action, commands=lines, output="".join(outputs),
-                       before={"config": snapshot.config.as_json()},
-                       after={"config": self.remedy.after.as_json()} if step == "apply" and self.remedy.after
-                       else {"config": snapshot.config.as_json()},
-                       verdict=f"{step} sent and acknowledged")
-        return None
+        config = {"config": snapshot.config.as_json()}
+        after = {"config": self.remedy.after.as_json()} if step == "apply" and self.remedy.after else config
+        stopped = await self.runner.run(argvs, step, before=config, after=after)
+        return None if stopped is None else (stopped.state, stopped.verdict)
 
     async def _rollback(self, snapshot: ConfigSnapshot, reason: str, before: LeafBalance | None,
                         after: LeafBalance | None, probe_before: ProbeRecord | None,
                         probe_after: ProbeRecord | None) -> ApplyOutcome:
-        self._rolling_back = True
         failed = await self._run_commands(self.remedy.rollback, "rollback", snapshot)
         if failed is not None:
             state = "unknown" if failed[0] == "unknown" else "rollback-failed"

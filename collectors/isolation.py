@@ -26,6 +26,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+from fleet.collectors.parsers.base import ParseError, ParserBug
 from fleet.collectors.pause import pause
 from fleet.collectors.status import StatusBook
 from fleet.fabric.states import HostState
@@ -61,6 +62,10 @@ def read_output(command: str, parse: Callable[[str], T], text: str) -> T:
     """
     try:
         return parse(text)
+    except ParserBug as error:
+        raise Unparsable(command, describe(error)) from error
+    except ParseError as error:  # the contract's one-line reason, often already naming the command
+        raise Unparsable(command, str(error).removeprefix(f"{command}: ")) from error
     except Exception as error:
         raise Unparsable(command, describe(error)) from error
 

@@ -33,12 +33,14 @@ from fleet.console.messages import (
 from fleet.console.probe_control import ProbeControl
 from fleet.console.screens.audit import AuditScreen
 from fleet.console.screens.baselines import BaselinesScreen
+from fleet.console.screens.config import ConfigScreen
 from fleet.console.screens.ecmp_plan import EcmpPlanScreen
 from fleet.console.screens.events import EventsScreen
 from fleet.console.screens.fleet import FleetScreen
 from fleet.console.screens.help import HelpScreen
 from fleet.console.screens.jobs import JobsScreen
 from fleet.console.screens.jump import JumpScreen
+from fleet.console.screens.links import LinksScreen
 from fleet.console.screens.node import NodeScreen
 from fleet.console.screens.path_prompt import PathPrompt
 from fleet.console.screens.probes import ProbesScreen
@@ -81,8 +83,10 @@ class FleetApp(App[None]):
         Binding("g", "replay_jump", "Go to time", id="app.replay_jump"),
         Binding("L", "replay_live", "Live", id="app.replay_live"),
         Binding("B", "baselines", "Baselines", show=False, id="app.baselines"),
+        Binding("N", "links", "NVLink vs network", show=False, id="app.links"),
         Binding("W", "walkthrough", "Walkthrough", show=False, id="app.walkthrough"),
         Binding("A", "audit", "Audit", show=False, id="app.audit"),
+        Binding("C", "config", "Config", show=False, id="app.config"),
         Binding("q", "quit", "Quit", id="app.quit"),
     ]
 
@@ -253,6 +257,11 @@ class FleetApp(App[None]):
 
     def action_audit(self) -> None:
         self.push_screen(AuditScreen())
+
+    def action_links(self) -> None:
+        self.push_screen(LinksScreen())
+    def action_config(self) -> None:
+        self.push_screen(ConfigScreen())
 
     def action_ecmp_plan(self, leaf: str) -> None:
         self.push_screen(EcmpPlanScreen(leaf))

@@ -12,15 +12,13 @@ inventory file the roles the store knows stand in for it.
 from __future__ import annotations
 
 import asyncio
-import getpass
-import os
-import socket
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from fleet.collectors.ecmp_apply import ApplyOutcome, ApplySettings, StepCallback
 from fleet.collectors.ecmp_status import LeafPlan, guarded_apply, leaf_balances, plan_leaf
+from fleet.collectors.guarded_change import actor
 from fleet.collectors.inventory import Inventory, InventoryHost
 from fleet.collectors.sshpool import SshPool
 from fleet.fabric.ecmp import EcmpThresholds, LeafBalance, ecmp_thresholds
@@ -52,15 +50,6 @@ class EcmpSettings:
     def apply_settings(self) -> ApplySettings:
         return ApplySettings(window_s=self.verify_window_s, interval_s=self.interval_s,
                              thresholds=ecmp_thresholds(self.verify_window_s, self.sustain_s))
-
-
-def actor() -> str:
-    """user@host for the audit (a uid when the account has no name, as in some containers)."""
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):
-        user = f"uid{os.getuid()}"
-    return f"{user}@{socket.gethostname()}"
 
 
 def roles_inventory(hosts: Iterable[tuple[str, str]]) -> Inventory:

@@ -9,6 +9,7 @@ the perftest port allocator and GID cache. It starts
   trained rate and the pair's baseline or previous result (``collectors/probes/history.py``),
 - a link test over a set of nodes and rails (``l``),
 - an all-reduce on one node or across nodes (``a``),
+- an all-to-all on one node or across nodes (``x``), with each step's progress,
 - the per-job latency sampler (live, ``Config.job_latency_enabled``),
 - the diagnosis every ``DIAGNOSIS_INTERVAL_S`` live, and on each replayed moment,
 
@@ -223,6 +224,31 @@ class ProbeControl:
 
         self._app.post_message(ProbeProgressed(label, f"all_reduce_perf on {len(spec.nodes)} node(s)"))
         await self._finished(await run_allreduce(self.pool(), spec))
+
+    # --- x
+    def start_alltoall(self, nodes: Sequence[str]) -> None:
+        """``alltoall_perf`` on ``nodes`` (several: then once per rail and the part holding it back named), stored
+        and judged against the baseline or the previous run."""
+        from fleet.collectors.probes.alltoall import AlltoallSpec
+
+        spec = AlltoallSpec(tuple(nodes))
+        label = f"all-to-all {nodes[0]}" if len(nodes) == 1 else f"all-to-all over {len(nodes)} nodes"
+        self._start(label)
+        self._app.run_worker(self._alltoall(spec, label), name=label, group="probe", exit_on_error=False)
+
+    async def _alltoall(self, spec: Any, label: str) -> None:
+        from fleet.collectors.probes.alltoall import run_alltoall
+
+        app = self._app
+        inventory = app.inventory
+
+        def progressed(what: str, done: int, total: int) -> None:
+            app.post_message(ProbeProgressed(label, what, done, total))
+
+        record = await run_alltoall(self.pool(), spec, cabling=inventory.cabling if inventory is not None else (),
+                                    switches=inventory.switches if inventory is not None else (),
+                                    on_progress=progressed)
+        await self._finished(record)
 
     # --- l
     def start_linktest(self, nodes: Sequence[str], rails: Sequence[int]) -> None:

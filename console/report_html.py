@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
+from fleet.console.report_interconnect import EP_HEADERS, HEADERS, ep_rows, interconnect_rows
 from fleet.console.report_svg import histogram, pingmesh
 from fleet.fabric.report_model import Report, audit_words
 from fleet.fabric.text import clean_text
@@ -122,6 +123,17 @@ def _footer(report: Report) -> str:
             f'<script type="application/json" id="report-data">{report.canonical}</script>')
 
 
+def _interconnect(view: Mapping[str, Any] | None) -> str:
+    """NVLink beside the network (``fleet.fabric.interconnect``): every figure against its theoretical value."""
+    if not view:
+        return "<p>Not measured.</p>"
+    out = _table(list(HEADERS), [[_e(cell) for cell in row] for row in interconnect_rows(view)])
+    kernels = ep_rows(view)
+    if kernels:
+        out += _table(list(EP_HEADERS), [[_e(cell) for cell in row] for row in kernels], (1, 2))
+    return out
+
+
 def _page(report: Report, body: str) -> str:
     title = _e(report.title)
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
@@ -156,12 +168,23 @@ def _acceptance(report: Report) -> str:
             out.append(f"<h3>{_e(c['id'])}: failing parts ({len(c['failures'])})</h3>")
             out.append(_table(["part", f"measured {c['unit']}".strip(), "why"],
                               [[_e(f["part"]), _n(f["measured"]), _e(f["note"])] for f in c["failures"]], (1,)))
-    out += ["<h2>Charts</h2>", _charts(d["charts"], _limits(checks)), "<h2>Findings</h2>", _findings(d["findings"])]
+    out += ["<h2>NVLink beside the network</h2>", _interconnect(d.get("interconnect")),
+            "<h2>Charts</h2>", _charts(d["charts"], _limits(checks)), "<h2>Findings</h2>", _findings(d["findings"])]
+    out += ["<h2>Configuration (fleet check)</h2>", _configuration(d.get("configuration"))]
     if d.get("notes"):
         out += ["<h2>Notes</h2><ul>", *(f"<li>{_e(n)}</li>" for n in d["notes"]), "</ul>"]
     out += ["<h2>How it was measured</h2>",
             _table(["setting", "value"], [[_e(k), _e(v)] for k, v in sorted(d.get("suite", {}).items())])]
     return _page(report, "".join(out))
+
+
+def _configuration(section: Mapping[str, Any] | None) -> str:
+    """The suite's configuration checks: one row per check with its counts and the parts at fault."""
+    if not section or not section.get("read"):
+        return '<p class="meta">The suite did not read the configuration.</p>'
+    return _table(["check", "pass", "warn", "fail", "odd ones out", "source"],
+                  [[_e(c["title"]), _n(c["pass"]), _n(c["warn"]), _n(c["fail"]), _e(", ".join(c["odd"]) or "-"),
+                    _e(c["source"])] for c in section["checks"]], (1, 2, 3))
 
 
 def _change(change: Mapping[str, Any]) -> str:
@@ -199,7 +222,13 @@ def _diff(report: Report) -> str:
            _table(["severity", "what", "before", "after"],
                   [[_badge(None, c["severity"]), _e(c["subject"]), _e(c["before"]), _e(c["after"])]
                    for c in d["software"] + d["cabling"]]),
+           "<h2>Configuration drift (fleet check)</h2>",
+           _table(["severity", "what", "before", "after"],
+                  [[_badge(None, c["severity"]), _e(c["subject"]), _e(c["before"]), _e(c["after"])]
+                   for c in d.get("configuration", [])]),
            "<h2>Cluster (after)</h2>", _shape(after["shape"]),
+           "<h2>NVLink beside the network: before</h2>", _interconnect(before.get("interconnect")),
+           "<h2>NVLink beside the network: after</h2>", _interconnect(after.get("interconnect")),
            "<h2>Charts: before</h2>", _charts(before["charts"], {}, before["label"]),
            "<h2>Charts: after</h2>", _charts(after["charts"], {}, after["label"])]  # fmt: skip
     return _page(report, "".join(out))

@@ -6,6 +6,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from fleet.console.report_interconnect import EP_HEADERS, HEADERS, ep_rows, interconnect_rows
 from fleet.fabric.report_model import Report, audit_words
 from fleet.fabric.text import clean_text
 
@@ -47,6 +48,15 @@ def _shape(shape: Mapping[str, Any]) -> list[str]:
     return _table(["", ""], rows)
 
 
+def _interconnect(title: str, view: Mapping[str, Any] | None) -> list[str]:
+    """NVLink beside the network (``fleet.fabric.interconnect``): every figure against its theoretical value."""
+    if not view:
+        return [f"## {title}", "", "Not measured.", ""]
+    out = [f"## {title}", "", *_table(HEADERS, interconnect_rows(view))]
+    kernels = ep_rows(view)
+    return out + (_table(EP_HEADERS, kernels) if kernels else [])
+
+
 def _footer(report: Report) -> list[str]:
     data = report.data
     return ["---", f"Generated {_text(data.get('generated', ''))} by {_text(data.get('tool_version', ''))}. "
@@ -72,10 +82,19 @@ def _acceptance(report: Report) -> list[str]:
             out += [f"### {_text(c['id'])}: failing parts", ""]
             out += _table(["part", f"measured {_text(c['unit'])}".strip(), "why"],
                           [[f["part"], f["measured"], f["note"]] for f in c["failures"]])
+    out += _interconnect("NVLink beside the network", d.get("interconnect"))
     out += ["## Findings", ""]
     out += _table(["severity", "kind", "part", "next step"],
                   [[f["severity"], f["kind"], " ".join(x for x in (f["node"], f["nic"], f["switch"]) if x),
                     f["next_step"]] for f in d["findings"]])
+    out += ["## Configuration (fleet check)", ""]
+    section = d.get("configuration") or {}
+    if section.get("read"):
+        out += _table(["check", "pass", "warn", "fail", "odd ones out"],
+                      [[c["title"], c["pass"], c["warn"], c["fail"], ", ".join(c["odd"]) or "-"]
+                       for c in section["checks"]])
+    else:
+        out += ["The suite did not read the configuration.", ""]
     return out + _footer(report)
 
 
@@ -97,6 +116,11 @@ def _diff(report: Report) -> list[str]:
     out += ["## Software and cabling changes", ""]
     out += _table(["severity", "what", "before", "after"],
                   [[c["severity"], c["subject"], c["before"], c["after"]] for c in d["software"] + d["cabling"]])
+    out += _interconnect("NVLink beside the network: before", d["before"].get("interconnect"))
+    out += _interconnect("NVLink beside the network: after", d["after"].get("interconnect"))
+    out += ["## Configuration drift (fleet check)", ""]
+    out += _table(["severity", "what", "before", "after"],
+                  [[c["severity"], c["subject"], c["before"], c["after"]] for c in d.get("configuration", [])])
     return out + _footer(report)
 
 

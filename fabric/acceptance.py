@@ -35,6 +35,7 @@ from typing import Any
 import hostlist
 
 from fleet.fabric.baseline import Baseline, part_nodes, part_rail, split_part
+from fleet.fabric.config_checks import SPECS as CONFIG_CHECKS
 from fleet.fabric.events import Finding
 
 
@@ -54,6 +55,7 @@ class KindSpec:
 
 CHECK_KINDS: Mapping[str, KindSpec] = {
     "allreduce_efficiency_min": KindSpec("min", "", True, "all-reduce bus bandwidth / theoretical (0-1)"),
+    "alltoall_efficiency_min": KindSpec("min", "", True, "all-to-all bus bandwidth / theoretical (0-1)"),
     "link_loss_max": KindSpec("max_pct", "%", False,
                               "packets lost or dropped / (packets moved + lost) during the suite, per NIC (0-100 %)"),
     "latency_p99_max_usec": KindSpec("max", "usec", False, "link-test p99 latency of every pair"),
@@ -61,16 +63,21 @@ CHECK_KINDS: Mapping[str, KindSpec] = {
     "cabling_matches_plan": KindSpec(None, "", True, "LLDP neighbour = the cabling plan's switch and port"),
     "optics_rx_power_min_dbm": KindSpec("min", "dBm", True, "weakest lane's receive power of every NIC"),
     "no_findings_of_kind": KindSpec(None, "", True, "the diagnosis finds none of these kinds"),
+    "config_checks_pass": KindSpec(None, "", True, "these fleet check configuration checks pass on every part"),
 }
+
+COLLECTIVE_KINDS: Mapping[str, str] = {"allreduce_efficiency_min": "allreduce", "alltoall_efficiency_min": "alltoall"}
+"""Check kinds of a collective: judged per node (NVLink), or with ``fleet = true`` across every node."""
 
 SUITE_KEYS: Mapping[str, type | tuple[type, ...]] = {
     "linktest_mode": str, "sample_rounds": int, "rails": str, "lat_iterations": int, "bw_test": str,
     "bw_iterations": int, "allreduce_max_bytes": str, "gpus_per_node": int, "fleet_allreduce": bool,
+    "alltoall_max_bytes": str, "node_alltoall": bool, "fleet_alltoall": bool, "ep_bench": bool, "ep_script": str,
     "max_parallel": int, "probe_timeout_s": (int, float),
 }  # fmt: skip
 """``[suite]`` keys and their types; their meaning is in ``fleet.collectors.baseline_run.SuiteSettings``."""
 
-_CHECK_KEYS = frozenset({"id", "kind", "description", "nodes", "rails", "fleet", "kinds"})
+_CHECK_KEYS = frozenset({"id", "kind", "description", "nodes", "rails", "fleet", "kinds", "checks"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,9 +112,12 @@ class Check:
     scope: Scope
     description: str = ""
     fleet: bool = False
-    """``allreduce_efficiency_min`` only: judge the all-reduce across every node instead of each node."""
+    """``allreduce_efficiency_min`` and ``alltoall_efficiency_min`` only: judge the collective across every node
+    instead of each node."""
     kinds: tuple[str, ...] = ()
     """``no_findings_of_kind`` only: the finding kinds that must not appear."""
+    checks: tuple[str, ...] = ()
+    """``config_checks_pass`` only: the ``fleet check`` check ids that must pass (() = every check)."""
 
     @property
     def spec(self) -> KindSpec:
@@ -117,11 +127,15 @@ class Check:
         """``>= 0.94 (94 %)``, ``<= 0.01 %``, ``every cable as planned``, ``none of: ...``."""
         if self.kind == "no_findings_of_kind":
             return "none of: " + ", ".join(self.kinds)
+        if self.kind == "config_checks_pass":
+            return "passes: " + (", ".join(self.checks) if self.checks else "every configuration check")
         if self.threshold is None:
             return "every cable as planned"
         sign = ">=" if self.spec.at_least else "<="
         if self.kind == "allreduce_efficiency_min":
             return f"{sign} {self.threshold:g} ({100 * self.threshold:g} % of the hardware's)"
+        if self.kind == "alltoall_efficiency_min":
+            return f"{sign} {self.threshold:g} ({100 * self.threshold:g} % of the theoretical)"
         return f"{sign} {self.threshold:g} {self.spec.unit}".rstrip()
 
 
@@ -136,7 +150,8 @@ class Criteria:
     def to_json(self) -> dict[str, Any]:
         return {"title": self.title, "customer": self.customer, "suite": dict(self.suite), "source": self.source,
                 "checks": [{"id": c.id, "kind": c.kind, "threshold": c.threshold, "scope": c.scope.words(),
-                            "fleet": c.fleet, "kinds": list(c.kinds), "description": c.description,
+                            "fleet": c.fleet, "kinds": list(c.kinds), "checks": list(c.checks),
+                            "description": c.description,
                             "threshold_words": c.threshold_words()} for c in self.checks]}
 
 
@@ -191,10 +206,19 @@ def _check(raw: Mapping[str, Any], number: int, source: str) -> Check:
                                           or not all(isinstance(k, str) for k in kinds)):
         raise CriteriaError(f"{where}: kinds must be a non-empty list of finding kinds")
     fleet = raw.get("fleet", False)
-    if fleet and kind != "allreduce_efficiency_min":
-        raise CriteriaError(f"{where}: fleet = true applies to allreduce_efficiency_min only")
+    if fleet and kind not in COLLECTIVE_KINDS:
+        raise CriteriaError(f"{where}: fleet = true applies to {' and '.join(COLLECTIVE_KINDS)} only")
+    checks = raw.get("checks", [])
+    if "checks" in raw and kind != "config_checks_pass":
+        raise CriteriaError(f"{where}: checks applies to config_checks_pass only")
+    if not isinstance(checks, list) or not all(isinstance(c, str) for c in checks):
+        raise CriteriaError(f"{where}: checks must be a list of fleet check ids (docs/checks.md)")
+    unknown_checks = [c for c in checks if c not in CONFIG_CHECKS]
+    if unknown_checks:
+        raise CriteriaError(f"{where}: {unknown_checks[0]!r} is not a fleet check id (known: "
+                            f"{', '.join(CONFIG_CHECKS)})")
     return Check(check_id, kind, threshold, _scope(raw, where), str(raw.get("description", "")), bool(fleet),
-                 tuple(kinds))
+                 tuple(kinds), tuple(checks))
 
 
 def _scope(raw: Mapping[str, Any], where: str) -> Scope:
@@ -274,6 +298,8 @@ def evaluate_check(check: Check, baseline: Baseline, findings: Sequence[Finding]
     the criteria's ``[suite]`` table the numbers were measured with."""
     if check.kind == "no_findings_of_kind":
         result = _findings_check(check, baseline, findings)
+    elif check.kind == "config_checks_pass":
+        result = _config_check(check, baseline)
     elif check.kind == "cabling_matches_plan":
         result = _cabling_check(check, baseline)
     else:
@@ -338,15 +364,19 @@ def claim(check: Check, baseline: Baseline, suite: Mapping[str, Any]) -> str:
         }[check.kind]
         return (f"{what} {check.threshold_words()}: {measured_nics:,} of {len(nics):,} NICs in scope measured "
                 f"({_share(measured_nics, len(nics))}) on {rails_words}")
-    if check.kind == "allreduce_efficiency_min":
+    if check.kind in COLLECTIVE_KINDS:
+        collective = COLLECTIVE_KINDS[check.kind]
+        tool = f"{collective.replace('allreduce', 'all_reduce')}_perf"
         if check.fleet:
-            part = baseline.parts.get("fleet/allreduce", {})
+            part = baseline.parts.get(f"fleet/{collective}", {})
             reached = [n for n in baseline.shape.nodes if n not in baseline.unreachable]
             ran = "ran" if part else "did not run"
-            return (f"One all_reduce_perf across the {len(reached):,} reachable nodes ({ran}) reaches "
-                    f"{check.threshold_words()} bus bandwidth of what their NICs allow")
-        measured_nodes = sum(1 for n in nodes if baseline.metric(f"node/{n}", "allreduce_efficiency") is not None)
-        return (f"all_reduce_perf on each node's {suite.get('gpus_per_node', 8)} GPUs (NVLink) reaches "
+            allow = "what their NICs allow" if collective == "allreduce" else \
+                "the theoretical figure of their NICs and the fabric's bisection"
+            return (f"One {tool} across the {len(reached):,} reachable nodes ({ran}) reaches "
+                    f"{check.threshold_words()} bus bandwidth of {allow}")
+        measured_nodes = sum(1 for n in nodes if baseline.metric(f"node/{n}", f"{collective}_efficiency") is not None)
+        return (f"{tool} on each node's {suite.get('gpus_per_node', 8)} GPUs (NVLink) reaches "
                 f"{check.threshold_words()} bus bandwidth: {measured_nodes:,} of {len(nodes):,} nodes in scope "
                 f"measured ({_share(measured_nodes, len(nodes))})")
     if check.kind == "cabling_matches_plan":
@@ -354,6 +384,14 @@ def claim(check: Check, baseline: Baseline, suite: Mapping[str, Any]) -> str:
                        if cable.matches is not None and scope.covers(f"nic/{nic.replace(':', '/')}"))
         return (f"The LLDP neighbour of each NIC is the switch port the cabling plan gives: {compared:,} of "
                 f"{len(nics):,} NICs in scope compared ({_share(compared, len(nics))})")
+    if check.kind == "config_checks_pass":
+        present = [c for c in (check.checks or tuple(baseline.config_checks)) if c in baseline.config_checks]
+        results = sum(int(baseline.config_checks[c].get(k, 0)) for c in present for k in ("pass", "warn", "fail"))
+        if not baseline.config_checks:
+            return "fleet check's configuration checks: the suite did not read the configuration"
+        return (f"fleet check's configuration checks ({', '.join(check.checks) or 'all of them'}) against its "
+                f"profile, on the {results:,} results the suite read from {len(nodes):,} nodes in scope and the "
+                f"switches they are cabled to")
     return (f"The diagnosis over the suite's history and the link test's localization raise none of: "
             f"{', '.join(check.kinds)} ({scope.words()}, {len(nodes):,} nodes)")
 
@@ -396,6 +434,7 @@ def _metric(name: str) -> Callable[[Baseline, str], float | None]:
 
 _MEASURES: Mapping[str, tuple[str, Callable[[Baseline, str], float | None]]] = {
     "allreduce_efficiency_min": ("node", _metric("allreduce_efficiency")),
+    "alltoall_efficiency_min": ("node", _metric("alltoall_efficiency")),
     "link_loss_max": ("nic", loss_pct),
     "latency_p99_max_usec": ("pair", _metric("p99_usec")),
     "bandwidth_min_gbps": ("nic", _metric("bw_avg_gbps")),
@@ -406,7 +445,7 @@ _MEASURES: Mapping[str, tuple[str, Callable[[Baseline, str], float | None]]] = {
 def _parts_in_scope(check: Check, baseline: Baseline, kind: str) -> list[str]:
     """The parts the check judges: measured ones, plus in-scope nodes/NICs the suite could not measure."""
     if check.fleet:
-        return ["fleet/allreduce"]
+        return [f"fleet/{COLLECTIVE_KINDS[check.kind]}"]
     parts = {p for p in baseline.parts if split_part(p)[0] == kind and check.scope.covers(p)}
     if kind == "node":
         parts |= {f"node/{n}" for n in baseline.shape.nodes if check.scope.covers_node(n)}
@@ -478,6 +517,35 @@ def _cabling_check(check: Check, baseline: Baseline) -> CheckResult:
                        {"matching": float(len(results) - len(failures)), "count": float(len(results))})
 
 
+def _config_check(check: Check, baseline: Baseline) -> CheckResult:
+    """Every required ``fleet check`` check passes on every part in scope (a warning, a part that could not be
+    read, fails it: it was not verified)."""
+    if not baseline.config_checks:
+        missing = PartResult("fleet", None, False, "the suite did not read the configuration")
+        return CheckResult(check, False, 0, (missing,), missing, "the suite did not read the configuration")
+    wanted = check.checks or tuple(baseline.config_checks)
+    failures: list[PartResult] = []
+    checked = 0
+    for check_id in wanted:
+        entry = baseline.config_checks.get(check_id)
+        if entry is None:
+            failures.append(PartResult(f"config/{check_id}", None, False, "not run"))
+            continue
+        checked += sum(int(entry.get(k, 0)) for k in ("pass", "warn", "fail"))
+        for failed in entry.get("failed", ()):
+            part = str(failed.get("part", ""))
+            host = part.partition(":")[0]
+            if host in baseline.shape.nodes and not check.scope.covers_node(host):
+                continue
+            verdict = "not read" if failed.get("verdict") == "warn" else "expected"
+            failures.append(PartResult("/".join(("config", check_id, *part.split(":"))), None, False,
+                                       f"{verdict} {failed.get('expected', '')}, found {failed.get('found', '')}"))
+    summary = (f"{len(failures)} failed; " + "; ".join(f"{_short(f.part)}: {f.note}" for f in failures[:5])
+               + (" ..." if len(failures) > 5 else "")) if failures else f"all {checked} results pass"
+    return CheckResult(check, not failures, checked, tuple(failures), failures[0] if failures else None, summary,
+                       {"failed": float(len(failures)), "count": float(checked)})
+
+
 def _findings_check(check: Check, baseline: Baseline, findings: Sequence[Finding]) -> CheckResult:
     wanted = set(check.kinds)
     hits = [f for f in findings if f.kind in wanted and (not f.node or check.scope.covers_node(f.node))]
@@ -518,6 +586,6 @@ def _num(value: float) -> str:
 
 
 __all__ = [
-    "CHECK_KINDS", "SUITE_KEYS", "Check", "CheckResult", "Criteria", "CriteriaError", "KindSpec", "PartResult",
+    "CHECK_KINDS", "COLLECTIVE_KINDS", "SUITE_KEYS", "Check", "CheckResult", "Criteria", "CriteriaError", "KindSpec", "PartResult",
     "Scope", "claim", "evaluate", "evaluate_check", "loss_pct", "parse_criteria", "parse_rails",
 ]  # fmt: skip

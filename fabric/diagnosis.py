@@ -15,7 +15,7 @@ Pure: the input is plain data (``DiagnosisInput``, built from the store by
 from __future__ import annotations
 
 from fleet.fabric.events import Event, Finding, Severity
-from fleet.fabric.rules import congestion, gpus, hosts, jobs, latency, links, spine
+from fleet.fabric.rules import config, congestion, gpus, hosts, jobs, latency, links, spine
 from fleet.fabric.rules.context import Context, DiagnosisInput, Reading, SeriesId
 from fleet.fabric.rules.thresholds import Thresholds
 
@@ -26,7 +26,7 @@ FINDING_KINDS: tuple[str, ...] = (
     "link_down", "link_flapping", "degraded_rate", "optics_low_rx_power", "optics_high_rx_power", "optics_tx_power",
     "optics_tx_bias", "optics_temperature", "high_ber", "miswired", "pfc_storm", "ecn_not_working", "nic_rx_discards",
     "ecmp_imbalance", "spine_loss", "qp_errors", "rnr_backpressure", "gpu_xid", "gpu_thermal", "node_unreachable",
-    "node_unresponsive", "node_slow", "latency_regression", "job_slow",
+    "node_unresponsive", "node_slow", "latency_regression", "job_slow", "misconfigured",
 )
 
 _RANK = {Severity.CRITICAL: 0, Severity.WARNING: 1, Severity.INFO: 2}
@@ -38,6 +38,7 @@ def diagnose(data: DiagnosisInput, thresholds: Thresholds | None = None) -> list
     found: list[Finding] = []
     for family in (links, congestion, spine, gpus, hosts, latency):
         found += family.rules(ctx)
+    found = config.rules(ctx, found)  # a failed configuration check is the root cause of what it explains
     found += jobs.rules(ctx, found)
     return sorted(found, key=lambda f: (_RANK[f.severity], f.kind, f.node, f.nic, f.switch, f.port, f.job))
 

@@ -16,6 +16,9 @@ same functions.
   ``ALLREDUCE_NODE_MIN`` on one node (NVLink) and ``ALLREDUCE_FLEET_MIN`` across nodes: the
   operators' delivery standard (single-node all-reduce efficiency >= 94 %; >= 82 % linear
   scaling at 512 GPUs).
+- All-to-all (GB/s of bus bandwidth) and the expert-parallel kernels (GB/s over RDMA): the
+  efficiency against the theoretical figure is shown, but no delivery standard is published for
+  them, so only the reference judges: under ``BW_REFERENCE_MIN`` of it fails.
 
 Pure: no I/O.
 """
@@ -127,7 +130,32 @@ def allreduce_verdict(busbw_gbytes_s: float, efficiency: float | None, theoretic
     return ProbeVerdict(verdict, f"{', '.join(parts)}: {verdict}", tuple(reasons))
 
 
+def _against_reference(head: str, value: float, reference: Reference | None) -> ProbeVerdict:
+    """``head``, then ``value`` against the reference (the only judge): PASS, FAIL, or no verdict."""
+    if reference is None or reference.value <= 0:
+        return ProbeVerdict(UNJUDGED, f"{head}, no baseline or previous result to compare: {UNJUDGED}")
+    ratio = value / reference.value
+    verdict = PASS if ratio >= BW_REFERENCE_MIN else FAIL
+    reasons = () if verdict == PASS else (f"{100 * (1 - ratio):.0f} % under its {reference.source}",)
+    return ProbeVerdict(verdict, f"{head}, {reference.source} {reference.value:.1f}: {verdict}", reasons)
+
+
+def alltoall_verdict(busbw_gbytes_s: float, efficiency: float | None, theoretical_gbytes_s: float | None,
+                     reference: Reference | None) -> ProbeVerdict:
+    """Peak all-to-all bus bandwidth (GB/s), its share of the theoretical figure, judged by the reference."""
+    head = f"bus bandwidth {busbw_gbytes_s:.1f} GB/s"
+    if efficiency is not None and theoretical_gbytes_s:
+        head += f" = {100 * efficiency:.0f} % of the theoretical {theoretical_gbytes_s:.1f} GB/s"
+    return _against_reference(head, busbw_gbytes_s, reference)
+
+
+def ep_verdict(rdma_gbytes_s: float, reference: Reference | None) -> ProbeVerdict:
+    """The BF16 dispatch's RDMA bandwidth (GB/s) of the expert-parallel benchmark, judged by the reference."""
+    return _against_reference(f"BF16 dispatch {rdma_gbytes_s:.1f} GB/s over RDMA", rdma_gbytes_s, reference)
+
+
 __all__ = [
     "ALLREDUCE_FLEET_MIN", "ALLREDUCE_NODE_MIN", "BW_LINK_MIN", "BW_REFERENCE_MIN", "FAIL", "LAT_SLOW_FACTOR", "PASS",
-    "UNJUDGED", "WARN", "ProbeVerdict", "Reference", "allreduce_verdict", "bandwidth_verdict", "latency_verdict",
+    "UNJUDGED", "WARN", "ProbeVerdict", "Reference", "allreduce_verdict", "alltoall_verdict", "bandwidth_verdict",
+    "ep_verdict", "latency_verdict",
 ]  # fmt: skip

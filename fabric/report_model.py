@@ -29,7 +29,9 @@ from typing import Any
 
 from fleet.fabric.acceptance import CheckResult, Criteria
 from fleet.fabric.baseline import Baseline, BaselineDiff
+from fleet.fabric.config_checks import CHECKS as CONFIG_CHECKS
 from fleet.fabric.events import Finding
+from fleet.fabric.interconnect import from_baseline
 from fleet.fabric.text import clean_text
 
 
@@ -120,6 +122,20 @@ def charts_json(baseline: Baseline) -> dict[str, Any]:
     }
 
 
+def configuration_json(baseline: Baseline) -> dict[str, Any]:
+    """The suite's ``fleet check`` per check: counts and the parts that failed ("read": whether it ran)."""
+    rows = []
+    for spec in CONFIG_CHECKS:
+        entry = baseline.config_checks.get(spec.id)
+        if entry is None:
+            continue
+        odd = list(dict.fromkeys(str(f.get("part", "")) for f in entry.get("failed", ())))
+        rows.append({"check": spec.id, "title": spec.title, "group": spec.group, "pass": int(entry.get("pass", 0)),
+                     "warn": int(entry.get("warn", 0)), "fail": int(entry.get("fail", 0)), "odd": odd,
+                     "source": spec.url})
+    return {"read": bool(baseline.config_checks), "checks": rows}
+
+
 def finding_json(finding: Finding) -> dict[str, Any]:
     return {"kind": finding.kind, "severity": finding.severity.value, "node": finding.node, "nic": finding.nic,
             "switch": finding.switch, "port": finding.port,
@@ -152,7 +168,9 @@ def acceptance_report(
         "checks": [r.to_json() for r in results],
         "findings": [finding_json(f) for f in findings],
         "charts": charts_json(baseline),
+        "interconnect": from_baseline(baseline).to_json(),
         "notes": list(baseline.notes),
+        "configuration": configuration_json(baseline),
         "audit_head": dict(audit_head) if audit_head is not None else None,
     })  # fmt: skip
 
@@ -169,15 +187,18 @@ def diff_report(result: BaselineDiff, generated_ts: float, audit_head: Mapping[s
         "generated": utc_words(generated_ts),
         "tool_version": after.tool_version,
         "before": {"label": before.label, "taken": utc_words(before.ts), "tool_version": before.tool_version,
-                   "shape": shape_json(before), "charts": charts_json(before)},
+                   "shape": shape_json(before), "charts": charts_json(before),
+                   "interconnect": from_baseline(before).to_json()},
         "after": {"label": after.label, "taken": utc_words(after.ts), "tool_version": after.tool_version,
-                  "shape": shape_json(after), "charts": charts_json(after)},
+                  "shape": shape_json(after), "charts": charts_json(after),
+                  "interconnect": from_baseline(after).to_json()},
         **changes,
         "audit_head": dict(audit_head) if audit_head is not None else None,
     })  # fmt: skip
 
 
 __all__ = [
-    "Report", "acceptance_report", "audit_words", "canonical_json", "charts_json", "diff_report", "finding_json", "finite", "make_report",
+    "Report", "acceptance_report", "audit_words", "canonical_json", "charts_json", "configuration_json", "diff_report",
+    "finding_json", "finite", "make_report",
     "shape_json", "utc_words",
 ]  # fmt: skip

@@ -52,6 +52,9 @@ class FaultEffects:
     storm_escalated: frozenset[NicKey] = frozenset()
     ecn_off_nics: frozenset[NicKey] = frozenset()
     ecn_off_switches: frozenset[str] = frozenset()
+    pfc_off: frozenset[CableKey] = frozenset()
+    """Ends (node, mlx5_N) and (switch, port) where RoCE has no working PFC (misconfigured: see
+    ``fleet.simulator.qos_state``): they neither pause nor honour pauses, so congestion drops there."""
     ecmp_collision: dict[str, float] = field(default_factory=dict)  # leaf -> fault start
     spine_loss: dict[str, float] = field(default_factory=dict)  # spine -> drop fraction
     qp_exhaustion: dict[NicKey, int] = field(default_factory=dict)  # NIC -> QPs held
@@ -161,7 +164,7 @@ def effects(faults: Sequence[FaultSpec], topology: Topology, t: float) -> FaultE
             hung.add(fault.target)
         elif kind == "slow_node":
             slow[fault.target] = fault.param("delay")
-        # gpu_xid is an event, counted by xid_events()
+        # gpu_xid is an event, counted by xid_events(); misconfigurations act through qos_state
     return FaultEffects(
         down=frozenset(down),
         flapping=flapping,

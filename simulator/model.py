@@ -19,7 +19,7 @@ import math
 import time
 import uuid
 from collections.abc import Callable, Hashable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 import hostlist
@@ -29,6 +29,16 @@ from fleet.fabric.naming import RAILS_PER_NODE, nic_name
 from fleet.simulator import faults as fault_rules
 from fleet.simulator.faults import ECC_XIDS, FaultEffects, NicKey
 from fleet.simulator.optics_modules import ModuleType, module_type
+from fleet.simulator.qos_state import (
+    FW_VERSION,
+    GPU_PCI_BUSES,
+    KERNEL,
+    NIC_PCI_BUSES,
+    NVIDIA_DRIVER,
+    NodeQos,
+    QosPhysics,
+    QosState,
+)
 from fleet.simulator.scenario import FaultSpec, Scenario
 from fleet.simulator.state import (
     GidView,
@@ -67,16 +77,10 @@ GPU_NAME = "NVIDIA H100 80GB HBM3"
 GPU_MEM_MIB = 81559
 GPU_MAX_SM_MHZ = 1980
 GPU_POWER_LIMIT_W = 700.0
-GPU_PCI_BUSES = (0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB)
-NIC_PCI_BUSES = (0x0C, 0x1F, 0x3B, 0x4C, 0x8C, 0x9F, 0xBC, 0xCC)
 NVLINKS_PER_GPU = 18
 HCA_TYPE = "MT4129"
-FW_VERSION = "28.39.1002"
 BOARD_ID = "MT_0000000838"
-KERNEL = "5.15.0-119-generic"
-NVIDIA_DRIVER = "550.90.07"
 CUDA_VERSION = "12.4"
-OFED_VERSION = "MLNX_OFED_LINUX-24.04-0.7.0.0"
 CUMULUS_VERSION = "5.9.1"
 SONIC_VERSION = "SONiC.202311.1"
 
@@ -353,6 +357,7 @@ class StateKey(NamedTuple):
     configs: tuple[tuple[str, SwitchConfig], ...]  # switches whose applied config differs from default
     collision: frozenset[str]  # leaves whose ECMP collision is in effect
     restarting: frozenset[str]  # switches restarting switchd
+    qos: QosPhysics  # where RoCE has no working PFC or DCQCN (misconfigurations, and fixes of them)
 
 
 @dataclass(frozen=True, slots=True)
@@ -381,6 +386,14 @@ class FleetModel:
         """Staged, not yet applied switch settings (NVUE ``nv set``), per switch."""
         self.history: dict[str, list[tuple[int, str, str]]] = {}
         """Applied configuration revisions per switch: (revision, date, message)."""
+        reported = scenario.reported
+        self.qos = QosState(
+            self.topology, scenario.faults, self.roce,
+            firmware=reported.nic_firmware if reported.nic_firmware is not None else FW_VERSION,
+            kernel=reported.kernel if reported.kernel is not None else KERNEL,
+            driver=reported.gpu_driver if reported.gpu_driver is not None else NVIDIA_DRIVER,
+        )
+        """Every machine's RoCE/PCIe/driver configuration: faults misconfigure it, commands write it."""
         self._fault_times = fault_rules.boundaries(scenario.faults)
         self._active_faults: dict[int, frozenset[int]] = {}
         """The faults active between two of ``_fault_times``, by how many of them have passed."""
@@ -391,7 +404,7 @@ class FleetModel:
         self._neighbors: dict[TxEnd, LldpNeighbor] = {}
         self._gpu_constants: dict[tuple[str, int], _GpuFixed] = {}
         self._baselines: dict[tuple[TxEnd, str], dict[str, float]] = {}
-        self._effects: dict[tuple[frozenset[int], frozenset[int]], FaultEffects] = {}
+        self._effects: dict[tuple[tuple[frozenset[int], frozenset[int]], QosPhysics], FaultEffects] = {}
         self._phases: dict[TxEnd, float] = {}
         self._config_revision = 0
         self._last_segments: tuple[tuple[float, float, int], list[tuple[float, float, Solution]]] | None = None
@@ -456,6 +469,13 @@ class FleetModel:
         self._config_revision += 1
         return revision
 
+    def switch_config_at_revision(self, switch: str, revision: int) -> SwitchConfig:
+        """The hash configuration NVUE revision ``revision`` applied (0: the switch's default)."""
+        applied = self._applied.get(switch, [])
+        if revision <= 0 or revision > len(applied):
+            return self.fabric.default_config(switch)
+        return applied[revision - 1].config
+
     def restarting(self, t: float) -> frozenset[str]:
         return frozenset(
             switch
@@ -470,13 +490,18 @@ class FleetModel:
     # ------------------------------------------------------------------ network state
 
     def effects(self, t: float) -> FaultEffects:
-        """The faults' effects at ``t``: folded once per set of active (and escalated) faults."""
+        """The faults' effects at ``t``, with the RoCE configuration in force then (``self.qos``): folded once
+        per set of active (and escalated) faults and configuration."""
         key = self._fault_key(t)
-        effects = self._effects.get(key)
+        qos = self.qos.physics(t, key[0])
+        effects = self._effects.get((key, qos))
         if effects is None:
             if len(self._effects) > 64:
                 self._effects.clear()
-            effects = self._effects[key] = fault_rules.effects(self.scenario.faults, self.topology, t)
+            effects = replace(fault_rules.effects(self.scenario.faults, self.topology, t),
+                              ecn_off_nics=qos.ecn_off_nics, ecn_off_switches=qos.ecn_off_switches,
+                              pfc_off=qos.pfc_off)
+            self._effects[(key, qos)] = effects
         return effects
 
     def _fault_key(self, t: float) -> tuple[frozenset[int], frozenset[int]]:
@@ -512,7 +537,7 @@ class FleetModel:
             and _same_hash(self.switch_config(f.target, t), self.switch_config(f.target, f.at),
                            ignore_fields=f.param("survives_hash_fields") > 0)
         )
-        return StateKey(active, escalated, configs, collision, self.restarting(t))
+        return StateKey(active, escalated, configs, collision, self.restarting(t), self.qos.physics(t, active))
 
     def solution(self, t: float) -> tuple[NetState, Solution]:
         """The traffic model's steady state at ``t`` (cached per distinct network state)."""
@@ -530,7 +555,7 @@ class FleetModel:
 
     def segments(self, t: float, since: float = 0.0) -> list[tuple[float, float]]:
         """Stretches of [since, t] during which the network state was constant."""
-        cuts = set(self._fault_times)
+        cuts = set(self._fault_times) | set(self.qos.write_times)
         for applied in self._applied.values():
             for a in applied:
                 cuts.add(a.t)
@@ -544,7 +569,7 @@ class FleetModel:
     def _segment_solutions(self, t: float, since: float) -> list[tuple[float, float, Solution]]:
         """``segments(t, since)`` with each stretch's solution; the last answer is kept, as a node's
         8 NICs (and a switch's ports) ask for the same instant one after the other."""
-        key = (t, since, self._config_revision)
+        key = (t, since, self._config_revision + len(self.qos.write_times))
         last = self._last_segments
         if last is not None and last[0] == key:
             return last[1]
@@ -749,7 +774,7 @@ class FleetModel:
             self._optics_constants[(node, rail)] = fixed
         return fixed
 
-    def _gids(self, node: str, rail: int, mac: str, guid: str) -> tuple[GidView, ...]:
+    def _gids(self, node: str, rail: int, mac: str, guid: str, extra_ipv6: bool = False) -> tuple[GidView, ...]:
         netdev = self.netdev(rail)
         if not self.roce:
             raw = guid.removeprefix("0x")
@@ -760,12 +785,14 @@ class FleetModel:
         ip = nic_ip(self.topology, node, rail)
         a, b, c, d = (int(x) for x in ip.split("."))
         mapped = f"0000:0000:0000:0000:0000:ffff:{a:02x}{b:02x}:{c:02x}{d:02x}"
-        return (
-            GidView(0, link_local, "", "v1", netdev),
-            GidView(1, link_local, "", "v2", netdev),
-            GidView(2, mapped, ip, "v1", netdev),
-            GidView(3, mapped, ip, "v2", netdev),
-        )
+        gids = [GidView(0, link_local, "", "v1", netdev), GidView(1, link_local, "", "v2", netdev)]
+        if extra_ipv6:  # a global IPv6 address takes the next two GID entries, ahead of the IPv4 one
+            index = self.topology.node_index(node)
+            v6 = f"fd00:0000:0000:{rail:04x}:0000:0000:0000:{index + 1:04x}"
+            gids += [GidView(2, v6, "", "v1", netdev), GidView(3, v6, "", "v2", netdev)]
+        first = len(gids)
+        gids += [GidView(first, mapped, ip, "v1", netdev), GidView(first + 1, mapped, ip, "v2", netdev)]
+        return tuple(gids)
 
     def _qps(
         self, node: str, rail: int, effects: FaultEffects, down: bool, totals: Mapping[str, float]
@@ -913,6 +940,7 @@ class FleetModel:
             adaptive_routing=config.adaptive_routing,
             pending_config=dict(self.pending.get(switch, {})),
             config_history=tuple(self.history.get(switch, ())),
+            qos=self.qos.switch(switch, t),
         )
 
     def _port_peer(self, switch: str, index: int, effects: FaultEffects) -> tuple[str, str, str] | None:
@@ -971,7 +999,7 @@ class FleetModel:
             speed_gbps=speed,
             oper_up=up,
             admin_up=True,
-            mtu=9216,
+            mtu=self.qos.switch(switch, t).ports[port].mtu,
             rx_bytes=int(totals.get("rx_bytes", 0.0)),
             tx_bytes=int(totals.get("tx_bytes", 0.0)),
             rx_packets=int(totals.get("rx_pkts", 0.0)),
@@ -1092,6 +1120,7 @@ class NodeParts:
         self._hw: dict[int, dict[str, int]] = {}
         self._ethtool: dict[int, dict[str, int]] = {}
         self._view: NodeView | None = None
+        self._qos: NodeQos | None = None
 
     @property
     def effects(self) -> FaultEffects:
@@ -1179,6 +1208,12 @@ class NodeParts:
         model = self.model
         return model._gpu_view(self.name, index, self.t, self.effects, model.solution(self.t)[1])
 
+    def qos(self) -> NodeQos:
+        """The node's RoCE, PCIe and driver configuration now (``fleet.simulator.qos_state``)."""
+        if self._qos is None:
+            self._qos = self.model.qos.node(self.name, self.t)
+        return self._qos
+
     def rail_of(self, netdev: str) -> int | None:
         """The rail of the NIC whose netdev is ``netdev`` (its fixed identity), None when there is none."""
         return next((r for r in self.rails if self.model.nic_identity(self.name, r).netdev == netdev), None)
@@ -1200,6 +1235,10 @@ class NodeParts:
         rate = effects.rate_gbps.get(end, model.scenario.fabric.link_gbps)
         identity = model.nic_identity(node, rail)
         guid = identity.guid
+        qos = self.qos().nics[rail] if model.roce else None
+        gids = identity.gids
+        if qos is not None and qos.extra_ipv6:
+            gids = model._gids(node, rail, identity.mac, guid, extra_ipv6=True)
         return NicView(
             name=identity.name,
             port=1,
@@ -1212,7 +1251,7 @@ class NodeParts:
             width="4X",
             speed_name=_speed_name(rate),
             hca_type=HCA_TYPE,
-            fw_version=model.nic_firmware,
+            fw_version=qos.firmware if qos is not None else self.qos().nics[rail].firmware,
             board_id=BOARD_ID,
             node_guid=guid,
             port_guid=port_guid(identity.mac) if model.roce else guid,
@@ -1220,14 +1259,15 @@ class NodeParts:
             lid=identity.lid,
             sm_lid=0 if model.roce else 1,
             mac=identity.mac,
-            mtu=identity.mtu,
+            mtu=qos.active_mtu if qos is not None else identity.mtu,
             counters=self.counters(rail) if full else {},
             hw_counters=self.hw_counters(rail) if full else {},
             ethtool=self.ethtool(rail) if full else {},
             optics=self.optics(rail) if full else None,
-            gids=identity.gids,
+            gids=gids,
             qps=model._qps(node, rail, effects, down, self.totals(rail)) if full else (),
             lldp=self.lldp(rail) if full else None,
+            qos=qos,
         )
 
     def lldp(self, rail: int) -> LldpNeighbor | None:
@@ -1250,13 +1290,14 @@ class NodeParts:
             self._view = NodeView(
                 name=node,
                 hostname_fqdn=f"{node}.cluster.local",
-                kernel=model.kernel,
-                driver_version=model.gpu_driver,
+                kernel=self.qos().kernel,
+                driver_version=self.qos().driver,
                 cuda_version=CUDA_VERSION,
-                ofed_version=OFED_VERSION,
+                ofed_version=self.qos().ofed,
                 mgmt_ip=model.topology.addresses[node],
                 nics=tuple(self.nic(rail) for rail in self.rails),
                 gpus=tuple(model._gpu_view(node, index, t, effects, solution) for index in range(8)),
+                qos=self.qos(),
             )
         return self._view
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from fleet.simulator.qos_state import NicQos, NodeQos, SwitchQos
+
 
 @dataclass(frozen=True, slots=True)
 class OpticsLane:
@@ -101,6 +103,7 @@ class NicView:
     gids: tuple[GidView, ...]
     qps: tuple[QpView, ...]
     lldp: LldpNeighbor | None  # who this NIC's cable reaches (after any miswire)
+    qos: NicQos | None = None  # its RoCE configuration (mlnx_qos, ECN, RDMA-CM, MTU, PCIe); None on InfiniBand
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +143,7 @@ class NodeView:
     nics: tuple[NicView, ...]
     gpus: tuple[GpuView, ...]
     has_python3: bool = True
+    qos: NodeQos | None = None  # node-wide configuration: peer memory, ACS, GPU PCIe links
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,6 +187,7 @@ class SwitchView:
     adaptive_routing: bool
     pending_config: dict[str, str] = field(default_factory=dict)  # staged, not applied (NVUE)
     config_history: tuple[tuple[int, str, str], ...] = ()  # (revision, date, message)
+    qos: SwitchQos | None = None  # RoCE QoS: trust, DSCP map, PFC, ECN, watchdog, MTU, buffers
 
 
 @dataclass(frozen=True, slots=True)

@@ -619,9 +619,18 @@ class Fabric:
                 else:
                     pause = 4e-4 * util**6 + (1e-2 * (min(over, 10.0) - 1.0) if over > 1.0 else 0.0)
                 upstream = path[index - 1]
+                ingress = peers[upstream]
+                if upstream in effects.pfc_off or ingress in effects.pfc_off:
+                    # no pause on this hop for RoCE (IEEE 802.1Qbb needs both ends): what PFC would have
+                    # held back overflows the congested queue instead
+                    dropped = share * min(0.5, pause)
+                    rates[end]["tx_drops"] += dropped
+                    if ingress is not None:
+                        rates[ingress]["rx_discards"] += dropped
+                    delivered *= 1.0 - min(0.5, pause)
+                    continue
                 frames = share * pause
                 rates[upstream]["rx_pause"] += frames
-                ingress = peers[upstream]
                 if ingress is not None:
                     rates[ingress]["tx_pause"] += frames
             marked = pkts * delivered * (1.0 - unmarked)

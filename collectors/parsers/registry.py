@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from fleet.collectors.parsers.registry_config import CONFIG_PARSERS, CONFIG_SIGNATURES
 from fleet.collectors.parsers.textscan import strip_ansi
 
 MIN_CONFIDENCE = 0.5
@@ -93,6 +94,8 @@ KINDS: dict[str, ParserSpec] = dict(
         ),
         _spec("perftest", "perftest:parse_perftest", "ib_{send,write,read,atomic}_{lat,bw}"),
         _spec("nccl", "nccl:parse_nccl", "all_reduce_perf and the other nccl-tests"),
+        _spec("nccl-log", "nccl_log:parse_nccl_log", "NCCL_DEBUG=INFO lines of any NCCL program"),
+        _spec("ep-bench", "ep_bench:parse_ep_bench", "UCCL-EP / DeepEP test_internode.py (dispatch, combine)"),
         _spec("squeue-json", "slurm:parse_squeue_json", "squeue --json"),
         _spec("squeue", "slurm:parse_squeue", "squeue [-o FORMAT]"),
         _spec("scontrol-job", "slurm:parse_scontrol_job", "scontrol show job [--details]"),
@@ -106,6 +109,9 @@ KINDS: dict[str, ParserSpec] = dict(
         _spec("sonic-queue", "switch_sonic:parse_sonic_queue", "show queue counters"),
     ]
 )
+
+
+KINDS.update(_spec(kind, target, description) for kind, target, description in CONFIG_PARSERS)
 
 
 def parse(kind: str, text: str) -> Any:
@@ -138,6 +144,9 @@ _PERFTEST_TITLE = _has(r"^[ \t]+\S.{0,120}(?:BW|Latency) Test[ \t]*$")
 _PERFTEST_TABLE = _has(r"^[ \t]*#bytes[ \t]+#iterations")
 _NCCL_PARAMS = _has(r"^# nThread \d+ nGpus \d+")
 _NCCL_TABLE = _has(r"^#[ \t]+out-of-place[ \t]+in-place")
+_NCCL_INFO = _has(r"^[^\s:]{1,255}:[0-9]{1,10}:[0-9]{1,10} \[[0-9]{1,6}\] NCCL INFO ")
+_EP_TUNING = _has(r"^(?:\[[^\]\n]{1,80}\] ){0,4}\[tuning\] (?:Best (?:dispatch|combine)|SMs [0-9])")
+_EP_CONFIG = _has(r"^\[config\] num_tokens=[0-9]")
 _SQUEUE_HEADER = _has(r"^[ \t]*JOBID[ \t]+(?:\S+[ \t]+){0,30}?(?:ST|STATE)\b")
 _SCONTROL = _has(r"^JobId=\d+\S* (?:JobName|ArrayJobId|HetJobId)=")
 _NVUE_TEXT = _has(r"^carrier-transitions[ \t]|^Detailed Counters[ \t]*$|^Drop Counters[ \t]*$")
@@ -179,6 +188,8 @@ SIGNATURES_B: dict[str, Callable[[str], float]] = {
         0.95 if _PERFTEST_TABLE(t) else 0.8 if _PERFTEST_TITLE(t) and "Dual-port" in t else 0.0
     ),
     "nccl": lambda t: 0.95 if _NCCL_PARAMS(t) or _NCCL_TABLE(t) else 0.0,
+    "nccl-log": lambda t: 0.6 if _NCCL_INFO(t) else 0.0,  # below "nccl": a test's output holds both
+    "ep-bench": lambda t: 0.95 if _EP_TUNING(t) else 0.8 if _EP_CONFIG(t) else 0.0,
     "squeue-json": _squeue_json,
     "squeue": lambda t: 0.9 if _SQUEUE_HEADER(t) else 0.0,
     "scontrol-job": lambda t: 0.95 if _SCONTROL(t) else 0.0,
@@ -200,6 +211,7 @@ def signatures() -> dict[str, Callable[[str], float]]:
     except (ImportError, SyntaxError):
         pass
     combined.update(SIGNATURES_B)
+    combined.update(CONFIG_SIGNATURES)
     return combined
 
 

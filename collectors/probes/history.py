@@ -23,7 +23,9 @@ from fleet.fabric.probe_verdict import (
     ProbeVerdict,
     Reference,
     allreduce_verdict,
+    alltoall_verdict,
     bandwidth_verdict,
+    ep_verdict,
     latency_verdict,
 )
 from fleet.fabric.records import ProbeRecord
@@ -89,17 +91,24 @@ def baseline_value(reader: StoreReader, record: ProbeRecord) -> BaselineValue | 
         value = baseline.metric(part_id("nic", record.src, record.src_nic), "bw_avg_gbps")
         if value is not None:
             return BaselineValue(baseline.label, baseline.ts, "bw_avg_gbps", value)
-    if record.kind == "allreduce":
+    if record.kind in _COLLECTIVE_METRIC:
         nodes = record.params.get("nodes") or [record.src]
-        part = part_id("node", nodes[0]) if len(nodes) == 1 else part_id("fleet", "allreduce")
+        part = part_id("node", nodes[0]) if len(nodes) == 1 else part_id("fleet", record.kind)
         whole = len(nodes) == 1 or set(nodes) == set(baseline.shape.nodes) - set(baseline.unreachable)
-        value = baseline.metric(part, "allreduce_busbw_gbytes_s") if whole else None
+        metric = _COLLECTIVE_METRIC[record.kind]
+        value = baseline.metric(part, metric) if whole else None
         if value is not None:
-            return BaselineValue(baseline.label, baseline.ts, "allreduce_busbw_gbytes_s", value)
+            return BaselineValue(baseline.label, baseline.ts, metric, value)
     return None
 
 
-_VALUE_KEY = {"lat": "p99_usec", "bw": "bw_avg_gbps", "allreduce": "peak_busbw_gbytes_s"}
+_COLLECTIVE_METRIC = {"allreduce": "allreduce_busbw_gbytes_s", "alltoall": "alltoall_busbw_gbytes_s",
+                      "ep": "ep_dispatch_bf16_rdma_gbytes_s"}
+"""The baseline metric a collective probe over the same nodes is compared with (one node: ``node/<n>``,
+the baseline's every reachable node: ``fleet/<kind>``)."""
+
+_VALUE_KEY = {"lat": "p99_usec", "bw": "bw_avg_gbps", "allreduce": "peak_busbw_gbytes_s",
+              "alltoall": "peak_busbw_gbytes_s", "ep": "dispatch_bf16_rdma_gbytes_s"}
 """The number of a probe that is judged, by kind."""
 
 
@@ -133,6 +142,11 @@ def verdict_of(record: ProbeRecord, previous: ProbeRecord | None, baseline: Base
         return latency_verdict(value, ref)
     if record.kind == "bw":
         return bandwidth_verdict(value, link_gbps, ref)
+    if record.kind == "alltoall":
+        return alltoall_verdict(value, _number(record, "efficiency"), _number(record, "theoretical_busbw_gbytes_s"),
+                                ref)
+    if record.kind == "ep":
+        return ep_verdict(value, ref)
     nodes = record.params.get("nodes") or [record.src]
     return allreduce_verdict(value, _number(record, "efficiency"), _number(record, "theoretical_busbw_gbytes_s"),
                              len(nodes), ref)

@@ -25,6 +25,8 @@ SUBCOMMANDS: dict[str, str] = {
     "bw": "fleet.console.cli.probes:bw",
     "linktest": "fleet.console.cli.probes:linktest",
     "allreduce": "fleet.console.cli.probes:allreduce",
+    "alltoall": "fleet.console.cli.alltoall:alltoall",
+    "ep-bench": "fleet.console.cli.alltoall:ep_bench",
     "diagnose": "fleet.console.cli.diagnose:diagnose",
     "ecmp": "fleet.console.cli.ecmp:ecmp",
     "audit": "fleet.console.cli.audit:audit",
@@ -32,6 +34,7 @@ SUBCOMMANDS: dict[str, str] = {
     "resume": "fleet.console.cli.slurm_nodes:resume_command",
     "baseline": "fleet.console.cli.baseline:baseline",
     "accept": "fleet.console.cli.accept:accept",
+    "check": "fleet.console.cli.check:check",
 }
 
 

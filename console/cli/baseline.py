@@ -161,6 +161,11 @@ def diff_(before: str, after: str, report_path: Path | None, db_path: Path | Non
         pct = f" ({change.delta_pct:+.1f} %)" if change.delta_pct is not None else ""
         click.echo(f"  {change.rank.name.lower():<8} {change.part} {change.metric}: "
                    f"{change.before:g} -> {change.after:g}{pct}")
+    if result.configuration:
+        click.echo(f"{len(result.configuration)} configuration change(s) (fleet check):")
+    for text_change in result.configuration:
+        click.echo(f"  {text_change.rank.name.lower():<8} {text_change.subject}: {text_change.before or '-'} -> "
+                   f"{text_change.after or '-'}")
     for path in written:
         click.echo(f"report: {path}")
     click.echo(audit_words(head_json))

@@ -21,9 +21,6 @@ write.
 from __future__ import annotations
 
 import asyncio
-import getpass
-import os
-import socket
 import sys
 import time
 from collections.abc import Callable
@@ -40,6 +37,7 @@ from fleet.collectors.ecmp_status import (
     plan_leaf,
     switch_data_age_s,
 )
+from fleet.collectors.guarded_change import actor
 from fleet.collectors.inventory import Inventory
 from fleet.collectors.sshpool import SshPool
 from fleet.console.cli.common import (
@@ -85,15 +83,6 @@ def _window_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def _thresholds(window_s: float, sustain_s: float | None, ratio: float, hot_util_pct: float) -> EcmpThresholds:
     return ecmp_thresholds(window_s, sustain_s, ratio=ratio, hot_util_pct=hot_util_pct)
-
-
-def _actor() -> str:
-    """user@host for the audit (a uid when the account has no name, as in some containers)."""
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):
-        user = f"uid{os.getuid()}"
-    return f"{user}@{socket.gethostname()}"
 
 
 def _leaves(inventory: Inventory, leaf: str | None) -> list[str]:
@@ -245,7 +234,7 @@ async def _apply(inventory: Inventory, writer: StoreWriter, reader: StoreReader,
         _show_remedy(leaf, remedy)
         if not yes and not click.confirm(f"Apply to {leaf}?", default=False, err=True):
             fail("not applied: not confirmed", ExitCode.FAILED)
-        outcome = await guarded_apply(pool, inventory, reader, writer, leaf_plan, remedy, actor=_actor(),
+        outcome = await guarded_apply(pool, inventory, reader, writer, leaf_plan, remedy, actor=actor(),
                                       settings=settings, read_only=False, force_reason=force_reason,
                                       on_step=lambda step, words: click.echo(f"[{step}] {words}", err=True))
     finally:

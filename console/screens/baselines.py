@@ -60,7 +60,7 @@ def summary_text(result: BaselineDiff, theme_variables: Mapping[str, str]) -> Te
         if items:
             text.append(f"{label}: {', '.join(items[:12])}{' ...' if len(items) > 12 else ''}\n",
                         style=down if label != "new" else "")
-    for change in (*result.software, *result.cabling):
+    for change in (*result.software, *result.cabling, *result.configuration):
         text.append(f"{change.rank.name.lower()}: {change.subject}: {change.before or '-'} -> "
                     f"{change.after or '-'}\n")
     text.rstrip()

@@ -36,6 +36,7 @@ class FleetScreen(ProbeKeys, FleetScreenBase):
         Binding("b", "bandwidth", "Bandwidth", id="fleet.bandwidth"),
         Binding("l", "linktest", "Link test", id="fleet.linktest"),
         Binding("a", "allreduce", "All-reduce", id="fleet.allreduce"),
+        Binding("x", "alltoall", "All-to-all", id="fleet.alltoall"),
     ]
 
     sort_column: reactive[str] = reactive("state")

@@ -48,6 +48,7 @@ class NodeScreen(ProbeKeys, FleetScreenBase):
         Binding("t", "latency", "Latency", id="node.latency"),
         Binding("b", "bandwidth", "Bandwidth", id="node.bandwidth"),
         Binding("a", "allreduce", "All-reduce", id="node.allreduce"),
+        Binding("x", "alltoall", "All-to-all", id="node.alltoall"),
         Binding("d", "drain", "Drain", id="node.drain"),
         Binding("u", "resume", "Resume", id="node.resume"),
     ]

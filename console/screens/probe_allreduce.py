@@ -32,6 +32,10 @@ class AllreduceDialog(ModalScreen[tuple[str, ...] | None]):
     #allreduce-error { color: $error; }
     """
 
+    PROMPT: ClassVar[str] = ("All-reduce (nccl-tests all_reduce_perf): one node runs over NVLink, several as one "
+                              "ring over their NICs. It shares the GPUs with any job on them. Enter starts.")
+    """The dialog's first line: what runs, and that it shares the GPUs."""
+
     def __init__(self, nodes: Sequence[str], known: Sequence[str]) -> None:
         super().__init__()
         self._default = hostlist.collect_hostlist(list(nodes)) if nodes else ""
@@ -39,8 +43,7 @@ class AllreduceDialog(ModalScreen[tuple[str, ...] | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="allreduce-box"):
-            yield Label("All-reduce (nccl-tests all_reduce_perf): one node runs over NVLink, several as one "
-                        "ring over their NICs. It shares the GPUs with any job on them. Enter starts.")
+            yield Label(self.PROMPT)
             yield Input(value=self._default, placeholder="nodes, e.g. gpu[001-008]", id="allreduce-nodes")
             yield Label("", id="allreduce-error")
 

@@ -1,5 +1,5 @@
-"""`t` latency, `b` bandwidth, `l` link test, `a` all-reduce: the probe keys the Fleet, Node, Probes and
-Jobs screens share.
+"""`t` latency, `b` bandwidth, `l` link test, `a` all-reduce, `x` all-to-all: the probe keys the Fleet, Node,
+Probes and Jobs screens share.
 
 A screen says which nodes the keys act on (``probe_nodes``: the marked nodes, or the
 node under the cursor / shown, or the chosen job's); the keys ask what is missing in a
@@ -18,6 +18,7 @@ from fleet.console.actions import changes_machine
 from fleet.console.probe_control import ProbeUnavailable
 from fleet.console.screens.linktest_dialog import LinktestDialog
 from fleet.console.screens.probe_allreduce import AllreduceDialog
+from fleet.console.screens.probe_alltoall import AlltoallDialog
 from fleet.console.screens.probe_dialog import ProbeDialog
 from fleet.fabric.naming import RAILS_PER_NODE, nic_name
 
@@ -123,3 +124,20 @@ class ProbeKeys:
                 self._start(lambda: app.probes.start_allreduce(answer))
 
         app.push_screen(AllreduceDialog(nodes, self._all_nodes()), chosen)
+
+    @changes_machine("starts alltoall_perf on the GPUs of the nodes chosen and loads every rail and spine")
+    def action_alltoall(self) -> None:
+        app = self._fleet()
+        if not app.probes.can_probe:
+            app.notify("no inventory: start the console with --inventory to run probes", severity="warning")
+            return
+        nodes = self.probe_nodes()
+        if not nodes:
+            app.notify("no node chosen", severity="warning")
+            return
+
+        def chosen(answer: tuple[str, ...] | None) -> None:
+            if answer is not None:
+                self._start(lambda: app.probes.start_alltoall(answer))
+
+        app.push_screen(AlltoallDialog(nodes, self._all_nodes()), chosen)

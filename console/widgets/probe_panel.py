@@ -40,9 +40,27 @@ def result_words(record: ProbeRecord) -> str:
         share = f" ({100 * efficiency:.0f} % of {r.get('theoretical_basis', 'the hardware')})" \
             if isinstance(efficiency, int | float) else ""
         return f"peak bus bandwidth {peak:.1f} GB/s over {r.get('ranks')} ranks{share}"
+    if record.kind == "alltoall":
+        return alltoall_words(r)
     avg, peak = r.get("bw_avg_gbps"), r.get("bw_peak_gbps")
     return (f"avg {avg:.1f}  peak {peak:.1f} Gb/s" if isinstance(avg, int | float) and isinstance(peak, int | float)
             else "no bandwidth reported")
+
+
+def alltoall_words(r: dict[str, Any]) -> str:
+    """An all-to-all's peak against the theoretical figure, and what held it back (``bottleneck``)."""
+    peak, efficiency, theoretical = r.get("peak_busbw_gbytes_s"), r.get("efficiency"), r.get("theoretical_busbw_gbytes_s")
+    if not isinstance(peak, int | float):
+        return "no bus bandwidth reported"
+    words = f"all-to-all bus bandwidth {peak:.1f} GB/s over {r.get('ranks')} ranks"
+    if isinstance(efficiency, int | float) and isinstance(theoretical, int | float):
+        words += f" = {100 * efficiency:.0f} % of the theoretical {theoretical:.1f} GB/s"
+    bottleneck = r.get("bottleneck") or {}
+    if bottleneck.get("kind") in ("leaf", "nic", "rail"):
+        words += f"; held back by {bottleneck['kind']} {bottleneck.get('part')} (rail {bottleneck.get('rail')})"
+    elif bottleneck.get("kind") == "none":
+        words += "; no rail holds it back"
+    return words
 
 
 def state_text(state: ProbeState, v: dict[str, str]) -> Text:

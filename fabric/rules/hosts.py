@@ -1,4 +1,4 @@
-"""Hosts the collector cannot read: node_unreachable, node_unresponsive, node_slow.
+"""Hosts the collector cannot read: node_unreachable, node_unresponsive, host_unreadable, node_slow.
 
 The collector's own states (fabric.states) are the evidence. A host that was
 slow at any time in the window counts, because a streaming agent is only
@@ -33,6 +33,11 @@ def rules(ctx: Context) -> list[Finding]:
             found.append(_host_finding(ctx, "node_unresponsive", Severity.CRITICAL, host, status,
                                        "It accepts connections but does not answer: look at its console "
                                        "(BMC/serial) for a kernel hang or D-state processes; drain it."))
+        elif status.state is HostState.UNPARSABLE:
+            found.append(_host_finding(ctx, "host_unreadable", Severity.WARNING, host, status,
+                                       "It answers, but what it printed cannot be read (the reason names "
+                                       "the command): run that command on it by hand; a broken or "
+                                       "upgraded tool is the usual cause. Until then its state is unknown."))
     return found + _slow(ctx)
 
 

@@ -159,32 +159,35 @@ def _socket(index: int, count: int) -> int:
     return 0 if index < max(count // 2, 1) else 1
 
 
-def _gpu_nic_link(gpu: int, nic: int, n_gpus: int, n_nics: int) -> str:
-    if gpu == nic:
+def _gpu_nic_link(gpu: int, nic: int, n_gpus: int, n_nics: int, far: frozenset[int] = frozenset()) -> str:
+    """Rail r's NIC shares rail r's GPU's PCIe switch (PIX); a NIC ``far`` from it sits on the other socket."""
+    nic_socket = _socket(nic, n_nics) ^ (nic in far)
+    if gpu == nic and nic not in far:
         return "PIX"
-    return "NODE" if _socket(gpu, n_gpus) == _socket(nic, n_nics) else "SYS"
+    return "NODE" if _socket(gpu, n_gpus) == nic_socket else "SYS"
 
 
 def _topo(node: NodeView) -> str:
     gpus: tuple[GpuView, ...] = node.gpus
     nics: tuple[NicView, ...] = node.nics
     n_g, n_n = len(gpus), len(nics)
+    far = frozenset(i for i, nic in enumerate(nics) if nic.qos is not None and nic.qos.far)
     names = [f"GPU{g.index}" for g in gpus] + [f"NIC{i}" for i in range(n_n)]
     header = "\t\x1b[4m" + "\t".join([*names, "CPU Affinity", "NUMA Affinity", "GPU NUMA ID"])
     lines = [header + "\x1b[0m"]
     for gi in range(n_g):
         cells = [" X " if gj == gi else "NV18" for gj in range(n_g)]
-        cells += [_gpu_nic_link(gi, ni, n_g, n_n) for ni in range(n_n)]
+        cells += [_gpu_nic_link(gi, ni, n_g, n_n, far) for ni in range(n_n)]
         sock = _socket(gi, n_g)
         cells += [SOCKET_CPUS[sock], str(sock), "", "N/A"]
         lines.append("\t".join([names[gi], *cells]))
     for ni in range(n_n):
-        cells = [_gpu_nic_link(gi, ni, n_g, n_n) for gi in range(n_g)]
+        cells = [_gpu_nic_link(gi, ni, n_g, n_n, far) for gi in range(n_g)]
         for nj in range(n_n):
             if nj == ni:
                 cells.append(" X ")
             else:
-                same = _socket(ni, n_n) == _socket(nj, n_n)
+                same = (_socket(ni, n_n) ^ (ni in far)) == (_socket(nj, n_n) ^ (nj in far))
                 cells.append("NODE" if same else "SYS")
         cells += ["", "", "", ""]
         lines.append("\t".join([f"NIC{ni}", *cells]))

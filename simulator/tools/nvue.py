@@ -36,7 +36,7 @@ import json
 from collections.abc import Sequence
 
 from fleet.simulator.state import SwitchPortView, SwitchView
-from fleet.simulator.tools import ToolContext, ToolOutput, register
+from fleet.simulator.tools import ToolContext, ToolOutput, nvue_qos, register
 from fleet.simulator.tools.tables import natural_key, simple_table
 
 ECMP_FIELDS: tuple[str, ...] = (
@@ -306,6 +306,10 @@ def _show_interface(switch: SwitchView, args: list[str], as_json: bool) -> ToolO
     rest = args[1:]
     if rest == ["counters"]:
         return ToolOutput(counters_json(port) if as_json else show_counters(port))
+    if rest == ["qos", "roce", "status"] and switch.qos is not None:
+        return ToolOutput(nvue_qos.show_port_roce_status(switch.qos, port.name))
+    if rest == ["qos", "pfc-watchdog"] and switch.qos is not None:
+        return ToolOutput(nvue_qos.show_pfc_watchdog(switch.qos, port.name))
     if rest == ["lldp"]:
         return ToolOutput(show_lldp(port))
     return ToolOutput("", NOT_FOUND, 1)
@@ -329,6 +333,8 @@ def nv(ctx: ToolContext, argv: list[str]) -> ToolOutput:
             del args[i : i + 2]
     if args[:2] == ["show", "interface"]:
         return _show_interface(switch, args[2:], as_json)
+    if args == ["show", "qos", "roce"] and switch.qos is not None:
+        return ToolOutput(nvue_qos.show_qos_roce(switch.qos))
     if args == ["show", "system", "forwarding"]:
         return ToolOutput(show_forwarding(switch))
     if args == ["show", "router", "adaptive-routing"]:

@@ -17,3 +17,8 @@ def test_each_kind_asked_for_gets_its_figure_and_target() -> None:
 def test_every_shape_is_about_the_size_asked_for() -> None:
     for name, text in shapes("a: 1\nb: 2\n", 50_000).items():
         assert 40_000 <= len(text) <= 60_000, name
+
+
+def test_every_kind_has_an_input_even_without_a_detectable_capture() -> None:
+    measured = run(["--megabytes", "0.002"])  # every kind: a capture told by detection, or its layout
+    assert "roce-sysfs_s" in measured.results and "sonic-config-table_s" in measured.results

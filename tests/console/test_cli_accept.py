@@ -53,14 +53,14 @@ def test_accept_and_baselines_on_the_good_and_the_broken_cluster(tmp_path: Path)
     code, document, err = verdicts["acceptance"]
     assert code == 0, err
     assert document["passed"] and all(c["passed"] for c in document["checks"])
-    assert "PASS  allreduce-node" in err and "accepted: all 8 checks pass" in err
+    assert "PASS  allreduce-node" in err and "accepted: all 9 checks pass" in err
     html = Path(document["report"][0]).read_text()
     data = embedded_data(html)
     assert data is not None and hashlib.sha256(data.encode()).hexdigest() == document["sha256"]
     assert Path(document["report"][1]).read_text().startswith("# Acceptance of the 64-node H100 RoCE cluster")
 
     code, document, err = verdicts["acceptance-broken"]
-    assert code == 1 and "2 of 8 checks failed: allreduce-node, optics" in err
+    assert code == 1 and "2 of 9 checks failed: allreduce-node, optics" in err
     failed = {c["id"]: c for c in document["checks"] if not c["passed"]}
     assert [f["part"] for f in failed["optics"]["failures"]] == ["nic/gpu003/mlx5_2"]
     assert [f["part"] for f in failed["allreduce-node"]["failures"]] == ["node/gpu005"]
@@ -74,7 +74,8 @@ def test_accept_and_baselines_on_the_good_and_the_broken_cluster(tmp_path: Path)
     code, out, _ = fleet("baseline", "diff", "1", "2", "--json", "--report", str(report), "--db", str(db))
     assert code == 0
     result = json.loads(out)
-    assert {c["part"] for c in result["regressions"]} == {"nic/gpu003/mlx5_2", "node/gpu005", "fleet/allreduce"}
+    assert {c["part"] for c in result["regressions"]} == {"nic/gpu003/mlx5_2", "node/gpu005", "fleet/allreduce",
+                                                          "fleet/alltoall"}
     assert result["improvements"] == [] and result["new_parts"] == [] and result["gone_parts"] == []
     assert report.exists() and report.with_suffix(".md").exists()
 

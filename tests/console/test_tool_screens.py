@@ -178,7 +178,7 @@ async def test_walkthrough_turns_each_check_in_turn_on_the_high_contrast_theme(m
         await asyncio.wait_for(screen.measured.wait(), 5)
         assert app.theme == WALKTHROUGH_THEME
         checks = screen.query_one("#walk-checks", DataTable)
-        assert _cells(checks, 0) == ["…"] * 8
+        assert _cells(checks, 0) == ["…"] * 9
         await pilot.press("space")
         await pilot.pause()
         assert _cells(checks, 0)[:2] == ["PASS", "…"]
@@ -193,7 +193,7 @@ async def test_walkthrough_turns_each_check_in_turn_on_the_high_contrast_theme(m
         evidence = str(screen.query_one("#walk-evidence", Static).render())
         assert "FAIL nic/gpu001/mlx5_0: -4.5" in evidence and "-3" in evidence
         summary = str(screen.query_one("#walk-summary", Static).render())
-        assert summary.startswith("NOT ACCEPTED: 1 of 8 checks failed: optics")
+        assert summary.startswith("NOT ACCEPTED: 1 of 9 checks failed: optics")
         await pilot.press("w")
         await pilot.pause()
         report_prompt = app.screen
@@ -291,7 +291,7 @@ async def test_read_only_walkthrough_shows_and_exports_the_newest_stored_run(
         await pilot.press("a")
         await pilot.pause()
         summary = str(screen.query_one("#walk-summary", Static).render())
-        assert summary.startswith("NOT ACCEPTED: 1 of 8 checks failed: optics")
+        assert summary.startswith("NOT ACCEPTED: 1 of 9 checks failed: optics")
         evidence = str(screen.query_one("#walk-evidence", Static).render())
         assert "agreed wording:" in evidence
         await pilot.press("w")

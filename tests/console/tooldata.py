@@ -17,7 +17,8 @@ NICS = ("mlx5_0", "mlx5_1")
 def baseline(label: str, ts: float, *, bw_gbps: float = 392.0, p99_usec: float = 3.1,
              efficiency: float = 0.96, rx_dbm: float = 1.2, nodes: tuple[str, ...] = NODES) -> Baseline:
     """A two-node baseline (two NICs each) with the numbers given for every part."""
-    parts: dict[str, dict[str, float]] = {"fleet/allreduce": {"allreduce_efficiency": efficiency - 0.1}}
+    parts: dict[str, dict[str, float]] = {"fleet/allreduce": {"allreduce_efficiency": efficiency - 0.1},
+                                          "fleet/alltoall": {"alltoall_efficiency": efficiency - 0.2}}
     for node in nodes:
         parts[f"node/{node}"] = {"allreduce_efficiency": efficiency}
         for nic in NICS:

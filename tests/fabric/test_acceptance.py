@@ -33,8 +33,8 @@ def criteria(body: str) -> str:
 def test_the_example_file_parses_with_every_kind() -> None:
     parsed = parse_criteria(EXAMPLE.read_text(), source=str(EXAMPLE))
     assert {c.kind for c in parsed.checks} == {
-        "allreduce_efficiency_min", "link_loss_max", "latency_p99_max_usec", "bandwidth_min_gbps",
-        "cabling_matches_plan", "optics_rx_power_min_dbm", "no_findings_of_kind"}
+        "allreduce_efficiency_min", "alltoall_efficiency_min", "link_loss_max", "latency_p99_max_usec",
+        "bandwidth_min_gbps", "cabling_matches_plan", "optics_rx_power_min_dbm", "no_findings_of_kind"}
     assert parsed.suite["linktest_mode"] == "sample"
     node = parsed.checks[0]
     assert (node.id, node.threshold, node.threshold_words()) == ("allreduce-node", 0.94,
@@ -69,6 +69,22 @@ def test_allreduce_per_node_fails_the_slow_node_and_the_unmeasured_one() -> None
         ("node/gpu002", 0.81, "0.81 < 0.94"), ("node/gpu003", None, "not measured")]
     assert result.worst is not None and result.worst.part == "node/gpu002"
     assert result.measured["min"] == 0.81 and result.measured["count"] == 2.0
+
+
+def test_all_to_all_per_node_and_across_every_node() -> None:
+    nodes = ("gpu001", "gpu002")
+    parts = {"node/gpu001": {"alltoall_efficiency": 0.82}, "node/gpu002": {"alltoall_efficiency": 0.69},
+             "fleet/alltoall": {"alltoall_efficiency": 0.31, "alltoall_busbw_gbytes_s": 19.2}}
+    measured = Baseline("b", 0.0, "t", FleetShape(nodes, (), (), (0,)), parts=parts)
+    text = criteria('[[check]]\nid = "n"\nkind = "alltoall_efficiency_min"\nmin = 0.7\n'
+                    '[[check]]\nid = "f"\nkind = "alltoall_efficiency_min"\nmin = 0.7\nfleet = true\n')
+    per_node, fleet = evaluate(parse_criteria(text, source="c.toml"), measured)
+    assert not per_node.passed and [f.part for f in per_node.failures] == ["node/gpu002"]
+    assert per_node.check.threshold_words() == ">= 0.7 (70 % of the theoretical)"
+    assert "alltoall_perf on each node's 8 GPUs (NVLink)" in per_node.claim
+    assert not fleet.passed and fleet.parts_checked == 1 and fleet.worst is not None
+    assert (fleet.worst.part, fleet.worst.measured) == ("fleet/alltoall", 0.31)
+    assert fleet.claim.startswith("One alltoall_perf across the 2 reachable nodes (ran)")
 
 
 def test_scope_limits_nodes_and_rails() -> None:

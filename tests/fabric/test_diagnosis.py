@@ -246,6 +246,14 @@ def test_host_states_become_host_findings(fleet: Fleet) -> None:
     assert ("node_slow", "gpu002", "", "", "") not in parts(fleet)
 
 
+def test_a_host_whose_output_cannot_be_read_is_a_finding_with_the_reason(fleet: Fleet) -> None:
+    reason = "lldpctl -f json: RecursionError: maximum recursion depth exceeded"
+    fleet.statuses["gpu002"] = HostStatus("gpu002", HostState.UNPARSABLE, T0, reason)
+    [finding] = [f for f in diagnose(fleet.input()) if f.node == "gpu002"]
+    assert (finding.kind, finding.severity, finding.basis) == ("host_unreadable", Severity.WARNING, "state")
+    assert finding.evidence["reason"] == reason and "by hand" in finding.next_step
+
+
 def test_when_most_hosts_are_slow_together_only_the_much_slower_one_is_named(fleet: Fleet) -> None:
     for node, seconds in (("gpu001", 3.1), ("gpu002", 3.3), ("gpu003", 3.2), ("gpu004", 6.4)):
         fleet.statuses[node] = HostStatus(node, HostState.SLOW, T0, f"answered in {seconds} s (slow above 2 s)")

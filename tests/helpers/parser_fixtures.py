@@ -10,14 +10,19 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from helpers.config_fixtures import CONFIG_EXPECTED, CONFIG_LAYOUTS
+
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 
-# What each fixture file is, by its directory and name (first match wins).
+# What each fixture file is, by its directory and name (first match wins; the configuration captures'
+# patterns first: ``switch/*pfcwd*`` is not a ``show pfc counters`` capture).
 EXPECTED: tuple[tuple[str, str], ...] = (
+    *CONFIG_EXPECTED,
     (r"^ethtool/.*-ethtool-S-", "ethtool-stats"),
     (r"^ethtool/.*-ethtool-m-", "ethtool-module"),
     (r"^ibstat/.*ibstatus", "ibstatus"),
     (r"^ibstat/", "ibstat"),
+    (r"^nccl/(uccl|.*deepep)", "ep-bench"),
     (r"^nccl/", "nccl"),
     (r"^nvidia-smi/.*topo-m", "nvidia-smi-topo"),
     (r"^nvidia-smi/.*nvlink", "nvidia-smi-nvlink"),
@@ -56,6 +61,11 @@ SWITCH_TABLES = (
     "Ethernet0    gpu017          enp12s0np0                    enp12s0np0\n"
     "Ethernet64   spine01         swp9            BR            swp9\n",
 )
+
+
+LAYOUTS: dict[str, tuple[str, ...]] = {"switch-table": SWITCH_TABLES,
+                                        **{kind: (text,) for kind, text in CONFIG_LAYOUTS.items()}}
+"""Seeds of the kinds with no real capture in tests/fixtures: the tool's layout."""
 
 
 def expected_kind(relative: str) -> str | None:

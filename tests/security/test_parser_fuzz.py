@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from helpers.parser_fixtures import SWITCH_TABLES, fixture_files, read, samples
+from helpers.parser_fixtures import LAYOUTS, fixture_files, read, samples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -48,15 +48,13 @@ PROFILE = settings.get_profile(os.environ.get("FLEET_FUZZ_PROFILE", "ci"))
 PARSERS: dict[str, Callable[[str], Any]] = {kind: spec.load() for kind, spec in KINDS.items()}
 PARSERS["switch-table"] = parse_switch_table
 
-# Kinds with no real capture in tests/fixtures: the tool's layout, as the parser tests write it.
-LAYOUTS: dict[str, tuple[str, ...]] = {"switch-table": SWITCH_TABLES}
-
 ALL_TEXTS = tuple(read(p) for p in fixture_files())
 
-
+# Kinds with no real capture in tests/fixtures: the tool's layout, as the parser tests write it
+# (helpers.parser_fixtures.LAYOUTS); NCCL's log lines come inside the nccl-tests captures.
 SEEDS: dict[str, tuple[str, ...]] = {
-    kind: tuple(read(p) for p in samples(kind)) or LAYOUTS[kind] for kind in PARSERS
-}
+    kind: tuple(read(p) for p in samples(kind)) or LAYOUTS[kind] for kind in PARSERS if kind != "nccl-log"
+} | {"nccl-log": tuple(read(p) for p in samples("nccl"))}
 
 
 # ---------------------------------------------------------------- mutations

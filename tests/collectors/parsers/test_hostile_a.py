@@ -114,7 +114,7 @@ def _read(name: str) -> str:
 def test_every_sample_of_these_kinds_is_known() -> None:
     dirs = ("ibstat", "rdma", "ethtool", "perfquery", "sysfs", "topology")
     on_disk = {str(p.relative_to(FIXTURES)) for d in dirs for p in (FIXTURES / d).iterdir()}
-    assert on_disk == set(OWN_SAMPLES)
+    assert on_disk == {name for name in OWN_SAMPLES if name.split("/")[0] in dirs}
 
 
 @pytest.mark.parametrize("kind", ALL)

@@ -72,8 +72,7 @@ async def test_weak_optics_make_the_cable_the_suspect(tmp_path: Path) -> None:
         assert [(c.node, c.nic, c.cable_suspect) for c in flagged] == [("gpu002", "mlx5_0", True)]
         assert flagged[0].rx_margin_db is not None and flagged[0].rx_margin_db < 2.0
         problems = " / ".join(flagged[0].problems)
-        assert "dB above the module's low threshold" in problems
-        assert "symbol_error +" in problems  # the weak light costs symbol errors during the test
+        assert "dB above the module's low threshold" in problems  # FEC still corrects: no symbol errors yet
     finally:
         await fleet.pool.close()
         await fleet.server.close()
@@ -84,7 +83,7 @@ async def test_optics_left_unread_when_the_probes_end_are_read_at_once(
 ) -> None:
     """Optics are read one node at a time, spaced, while the probes run; the rest at their end, not later."""
     monkeypatch.setattr("fleet.collectors.probes.linktest.OPTICS_READ_EVERY_S", 600.0)
-    faults = '[[faults]]\nkind = "optics_attenuation"\ntarget = "gpu004:mlx5_0"\ndb = 9\nat = 0\n'
+    faults = '[[faults]]\nkind = "optics_attenuation"\ntarget = "gpu004:mlx5_0"\ndb = 11\nat = 0\n'
     fleet = await start_fleet(tmp_path, fabric_text(faults=faults))
     try:
         report = await asyncio.wait_for(  # not 600 s: the spacing was cut short when the probes ended
