@@ -7,7 +7,8 @@ blanks, except that a value may hold blanks (``OS=Linux 6.1.0 #1 SMP ...``: it r
 [root@2026-12-03T16:10:44]``: the text, who set it and when). ``State=`` is the base state with
 its flags joined by ``+`` (``IDLE``, ``ALLOCATED+DRAIN``, ``DOWN+NOT_RESPONDING``). A blank line ends
 a record. Lines that are not part of a record are Slurm's words about the request (``Node gpu9
-not found``): kept in ``errors``.
+not found``): kept in ``errors`` for the message, and counted and listed as lines this parser did
+not read, as every parser lists them (``docs/parsers.md``).
 """
 
 from __future__ import annotations
@@ -102,6 +103,7 @@ def parse_scontrol_node(text: str) -> ScontrolNodes:
             records[-1].update(pairs)
         elif not open_record and not pairs:
             errors.append(stripped[:200])
+            log.unknown(number, line, "not a node record: Slurm's words about the request")
         else:
             log.unknown(number, line)
     return ScontrolNodes(tuple(_node(fields) for fields in records), tuple(errors), log.freeze(), log.unknown_lines)

@@ -42,7 +42,8 @@ def test_a_resumed_node() -> None:
 
 def test_an_unknown_node_is_slurms_words() -> None:
     parsed = parse_scontrol_node("Node nope not found\n")
-    assert parsed.nodes == () and parsed.errors == ("Node nope not found",) and parsed.problems == ()
+    assert parsed.nodes == () and parsed.errors == ("Node nope not found",)
+    assert [(p.line, p.text) for p in parsed.problems] == [(1, "Node nope not found")] and parsed.unknown_lines == 1
 
 
 def test_several_nodes_and_a_reason_that_looks_like_pairs() -> None:
