@@ -8,18 +8,21 @@ the keys did is read back from Slurm and from the store's audit.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from console_waits import view_where
 from helpers.real_slurm import RealSlurm
 from helpers.real_sshd import RealSshd
-from textual.widgets import Input
+from textual.widgets import DataTable, Input
 
 from fleet.collectors.inventory import load_inventory
 from fleet.console.app import FleetApp
 from fleet.console.config import Config
 from fleet.console.feed import Feed, open_store_loader
 from fleet.console.findings_text import drain_reason_for, finding_detail
+from fleet.console.screens.help import HelpScreen
 from fleet.console.screens.node import NodeScreen
 from fleet.console.screens.node_change_confirm import ConfirmNodeChangeScreen
 from fleet.fabric.events import Event, Severity
@@ -90,6 +93,20 @@ async def test_escape_changes_nothing_and_read_only_refuses(slurm_head: tuple[Re
         said = [n.message for n in app._notifications]
         assert any("Drain (d) drains the node in Slurm" in m and "refused, read-only" in m for m in said), said
     assert "DRAIN" not in slurm.node_state()
+
+
+async def test_help_on_the_node_screen_lists_drain_and_resume(make_app: Callable[..., FleetApp]) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await view_where(app, lambda v: len(v.rows) == 8)
+        await app.push_screen(NodeScreen("gpu003"))
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        table = app.screen.query_one(DataTable)
+        rows = {str(table.get_row_at(i)[2]): (str(table.get_row_at(i)[0]), str(table.get_row_at(i)[1]))
+                for i in range(table.row_count)}
+        assert rows["node.drain"][0] == "d" and rows["node.resume"][0] == "u", rows
 
 
 def _finding(kind: str, severity: Severity, host: str = "gpu017", device: str = "mlx5_1") -> Event:
