@@ -8,19 +8,22 @@ drain without a reason. The command is built from the allow-list with every argu
 (``fleet.collectors.commands``), so a reason is text, never shell.
 
 Each change reads the node before and after (``scontrol show node``), and writes one audit row
-(the store's hash-chained ``actions`` table): who, which node, the exact command, Slurm's answer,
-the state before and after, and the verdict. A change that Slurm refuses, or that cannot reach the
-head, is audited too. Read-only mode and the confirmation are the callers' (the CLI, the console).
+through the guarded change's ``Audit`` (``fleet.collectors.guarded_change``, the store's
+hash-chained ``actions`` table, as ECMP apply and ``fleet check fix`` write theirs): who, which
+node, the exact command, Slurm's answer, the state before and after, and the verdict. A change that
+Slurm refuses, or that cannot reach the head, is audited too. There is nothing to roll back to
+automatically: the reading before is in the audit, and the opposite change is one key away. Read-only
+mode and the confirmation are the callers' (the CLI, the console).
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from fleet.collectors.commands import Command, command
+from fleet.collectors.guarded_change import Audit
 from fleet.collectors.isolation import Unparsable, read_output
 from fleet.collectors.parsers.scontrol_node import ScontrolNode, parse_scontrol_node
 from fleet.collectors.ssh_names import hostname_problem
@@ -147,8 +150,8 @@ async def change_node(pool: SshPool, head: str, change: NodeChange, *, actor: st
         verdict = f"{change.node}: {was} -> {now}" + (f" ({change.reason})" if change.reason else "")
         if not done:
             verdict += f": Slurm took the command but the node is not {change.done_word}"
-    put_action(ActionRecord(time.time(), actor, change.node, change.audit_action, "apply", (change.command.text,),
-                            output, before, after, verdict))
+    Audit(put_action, actor, change.node, None, change.audit_action).row(
+        "apply", commands=(change.command.text,), output=output, before=before, after=after, verdict=verdict)
     return NodeChangeOutcome(change, done, verdict, before, after, output)
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
+from fleet.collectors.guarded_change import actor
 from fleet.collectors.slurm_nodes import NodeChange, NodeChangeOutcome, change_node
-from fleet.console.ecmp_ops import actor
 from fleet.store.writer import StoreWriter
 
 if TYPE_CHECKING:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import click
 
+from fleet.collectors.guarded_change import actor
 from fleet.collectors.inventory import Inventory
 from fleet.collectors.slurm_nodes import (
     NodeChange,
@@ -39,7 +40,6 @@ from fleet.console.cli.common import (
 )
 from fleet.console.cli.exit_codes import ExitCode
 from fleet.console.cli.read_only import read_only_option, refuse_if_read_only
-from fleet.console.ecmp_ops import actor
 from fleet.store.writer import StoreWriter
 
 
