@@ -15,8 +15,11 @@ believes it sent.
   time. The simulated fleet is healthy: each one is a false mark, made by our own load.
 - ``switch_counters_max_gap_s``: the longest wait between two new samples of one switch, after its
   first (its counters must arrive at least every 10 s).
-- ``node_samples_per_s_median``: new samples per second of the median node over the run's second
-  half (the agent's interval is 1 s: 1.0 is every line).
+- ``node_lines_per_s_mean``: agent lines the collector read per node per second over the run's
+  second half (the agent's interval is 1 s: 1.0 is every line of every node).
+- ``node_row_updates_per_s_median``: how often the median node's row of the ``latest`` table changed
+  over the run's second half. Not a sample rate: the store rewrites a row whose values did not move
+  only every 10 s (``store/latest.py``, ``MAX_DEFER_MS``), so a healthy, steady node shows about 0.1.
 - ``rss_growth_after_first_minute_mib``: the collector's resident memory at the end minus at 60 s.
 - ``collector_cpu_s_until_complete`` / ``simulator_cpu_s_until_complete``: what filling the fleet
   cost each side; with the CPUs the machine's other work leaves them, they say what the wall time
@@ -130,6 +133,7 @@ async def measure(inventory: Inventory, db: Path, duration_s: float, sim_pid: in
     me = os.getpid()
     cpu_start, sim_start = cpu_s(me), cpu_s(sim_pid)
     cpu_at_complete: tuple[float, float] | None = None
+    lines_at_half: tuple[float, int] | None = None
     try:
         while (now := time.monotonic()) - watch.started < duration_s:
             if reader is None and db.exists():
@@ -142,12 +146,15 @@ async def measure(inventory: Inventory, db: Path, duration_s: float, sim_pid: in
                 watch.look(rows, time.monotonic())
                 if watch.complete_at is not None and cpu_at_complete is None:
                     cpu_at_complete = (cpu_s(me) - cpu_start, cpu_s(sim_pid) - sim_start)
+            if lines_at_half is None and now - watch.started >= duration_s / 2:
+                lines_at_half = (now, collector.counters.lines)
             if watch.rss_at_minute is None and now - watch.started >= FIRST_MINUTE_S:
                 watch.rss_at_minute = rss_mib()
             if task.done():
                 break
             await asyncio.sleep(POLL_S)
         rss_end = rss_mib()
+        lines_end = (time.monotonic(), collector.counters.lines)
         cpu_end = (cpu_s(me) - cpu_start, cpu_s(sim_pid) - sim_start)
     finally:
         await collector.close()
@@ -174,7 +181,10 @@ async def measure(inventory: Inventory, db: Path, duration_s: float, sim_pid: in
         "marks_first": sorted(f"{host} {state.value}: {reason}" for state, hosts in marked.items()
                               for host, reason in hosts.items())[:6],
         "switch_counters_max_gap_s": watch.switch_max_gap_s(),
-        "node_samples_per_s_median": round(statistics.median(rates), 2) if rates else None,
+        "node_lines_per_s_mean": round((lines_end[1] - lines_at_half[1]) / (lines_end[0] - lines_at_half[0])
+                                       / len(watch.nodes), 2)
+        if lines_at_half is not None and lines_end[0] > lines_at_half[0] and watch.nodes else None,
+        "node_row_updates_per_s_median": round(statistics.median(rates), 2) if rates else None,
         "rss_start_mib": round(rss_start, 1),
         "rss_at_60_s_mib": round(watch.rss_at_minute, 1) if watch.rss_at_minute is not None else None,
         "rss_end_mib": round(rss_end, 1),

@@ -46,6 +46,7 @@ def test_collect_reports_the_whole_fleet_from_cold() -> None:
     assert (complete is None) == (results["fleet_hosts_without_values"] > 0), results
     assert results["fleet_nodes_with_values_at_5_10_15_s"] == sorted(results["fleet_nodes_with_values_at_5_10_15_s"])
     assert results["fleet_collector_cpu_s_per_s"] > 0 and results["fleet_simulator_cpu_s_per_s"] > 0
+    assert results["fleet_node_lines_per_s_mean"] > 0  # the agents' lines, read over the second half
     assert len(results["fleet_simulator_cpus"]) == 1 and results["fleet_collector_cpus"]
     assert set(run.doc["targets"]) == {"time_to_complete_fleet_s", "fleet_hosts_marked_hung", "fleet_hosts_marked_slow",
                                        "fleet_switch_counters_max_gap_s", "fleet_rss_growth_after_first_minute_mib"}
