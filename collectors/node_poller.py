@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from fleet.collectors.agent_reader import (
@@ -37,7 +36,7 @@ from fleet.collectors.parsers.lldp import parse_lldp
 from fleet.collectors.pause import pause
 from fleet.collectors.rate_batch import RateBatch
 from fleet.collectors.sections import sectioned, split_sections
-from fleet.collectors.setup_gate import Budget, SetupGate
+from fleet.collectors.setup_gate import Budget, Place, SetupGate, handshake
 from fleet.collectors.sshpool import RunResult, SshPool
 from fleet.collectors.status import StatusBook
 from fleet.fabric.events import Event, Severity
@@ -209,21 +208,21 @@ class NodePoller:
 
     # --- modes ---------------------------------------------------------------
 
-    async def _enter(self) -> Callable[[], None]:
-        """Wait for a place among the set-ups in flight; what ends it (call once set up, or failed)."""
-        if self._gate is None:
-            return lambda: None
-        place = await self._gate.enter(self.host.name, Budget.NODES)
-        return place.release
+    async def _enter(self) -> Place | None:
+        """Wait for a place among the set-ups in flight (None: no gate, at once)."""
+        return None if self._gate is None else await self._gate.enter(self.host.name, Budget.NODES)
 
     async def _agent_stream(self, stop: asyncio.Event) -> RunResult:
-        set_up = await self._enter()  # a stream's start is a set-up: first lines before the next ones
+        place = await self._enter()  # a stream's start is a set-up: the handshake and the agent's session
         try:
-            return await self._agent_stream_set_up(stop, set_up)
+            return await self._agent_stream_set_up(stop, place)
         finally:
-            set_up()
+            if place is not None:
+                place.ended()
 
-    async def _agent_stream_set_up(self, stop: asyncio.Event, set_up: Callable[[], None]) -> RunResult:
+    async def _agent_stream_set_up(self, stop: asyncio.Event, place: Place | None) -> RunResult:
+        """The stream, from the connection on; ``place``: opened once the agent's session is (the
+        first line is the node's own work), ended with the first line or the stream's end."""
         settings = self._settings
         connected = await self._pool.connect(self.host.name)
         if not connected.ok:
@@ -243,9 +242,11 @@ class NodePoller:
             first_line_timeout_s=settings.hung_after_s + settings.interval_s,
             line_timeout_s=settings.hung_after_s + settings.interval_s,
             stop=stop,
+            on_open=None if place is None else lambda _write: place.opened(),
         ))
         done, _ = await asyncio.wait({first, stream}, return_when=asyncio.FIRST_COMPLETED)
-        set_up()
+        if place is not None:
+            place.ended()
         if first in done:
             waited = time.monotonic() - started - self._pool.lag.since(lag_at_start)
             if waited > settings.slow_after_s + settings.interval_s:
@@ -260,12 +261,13 @@ class NodePoller:
                 self._batch.flush()  # the stream's last line is stored before anything else
 
     async def _command_tick(self) -> RunResult:
-        set_up = (await self._enter()) if not self._pool.connected(self.host.name) else (lambda: None)
+        place = None if self._pool.connected(self.host.name) else await self._enter()
         try:
-            result = await self._pool.run(self.host.name, self._command_node.tick_command(),
-                                          timeout_s=self._settings.hung_after_s)
+            result = await handshake(self._pool, self.host.name, place) or await self._pool.run(
+                self.host.name, self._command_node.tick_command(), timeout_s=self._settings.hung_after_s)
         finally:
-            set_up()
+            if place is not None:
+                place.ended()
         if result.state in (HostState.OK, HostState.SLOW):
             try:
                 line = self._command_node.read(result.stdout, time.time())

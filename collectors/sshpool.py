@@ -635,8 +635,9 @@ class SshPool:
         ``on_line`` runs inside the SSH channel's data callback, so no line waits
         for a task; an exception it raises ends the stream and is raised here.
         Cancelling the call closes the channel. ``on_open`` is given the channel's
-        ``write`` once the session is open, for a command that reads requests
-        from its stdin (the probe runner).
+        ``write`` once the session is open (the far end accepted the command, and
+        the first line's deadline has started): for a command that reads requests
+        from its stdin (the probe runner), or to end a paced set-up there.
         """
         slot = self._slot(host)
         started = time.monotonic()

@@ -10,7 +10,7 @@ from fleet.collectors.inventory import InventoryHost
 from fleet.collectors.isolation import Unparsable
 from fleet.collectors.node_poller import CollectSettings, Counters
 from fleet.collectors.pause import pause
-from fleet.collectors.setup_gate import Budget, SetupGate
+from fleet.collectors.setup_gate import Budget, SetupGate, handshake
 from fleet.collectors.sshpool import SshPool
 from fleet.collectors.status import StatusBook
 from fleet.collectors.switch_budget import SwitchBudget
@@ -54,10 +54,14 @@ class SwitchPoller:
         if self._gate is not None and not self._pool.connected(self.host.name):
             place = await self._gate.enter(self.host.name, Budget.SWITCHES)
         try:
+            failed = await handshake(self._pool, self.host.name, place)
+            if failed is not None:
+                self._status.set(self.host.name, failed.state, failed.reason)
+                return False
             return await self._poll()
         finally:
             if place is not None:
-                place.release()
+                place.ended()
 
     async def _poll(self) -> bool:
         result = await self._pool.run(self.host.name, self.driver.poll_command(),
