@@ -3,9 +3,9 @@
 One ``SshPool`` for the whole fleet; one poller task per host, so a slow or
 hung host only ever delays itself, and each runs guarded, so a host whose
 output cannot be read only ever fails itself (docs/hostile-input.md). Set-ups
-are paced (``SetupGate``: first lines before the next handshakes, switches apart
-from nodes), switch polling keeps to its own CPU budget (``SwitchBudget``), and
-every host is ``connecting`` until its first answer. The
+are paced (``SetupGate``: a bounded number of handshakes and agent starts in
+flight, switches apart from nodes), switch polling keeps to its own CPU budget
+(``SwitchBudget``), and every host is ``connecting`` until its first answer. The
 console runs ``Collector.run()`` as a worker; ``fleet collect`` runs it
 headless, or ``run_once()`` for one round.
 """
