@@ -1,4 +1,5 @@
-"""What one collection round and a second of streaming cost at N nodes, against clush.
+"""A whole fleet on screen from a cold start, then what one collection round and a second of
+streaming cost at N nodes, against clush.
 
 The simulator runs as its own process (``fleet sim`` on the fleet of ``benchmarks sim``: N RoCE
 nodes in 4 leaf groups, 64 switches at 1,024 nodes, 4 jobs); the collector parts run in this
@@ -8,7 +9,14 @@ otherwise run with clush: ``grep -H . /sys/class/infiniband/*/ports/*/counters/*
 (about 12 KB per node). ClusterShell does the same round with OpenSSH (``clush -f 64``), in the
 same run, for the ratio.
 
-Targets, at 1,024 nodes on a 2-core machine with the simulator on it: a round on open connections
+First, with the simulator pinned to a CPU of its own and this process to the others (as
+``taskset`` pins them), the whole collector (every node, switch and the head) runs from cold for
+``--fleet-duration`` seconds (``benchmarks._fleet_complete`` says what each ``fleet_`` figure is).
+Targets: every node and switch in the store within 15 s (``time_to_complete_fleet_s``), no host
+marked hung or slow (the simulated fleet is healthy), every switch's counters at least every 10 s,
+the collector's memory flat after the first minute (at most 32 MiB more by the end).
+
+Then, targets at 1,024 nodes on a 2-core machine with the simulator on it: a round on open connections
 in at most 1 s of wall time (``round_open_wall_s``); every node streaming a line a second for at
 most 0.3 CPU-s/s of the collector (``stream_collector_cpu_s_per_s_all_nodes_at_1s``); clush's round
 at least 20 times slower (``clush_over_open_wall_x``: not met when clush did not run).
@@ -32,6 +40,7 @@ from typing import Any
 
 import hostlist
 
+from benchmarks._fleet_complete import measure, pinned
 from benchmarks._options import float_in, int_in, parser
 from benchmarks._processes import cpu_s, thread_cpu_s
 from benchmarks._simulated import busy_fleet, simulator
@@ -247,6 +256,11 @@ def run(argv: list[str]) -> Measured:
                          help="agent interval while streaming (default: the simulator's, 1 s up to "
                               "1,024 nodes, else 5 s)")
     options.add_argument("--no-clush", action="store_true", help="skip the ClusterShell comparison")
+    options.add_argument("--fleet-duration", dest="fleet_duration_s", type=float_in(0, 3600), default=120.0,
+                         help="seconds the whole collector runs from cold, the simulator pinned (default "
+                              "120: the first minute and one more; 0 skips it)")
+    options.add_argument("--fleet-only", action="store_true",
+                         help="measure only the whole fleet from cold (no rounds, clush or streaming)")
     args = options.parse_args(argv)
     nodes = args.nodes
     with tempfile.TemporaryDirectory(prefix="fleet-bench-collect-") as temp:
@@ -255,6 +269,15 @@ def run(argv: list[str]) -> Measured:
         with simulator(busy_fleet(nodes), workdir, timeout_s=600) as (sim, start_to_ready_s):
             inventory = load_inventory(sim.inventory)
             pid = sim.process.pid
+            fleet: dict[str, Any] = {}
+            if args.fleet_duration_s:
+                with pinned(pid) as (sim_cpus, mine):
+                    print(f"the whole fleet from cold for {args.fleet_duration_s:g} s, the simulator on CPU "
+                          f"{sorted(sim_cpus)}, the collector on {sorted(mine)}...", file=sys.stderr)
+                    fleet = run_async(measure(inventory, workdir / "fleet-complete.db", args.fleet_duration_s, pid))
+                fleet |= {"simulator_cpus": sorted(sim_cpus), "collector_cpus": sorted(mine)}
+            if args.fleet_only:
+                return _fleet_measured(nodes, start_to_ready_s, fleet)
             print("round on new connections, then on open ones...", file=sys.stderr)
             new, open_ = run_async(_rounds(inventory, pid, args.round_timeout_s))
             clush: dict[str, Any] = {"available": False, "reason": "skipped (--no-clush)"}
@@ -266,9 +289,9 @@ def run(argv: list[str]) -> Measured:
             print(f"streaming every node at {interval_s:g} s for {window_s:g} s...", file=sys.stderr)
             stream = run_async(_stream(inventory, workdir / "fleet.db", pid, interval_s, window_s,
                                        args.round_timeout_s))
+    fleet_part = _fleet_measured(nodes, start_to_ready_s, fleet)
     results: dict[str, Any] = {
-        "nodes": nodes,
-        "sim_start_to_ready_s": round(start_to_ready_s, 2),
+        **fleet_part.results,
         "round_command": ROUND_COMMAND.text,
         **new.as_results("round_new"),
         **open_.as_results("round_open"),
@@ -277,7 +300,24 @@ def run(argv: list[str]) -> Measured:
         **_ratios(open_, new, clush, nodes),
     }
     return Measured(results, {
+        **fleet_part.targets,
         "round_open_wall_s": at_most(1.0),
         "stream_collector_cpu_s_per_s_all_nodes_at_1s": at_most(0.3),
         "clush_over_open_wall_x": at_least(20.0),
+    })
+
+
+def _fleet_measured(nodes: int, start_to_ready_s: float, fleet: dict[str, Any]) -> Measured:
+    """The cold-start figures (``time_to_complete_fleet_s``, the rest ``fleet_...``) and their targets."""
+    results: dict[str, Any] = {"nodes": nodes, "sim_start_to_ready_s": round(start_to_ready_s, 2)}
+    if not fleet:
+        return Measured(results)
+    results["time_to_complete_fleet_s"] = fleet.pop("time_to_complete_fleet_s")
+    results |= {f"fleet_{key}": value for key, value in fleet.items() if key != "nodes"}
+    return Measured(results, {
+        "time_to_complete_fleet_s": at_most(15.0),
+        "fleet_hosts_marked_hung": at_most(0),
+        "fleet_hosts_marked_slow": at_most(0),
+        "fleet_switch_counters_max_gap_s": at_most(10.0),
+        "fleet_rss_growth_after_first_minute_mib": at_most(32.0),
     })

@@ -255,12 +255,24 @@ class _GpuLost(Exception):
     pass
 
 
+NO_NVIDIA_DRIVER = "no NVIDIA driver"
+"""``gpu_error`` of a node whose kernel has no ``nvidia`` module loaded (a CPU or login node, a node
+mid-reinstall): a state of the node, told apart from NVML's own failures on a node that has one."""
+
+
+def nvidia_driver_loaded(sysfs: str) -> bool:
+    """Whether the ``nvidia`` kernel module is loaded: every loaded module has ``/sys/module/<name>``
+    (https://www.kernel.org/doc/Documentation/ABI/stable/sysfs-module)."""
+    return os.path.isdir(os.path.join(sysfs, "module", "nvidia"))
+
+
 class Gpus:
     """NVML, initialised once; ``sample()`` returns (gpus, gpu_error)."""
 
     RETRY_INIT_S = 30.0
 
-    def __init__(self) -> None:
+    def __init__(self, sysfs: str = "/sys") -> None:
+        self.sysfs = sysfs
         self.nvml: Any = None
         self.error = ""
         self.handles: list[Any] = []
@@ -447,6 +459,8 @@ class Gpus:
         return totals
 
     def sample(self, errors: list[str]) -> tuple[list[dict[str, Any]], str]:
+        if not self.ready and not nvidia_driver_loaded(self.sysfs):
+            return [], NO_NVIDIA_DRIVER
         if self.nvml is None or not self._init(errors):
             return [], self.error
         self._poll_xids(errors)
@@ -618,7 +632,7 @@ def sample_line(args: argparse.Namespace, seq: int, gpus: Gpus, hostname: str) -
         "ports": ports,
         "netdevs": collect_netdevs(netdev_names, with_optics, errors, args.ethtool_keep, args.optics_readings),
     }
-    qps = qp_counts(errors)
+    qps = qp_counts(errors) if ports else None  # no RDMA device: nothing for rdma to count
     if qps is not None:
         line["qp_count"] = qps
     line["gpus"], line["gpu_error"] = gpus.sample(errors)
@@ -658,7 +672,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--full-every must be positive")
     stop = threading.Event()
     threading.Thread(target=_watch_stdin, args=(stop,), daemon=True).start()
-    gpus = Gpus()
+    gpus = Gpus(args.sysfs)
     hostname = socket.gethostname()
     seq = 0
     previous: dict[str, Any] | None = None

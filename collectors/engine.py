@@ -2,7 +2,10 @@
 
 One ``SshPool`` for the whole fleet; one poller task per host, so a slow or
 hung host only ever delays itself, and each runs guarded, so a host whose
-output cannot be read only ever fails itself (docs/hostile-input.md). The
+output cannot be read only ever fails itself (docs/hostile-input.md). Set-ups
+are paced (``SetupGate``: a bounded number of handshakes and agent starts in
+flight, switches apart from nodes), switch polling keeps to its own CPU budget
+(``SwitchBudget``), and every host is ``connecting`` until its first answer. The
 console runs ``Collector.run()`` as a worker; ``fleet collect`` runs it
 headless, or ``run_once()`` for one round.
 """
@@ -21,12 +24,15 @@ from fleet.collectors.isolation import guarded, guarded_once
 from fleet.collectors.node_poller import CollectSettings, Counters, NodePoller
 from fleet.collectors.pause import pause
 from fleet.collectors.rate_batch import RateBatch
+from fleet.collectors.setup_gate import Progress, SetupGate
 from fleet.collectors.slurm_poller import SlurmPoller
 from fleet.collectors.sshpool import PoolSettings, SshPool
 from fleet.collectors.status import StatusBook
+from fleet.collectors.switch_budget import SwitchBudget
 from fleet.collectors.switch_poller import SwitchPoller
 from fleet.fabric.rates import RateTracker
 from fleet.fabric.records import HostRecord, HostStatus
+from fleet.fabric.states import HostState
 from fleet.store.writer import StoreWriter
 
 
@@ -40,6 +46,10 @@ class RoundSummary:
     samples: int
     seconds: float
     states: dict[str, HostStatus] = field(default_factory=dict)
+    setup: Progress = field(default_factory=lambda: Progress(0, 0))
+    """Hosts whose first set-up has ended, of all: "connecting 812/1,088" until they all have."""
+    node_states: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """What nodes are, where it is worth saying (``fleet.fabric.node_hardware``: "no RDMA devices", ...)."""
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -47,7 +57,10 @@ class RoundSummary:
             "hosts_failed": self.hosts_failed,
             "samples_written": self.samples,
             "seconds": round(self.seconds, 3),
-            "hosts": {host: {"state": s.state.value, "reason": s.reason} for host, s in sorted(self.states.items())},
+            "connecting": self.setup.total - self.setup.done,
+            "hosts": {host: {"state": s.state.value, "reason": s.reason,
+                             "node_states": list(self.node_states.get(host, ()))}
+                      for host, s in sorted(self.states.items())},
         }
 
 
@@ -76,12 +89,16 @@ class Collector:
         self.counters = Counters()
         rates = RateTracker(max_gap_s=max(10.0, 3 * self.settings.interval_s))
         batch = RateBatch(rates)
-        self.nodes = [NodePoller(h, self.pool, writer, self.status, rates, self.settings, self.counters, batch)
+        self.gate = SetupGate(h.name for h in inventory.hosts)
+        switch_budget = SwitchBudget(len(inventory.switches), self.settings.interval_s)
+        self.nodes = [NodePoller(h, self.pool, writer, self.status, rates, self.settings, self.counters, batch,
+                                 self.gate)
                       for h in inventory.nodes]
-        self.switches = [SwitchPoller(h, self.pool, writer, self.status, rates, self.settings, self.counters)
+        self.switches = [SwitchPoller(h, self.pool, writer, self.status, rates, self.settings, self.counters,
+                                      self.gate, switch_budget)
                          for h in inventory.switches]
         head = inventory.head
-        self.slurm = SlurmPoller(head, self.pool, writer, self.status, self.settings) if head else None
+        self.slurm = SlurmPoller(head, self.pool, writer, self.status, self.settings, self.gate) if head else None
         self._started = time.monotonic()
         self._stop = asyncio.Event()
         writer.put_hosts([HostRecord(h.name, h.role, h.connect_address, h.os, group=-1)
@@ -90,9 +107,11 @@ class Collector:
     def summary(self) -> RoundSummary:
         states = self.status.all()
         failed = Counter(s.state.value for s in states.values() if s.state.is_failure)
-        ok = sum(1 for s in states.values() if not s.state.is_failure)
+        ok = sum(1 for s in states.values() if s.state in (HostState.OK, HostState.SLOW))
+        node_states = {node.host.name: node.hardware.states for node in self.nodes
+                       if node.hardware is not None and node.hardware.states}
         return RoundSummary(time.time(), ok, dict(failed), self.counters.samples,
-                            time.monotonic() - self._started, states)
+                            time.monotonic() - self._started, states, self.gate.progress(), node_states)
 
     def status_failed(self, host: str) -> bool:
         """Whether ``host``'s last state is a failure (it will not answer this round)."""
@@ -123,6 +142,7 @@ class Collector:
         on the retry schedule, while every other host goes on.
         """
         self._started = time.monotonic()
+        self.status.connecting(h.name for h in self.inventory.hosts)
         stop = self._stop
         tasks = [asyncio.ensure_future(guarded(host, self.status, loop, stop, self._retry_s(host)))
                  for host, loop in self._loops(stop)]
@@ -139,6 +159,7 @@ class Collector:
     async def run_once(self) -> RoundSummary:
         """One round over every host at once; a hung host costs ``hung_after_s``, never more."""
         self._started = time.monotonic()
+        self.status.connecting(h.name for h in self.inventory.hosts)
         rounds: list[tuple[str, Callable[[], Awaitable[object]]]] = [(p.host.name, p.once) for p in self.nodes]
         rounds += [(p.host.name, p.poll) for p in self.switches]
         if self.slurm is not None:

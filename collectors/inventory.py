@@ -2,7 +2,7 @@
 
 A TOML file (format and an example in ``docs/inventory.md``)::
 
-    [defaults]            user, port, identity_file, known_hosts, jump_host, mode, interval
+    [defaults]            user, port, identity_file, known_hosts, ssh_config, jump_host, mode, interval
     [[nodes]]             names (Slurm hostlist); one-host entries: address, port; mode
     [[switches]]          names, os (cumulus|sonic), role (leaf|spine); one-host: address, port
     [slurm]               host; address, port
@@ -35,7 +35,7 @@ SWITCH_OSES = ("cumulus", "sonic")
 SWITCH_ROLES = ("leaf", "spine")
 
 _DEFAULT_KEYS = frozenset(
-    {"user", "port", "identity_file", "known_hosts", "jump_host", "mode", "interval"}
+    {"user", "port", "identity_file", "known_hosts", "ssh_config", "jump_host", "mode", "interval"}
 )
 _NODE_KEYS = frozenset({"names", "address", "port", "mode"})
 _SWITCH_KEYS = frozenset({"names", "os", "role", "address", "port"})
@@ -74,6 +74,8 @@ class InventoryHost:
     mode: str = "commands"  # nodes: "agent" | "commands"; switches and head: "commands"
     identity_file: Path | None = None
     jump_host: str | None = None
+    ssh_config: Path | None = None
+    """An OpenSSH client config to read instead of ``~/.ssh/config`` (as ``ssh -F``); None: that one."""
 
     @property
     def connect_address(self) -> str:
@@ -226,6 +228,7 @@ class _Defaults:
     port: int | None
     identity_file: Path | None
     known_hosts: Path | None
+    ssh_config: Path | None
     jump_host: str | None
     mode: str
     interval_s: float
@@ -280,6 +283,13 @@ class _Loader:
             return None
         path = Path(value).expanduser()
         return path if path.is_absolute() else self.folder / path
+
+    def config_file(self, data: Mapping[str, Any]) -> Path | None:
+        """``[defaults] ssh_config``: a file that must exist (a typo must not fall back to no config)."""
+        path = self.file("defaults", 0, data, "ssh_config")
+        if path is not None and not path.is_file():
+            raise self.error("defaults", 0, "ssh_config", f"{path} is not a readable file")
+        return path
 
     def table(self, raw: Mapping[str, Any], name: str) -> Mapping[str, Any]:
         value = raw.get(name, {})
@@ -344,6 +354,7 @@ class _Loader:
             port=self.port("defaults", 0, data),
             identity_file=self.file("defaults", 0, data, "identity_file"),
             known_hosts=self.file("defaults", 0, data, "known_hosts"),
+            ssh_config=self.config_file(data),
             jump_host=self.checked("defaults", 0, data, "jump_host", jump_host_problem),
             mode=self.choice("defaults", 0, data, "mode", MODES) or "agent",
             interval_s=float(interval),
@@ -365,7 +376,8 @@ class _Loader:
 
         def make(name: str, role: str, address: str, port: int | None, host_os: str, mode: str) -> InventoryHost:
             return InventoryHost(
-                name, role, address, port, defaults.user, host_os, mode, defaults.identity_file, defaults.jump_host
+                name, role, address, port, defaults.user, host_os, mode, defaults.identity_file, defaults.jump_host,
+                defaults.ssh_config,
             )
 
         for index, entry in enumerate(self.array(raw, "nodes")):

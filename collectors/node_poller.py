@@ -12,6 +12,7 @@ neighbours for the topology.
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 from dataclasses import dataclass, replace
 
@@ -30,13 +31,22 @@ from fleet.collectors.inventory import InventoryHost
 from fleet.collectors.isolation import Unparsable, describe, read_output
 from fleet.collectors.module_limits import module_limit_values, module_parts
 from fleet.collectors.optics import optics_values
+from fleet.collectors.parsers.host_hardware import HARDWARE_FILES, HostHardware, parse_host_hardware
 from fleet.collectors.parsers.lldp import parse_lldp
 from fleet.collectors.pause import pause
 from fleet.collectors.rate_batch import RateBatch
 from fleet.collectors.sections import sectioned, split_sections
+from fleet.collectors.setup_gate import Budget, Place, SetupGate, handshake
 from fleet.collectors.sshpool import RunResult, SshPool
 from fleet.collectors.status import StatusBook
 from fleet.fabric.events import Event, Severity
+from fleet.fabric.node_hardware import (
+    NO_NVIDIA_DRIVER,
+    NO_RDMA,
+    NodeHardware,
+    hardware_info,
+    node_hardware,
+)
 from fleet.fabric.rates import DerivedRates, RateTracker
 from fleet.fabric.records import HostRecord, PortRecord
 from fleet.fabric.samples import HostSample, PackedValues
@@ -44,6 +54,9 @@ from fleet.fabric.states import HostState
 from fleet.fabric.text import clean_text
 from fleet.store.writer import StoreWriter
 
+FIRST_FACTS_PER_S = 50.0
+"""The nodes' first facts reads, after the fleet is set up, are spread at about this many a second
+(a 1,024-node fleet's over 20 s), so that they do not all come in one second."""
 MAX_CLOCK_SKEW_S = 30.0
 """A node clock further off than this is not trusted: its lines are stamped with ours.
 Within it, the node's own stamps give the exact interval between two counter reads."""
@@ -78,10 +91,12 @@ class Counters:
 class NodePoller:
     def __init__(self, host: InventoryHost, pool: SshPool, writer: StoreWriter, status: StatusBook,
                  rates: RateTracker, settings: CollectSettings, counters: Counters,
-                 batch: RateBatch | None = None) -> None:
+                 batch: RateBatch | None = None, gate: SetupGate | None = None) -> None:
         """``batch``: where a stream's changed-only lines wait to be derived with other nodes'
-        (shared by a collector's nodes, with ``rates``); None derives each line as it comes."""
+        (shared by a collector's nodes, with ``rates``); None derives each line as it comes.
+        ``gate``: paces set-ups with the other hosts' (a collector's), None sets up at once."""
         self.host = host
+        self._gate = gate
         self._pool = pool
         self._writer = writer
         self._status = status
@@ -97,10 +112,16 @@ class NodePoller:
         self._facts_problem = ""
         """Why the last facts read could not be read ("" when it could): the node stays unparsable."""
         self._last_line_at = 0.0
+        self._lag_at_last_line = 0.0
         self._lines_in_stream = 0
         """Lines of the current agent stream: the first one's delay is judged apart (set-up)."""
         self._stream = AgentStream(host.name, optics_values)
         self.got_sample = asyncio.Event()
+        self.showed_nothing = False
+        """The last agent line had no value: no RDMA port and no GPU."""
+        self._rng = random.Random(host.name)
+        self.hardware: NodeHardware | None = None
+        """What the node has (RDMA devices, NVIDIA driver, CPUs, memory, interfaces), from its last facts read."""
 
     # --- samples -------------------------------------------------------------
 
@@ -164,13 +185,15 @@ class NodePoller:
             raise Unparsable("agent line", str(error) if isinstance(error, AgentLineError) else describe(error)) \
                 from error
         sample, now = read.sample, time.time()
+        self.showed_nothing = not sample.values  # no RDMA port, no GPU: its facts say why
         if abs(sample.ts - now) > MAX_CLOCK_SKEW_S:
             sample = replace(sample, ts=now)
         if read.netdev_owner is not None:
             self._netdev_owner.update((netdev, owner[0]) for netdev, owner in read.netdev_owner.items())
         self._keep(sample, read.changed_at, read.slots)
-        arrived = time.monotonic()
-        gap_s, self._last_line_at = arrived - self._last_line_at, arrived
+        arrived, lag = time.monotonic(), self._pool.lag
+        gap_s = arrived - self._last_line_at - lag.since(self._lag_at_last_line)  # our own lateness is not the node's
+        self._last_line_at, self._lag_at_last_line = arrived, lag.total_s
         current = self._status.get(self.host.name)
         if self._lines_in_stream == 0:
             # The first line's wait includes the session's start: _agent_stream judges it.
@@ -185,12 +208,27 @@ class NodePoller:
 
     # --- modes ---------------------------------------------------------------
 
+    async def _enter(self) -> Place | None:
+        """Wait for a place among the set-ups in flight (None: no gate, at once)."""
+        return None if self._gate is None else await self._gate.enter(self.host.name, Budget.NODES)
+
     async def _agent_stream(self, stop: asyncio.Event) -> RunResult:
+        place = await self._enter()  # a stream's start is a set-up: the handshake and the agent's session
+        try:
+            return await self._agent_stream_set_up(stop, place)
+        finally:
+            if place is not None:
+                place.ended()
+
+    async def _agent_stream_set_up(self, stop: asyncio.Event, place: Place | None) -> RunResult:
+        """The stream, from the connection on; ``place``: opened once the agent's session is (the
+        first line is the node's own work), ended with the first line or the stream's end."""
         settings = self._settings
         connected = await self._pool.connect(self.host.name)
         if not connected.ok:
             return connected
         started = self._last_line_at = time.monotonic()
+        lag_at_start = self._lag_at_last_line = self._pool.lag.total_s
         self._lines_in_stream = 0
         self._stream = AgentStream(self.host.name, optics_values)  # the agent starts again with a full line
         first = asyncio.ensure_future(self.got_sample.wait())
@@ -204,10 +242,13 @@ class NodePoller:
             first_line_timeout_s=settings.hung_after_s + settings.interval_s,
             line_timeout_s=settings.hung_after_s + settings.interval_s,
             stop=stop,
+            on_open=None if place is None else lambda _write: place.opened(),
         ))
         done, _ = await asyncio.wait({first, stream}, return_when=asyncio.FIRST_COMPLETED)
+        if place is not None:
+            place.ended()
         if first in done:
-            waited = time.monotonic() - started
+            waited = time.monotonic() - started - self._pool.lag.since(lag_at_start)
             if waited > settings.slow_after_s + settings.interval_s:
                 self._status.set(self.host.name, HostState.SLOW,
                                  f"first agent line after {waited:.1f} s (slow above {settings.slow_after_s:g} s)")
@@ -220,8 +261,13 @@ class NodePoller:
                 self._batch.flush()  # the stream's last line is stored before anything else
 
     async def _command_tick(self) -> RunResult:
-        result = await self._pool.run(self.host.name, self._command_node.tick_command(),
-                                      timeout_s=self._settings.hung_after_s)
+        place = None if self._pool.connected(self.host.name) else await self._enter()
+        try:
+            result = await handshake(self._pool, self.host.name, place) or await self._pool.run(
+                self.host.name, self._command_node.tick_command(), timeout_s=self._settings.hung_after_s)
+        finally:
+            if place is not None:
+                place.ended()
         if result.state in (HostState.OK, HostState.SLOW):
             try:
                 line = self._command_node.read(result.stdout, time.time())
@@ -229,9 +275,12 @@ class NodePoller:
                 self._status.set(self.host.name, HostState.UNPARSABLE, error.reason)
                 return result
             if not line.ports and not line.gpus:
-                self._status.set(self.host.name, HostState.UNPARSABLE,
-                                 "no RDMA port and no GPU in the output: " + "; ".join(line.errors[:2]))
-                return result
+                if self.hardware is None:
+                    await self.read_facts()  # a node with neither is normal: its facts say whether it is one
+                if self.hardware is None or self.hardware.states != (NO_RDMA, NO_NVIDIA_DRIVER):
+                    self._status.set(self.host.name, HostState.UNPARSABLE,
+                                     "no RDMA port and no GPU in the output: " + "; ".join(line.errors[:2]))
+                    return result
             self._store(line)
         self._answered(result.state, result.reason)
         return result
@@ -245,7 +294,8 @@ class NodePoller:
     # --- facts and neighbours ---------------------------------------------------
 
     async def read_facts(self) -> None:
-        """Kernel, firmware, GPU driver, LLDP neighbours and module thresholds of each RDMA netdev.
+        """Kernel, firmware, GPU driver, what the host has (``HostHardware``), LLDP neighbours and
+        module thresholds of each RDMA netdev.
 
         Every string kept is the node's: cleaned (``clean_text``) before it is stored.
         Output that cannot be read makes the node ``unparsable`` until a read succeeds.
@@ -255,6 +305,7 @@ class NodePoller:
             ("fw", command("grep", "-H", ".", Glob("/sys/class/infiniband/*/fw_ver"))),
             ("gpu", command("nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader")),
             ("lldp", command("lldpctl", "-f", "json")),
+            ("hardware", command("grep", "-Hs", ".", *(Glob(path) for path in HARDWARE_FILES))),
             *module_parts(self._netdev_owner),
         ]), timeout_s=self._settings.hung_after_s)
         if result.state is HostState.UNPARSABLE:  # over the pool's output caps
@@ -264,6 +315,7 @@ class NodePoller:
         sections = split_sections(result.stdout)
         try:
             neighbours = read_output("lldpctl -f json", parse_lldp, sections.get("lldp", ""))
+            hardware = read_output("grep -Hs . (host hardware)", parse_host_hardware, sections.get("hardware", ""))
             limits = read_output("ethtool -m", lambda _: module_limit_values(sections, self._netdev_owner), "")
         except Unparsable as error:
             self._unreadable_facts(error.reason)
@@ -278,7 +330,10 @@ class NodePoller:
         if gpu_lines:
             info["gpu_model"] = gpu_lines[0][0].strip()
             info["gpu_driver"] = gpu_lines[0][1].strip()
+        info.update(hardware_info(hardware.rdma_devices, hardware.nvidia_driver, hardware.cpus,
+                                  hardware.memory_total_bytes, _netdevs_text(hardware)))
         info = {clean_text(key, one_line=True): clean_text(value, one_line=True) for key, value in info.items()}
+        self.hardware = node_hardware(info)
         self._writer.put_hosts([HostRecord(self.host.name, "node", self.host.connect_address, "linux", info=info)])
         if limits:
             self._writer.put_samples(HostSample(self.host.name, time.time(), limits))
@@ -321,8 +376,24 @@ class NodePoller:
                 await pause(stop, max(self._pool.next_retry_s(self.host.name), self._settings.interval_s))
 
     async def facts_loop(self, stop: asyncio.Event) -> None:
-        """Agent mode: the stream owns the main loop, facts come on a second channel now and then."""
-        await pause(stop, min(5.0, self._settings.facts_every_s))
+        """Agent mode: the stream owns the main loop, facts come on a second channel now and then.
+
+        The first read waits until the whole fleet is set up (first lines before steady-state
+        work), then comes at once for a node whose lines show nothing (no RDMA port, no GPU: its
+        facts say whether that is what it is), else at a random moment of a spread that gives
+        ``FIRST_FACTS_PER_S`` reads a second over the fleet.
+        """
+        spread_s = 0.0
+        if self._gate is None:  # alone: give the stream a few seconds to answer first
+            await pause(stop, min(5.0, self._settings.facts_every_s))
+        else:
+            settled = asyncio.ensure_future(self._gate.settled.wait())
+            stopped = asyncio.ensure_future(stop.wait())
+            await asyncio.wait({settled, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            settled.cancel()
+            stopped.cancel()
+            spread_s = min(self._gate.progress().total / FIRST_FACTS_PER_S, self._settings.facts_every_s)
+        await pause(stop, 0.0 if self.showed_nothing else self._rng.uniform(0.0, spread_s))
         while not stop.is_set():
             if self._status.get(self.host.name) is not None and self._pool.state(self.host.name).state in (
                     HostState.OK, HostState.SLOW):
@@ -361,3 +432,14 @@ class NodePoller:
             await self._command_tick()
         if self._pool.state(self.host.name).state in (HostState.OK, HostState.SLOW):
             await self.read_facts()
+
+
+def _netdevs_text(hardware: HostHardware) -> str:
+    """``eth0 up 100 Gb/s, eth1 down``: the interfaces but the loopback, for a person."""
+    parts = []
+    for netdev in hardware.netdevs:
+        if netdev.name == "lo":
+            continue
+        speed = f" {netdev.speed_mbps / 1000:g} Gb/s" if netdev.speed_mbps else ""
+        parts.append(f"{netdev.name} {netdev.operstate or '?'}{speed}")
+    return ", ".join(parts)

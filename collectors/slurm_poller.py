@@ -11,6 +11,7 @@ from fleet.collectors.isolation import Unparsable, read_output
 from fleet.collectors.node_poller import CollectSettings
 from fleet.collectors.parsers.slurm import parse_squeue_json
 from fleet.collectors.pause import pause
+from fleet.collectors.setup_gate import Budget, SetupGate, handshake
 from fleet.collectors.sshpool import SshPool
 from fleet.collectors.status import StatusBook
 from fleet.fabric.records import HostRecord, JobRecord
@@ -27,8 +28,9 @@ some 12,000 queued jobs, where the pool's default cap (8 MiB) would hold 1,600."
 
 class SlurmPoller:
     def __init__(self, host: InventoryHost, pool: SshPool, writer: StoreWriter, status: StatusBook,
-                 settings: CollectSettings) -> None:
+                 settings: CollectSettings, gate: SetupGate | None = None) -> None:
         self.host = host
+        self._gate = gate
         self._pool = pool
         self._writer = writer
         self._status = status
@@ -36,6 +38,20 @@ class SlurmPoller:
         self.jobs: tuple[JobRecord, ...] = ()
 
     async def poll(self) -> bool:
+        place = None
+        if self._gate is not None and not self._pool.connected(self.host.name):
+            place = await self._gate.enter(self.host.name, Budget.SWITCHES)
+        try:
+            failed = await handshake(self._pool, self.host.name, place)
+            if failed is not None:
+                self._status.set(self.host.name, failed.state, failed.reason)
+                return False
+            return await self._poll()
+        finally:
+            if place is not None:
+                place.ended()
+
+    async def _poll(self) -> bool:
         result = await self._pool.run(self.host.name, command("squeue", "--json"),
                                       timeout_s=self._settings.hung_after_s, max_output_bytes=SQUEUE_CAP_BYTES)
         if not result.ok:

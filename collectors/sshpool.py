@@ -10,6 +10,10 @@ Why it looks like this (compared with clush/pdsh on a 1,024-host simulated fleet
   hung host never delays another.
 - Every failure is a specific ``HostState`` with a reason in words: an engineer
   acts differently on a refused connection, a rejected key and a changed host key.
+- Hung and slow are the host's time, not ours: every deadline and every "slow" is
+  judged net of the time this process's event loop ran late meanwhile
+  (``fleet.collectors.loop_lag``), and a set-up that timed out only because we
+  could not run is tried again, not held against the host.
 - Commands and streams use asyncssh's session callbacks, not its process API:
   output is kept as bytes and decoded once, a stream's lines are split and
   handed on inside the data callback, and one timer per stream watches for
@@ -23,9 +27,14 @@ With ``tofu=True`` an unknown host's key is accepted, appended to the
 known_hosts file and reported as an ``Event`` of kind ``tofu_host_key``; a
 changed key is refused even then.
 
-``~/.ssh/config`` (HostName, User, Port, IdentityFile, ProxyJump ...) is
-honoured by asyncssh; the ssh-agent is used when ``SSH_AUTH_SOCK`` is set;
-inventory identity files and jump hosts override the config. An inventory identity file
+OpenSSH client configuration (Host patterns, HostName, User, Port, IdentityFile,
+ProxyJump ...) is honoured through asyncssh's own support for it: ``~/.ssh/config``,
+or instead the file the inventory names (``ssh_config``, as ``ssh -F``); the
+ssh-agent is used when ``SSH_AUTH_SOCK`` is set; inventory identity files and jump
+hosts override the config. A ProxyJump, from the inventory or the config, is one
+shared connection per jump host (chains included), checked against the same
+known_hosts as every host: a thousand nodes behind one bastion cost the bastion
+one connection, not a thousand. An inventory identity file
 that group or others may access is refused before connecting, in OpenSSH's words
 (``collectors/identity_file.py``), as ``ssh -i`` would refuse it.
 """
@@ -40,7 +49,7 @@ import random
 import resource
 import socket
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -50,6 +59,7 @@ import asyncssh
 from fleet.collectors.commands import Command
 from fleet.collectors.identity_file import identity_file_problem
 from fleet.collectors.inventory import InventoryHost
+from fleet.collectors.loop_lag import LoopLag
 from fleet.collectors.ssh_ignore import only_for_cbc
 from fleet.collectors.ssh_logging import quiet_when_off
 from fleet.fabric.events import Event, Severity
@@ -71,6 +81,10 @@ collector hold (docs/hostile-input.md)."""
 LINE_CAP_BYTES = 1 * MIB
 """The longest line a command or a stream may print: beyond it the host is ``unparsable``. An
 agent line of an 8-NIC node with its optics is under 64 KiB, a tool's line under 4 KiB."""
+
+
+_USER_CONFIG = Path("~/.ssh/config")
+"""What asyncssh reads when it is given no config: OpenSSH's per-user file."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +172,8 @@ class _Slot:
     status: HostStatus
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     conn: asyncssh.SSHClientConnection | None = None
+    config_jump: str | None = None
+    """The host's ProxyJump in its OpenSSH config ("" none), looked up once."""
     failures: int = 0
     retry_at: float = 0.0
     last_failure: _Failure | None = None
@@ -235,6 +251,8 @@ class SshPool:
         self._keys: dict[Path, list[asyncssh.SSHKey] | _Failure] = {}
         self._jumps: dict[str, asyncssh.SSHClientConnection] = {}
         self._jump_lock = asyncio.Lock()
+        self.lag = LoopLag()
+        """How late this process's loop ran: subtracted from every wait judged hung or slow."""
         self.open_files_limit = raise_open_file_limit(
             max(self.settings.open_files_wanted, 4 * len(self._slots) + 256)
         )
@@ -288,6 +306,11 @@ class SshPool:
         """The host's collection state since the last change, with the reason in words."""
         return self._slots[host].status
 
+    def connected(self, host: str) -> bool:
+        """Whether ``host`` has an open connection (its next command needs no set-up)."""
+        conn = self._slot(host).conn
+        return conn is not None and not conn.is_closed()
+
     def next_retry_s(self, host: str) -> float:
         """Seconds until the pool will try to connect to ``host`` again (0: now)."""
         return max(0.0, self._slots[host].retry_at - self._clock())
@@ -320,7 +343,16 @@ class SshPool:
             raise cached
         return cached
 
-    def _base_options(self) -> dict[str, Any]:
+    def _config_paths(self, host: InventoryHost) -> list[str] | None:
+        """The OpenSSH config files for ``host``: the inventory's, else the pool's setting, else
+        None (asyncssh's default: ``~/.ssh/config`` when it exists)."""
+        if host.ssh_config is not None:
+            return [str(host.ssh_config)]
+        if self.settings.ssh_config is not None:
+            return [str(path) for path in self.settings.ssh_config]
+        return None
+
+    def _base_options(self, config: list[str] | None) -> dict[str, Any]:
         options: dict[str, Any] = {
             "known_hosts": self._known_hosts,
             "connect_timeout": self.settings.connect_timeout_s,
@@ -328,30 +360,61 @@ class SshPool:
             "keepalive_count_max": self.settings.keepalive_count_max,
             "encryption_algs": list(self.settings.encryption_algs),
         }
-        if self.settings.ssh_config is not None:
-            options["config"] = [str(path) for path in self.settings.ssh_config]
+        if config is not None:
+            options["config"] = config
         return options
 
-    async def _jump(self, spec: str, client_keys: Sequence[asyncssh.SSHKey] | tuple[()]) -> asyncssh.SSHClientConnection:
-        """One shared connection to the jump host ``[user@]host[:port]``."""
+    def _jump_spec(self, slot: _Slot, config: list[str] | None) -> str:
+        """The host's jump hosts: the inventory's, else its config's ProxyJump, as asyncssh reads
+        that config for this host (Host patterns, Match); "" for none."""
+        host = slot.host
+        if host.jump_host:
+            return host.jump_host
+        if slot.config_jump is None and (config == [] or (config is None and not _USER_CONFIG.expanduser().is_file())):
+            slot.config_jump = ""  # no config to read
+        if slot.config_jump is None:
+            options = asyncssh.SSHClientConnectionOptions(
+                config=config if config is not None else (), host=host.connect_address, port=host.port or (),
+                username=host.user or (), client_keys=None, known_hosts=None)
+            tunnel = options.tunnel
+            slot.config_jump = tunnel if isinstance(tunnel, str) and tunnel.lower() != "none" else ""
+        return slot.config_jump
+
+    async def _jump(self, spec: str, client_keys: Sequence[asyncssh.SSHKey] | tuple[()],
+                    config: list[str] | None) -> asyncssh.SSHClientConnection:
+        """One shared connection through the jump hosts ``[user@]host[:port][,...]`` (each hop
+        through the one before, as OpenSSH's ProxyJump); each hop's own config applies."""
         async with self._jump_lock:
-            conn = self._jumps.get(spec)
-            if conn is not None and not conn.is_closed():
-                return conn
-            user, _, hostport = spec.rpartition("@")
-            host, _, port_text = hostport.partition(":")
-            client = _Client(self, host, None)
-            options = self._base_options()
-            try:
-                conn = await asyncssh.connect(
-                    host, port=int(port_text) if port_text else (), username=user or (),
-                    client_keys=client_keys, client_factory=lambda: client, **options,
-                )
-            except Exception as exc:
-                failure = self._classify(exc, client)
-                raise _Failure(failure.state, f"jump host {spec}: {failure.reason}") from None
-            self._jumps[spec] = conn
-            return conn
+            tunnel: asyncssh.SSHClientConnection | None = None
+            hops = [hop.strip() for hop in spec.split(",") if hop.strip()]
+            for index, hop in enumerate(hops):
+                chain = ",".join(hops[:index + 1])
+                conn = self._jumps.get(chain)
+                if conn is None or conn.is_closed():
+                    conn = await self._open_jump(hop, chain, client_keys, config, tunnel)
+                    self._jumps[chain] = conn
+                tunnel = conn
+            if tunnel is None:
+                raise _Failure(HostState.UNREACHABLE, f"jump host {spec!r}: no host named")
+            return tunnel
+
+    async def _open_jump(self, hop: str, chain: str, client_keys: Sequence[asyncssh.SSHKey] | tuple[()],
+                         config: list[str] | None,
+                         tunnel: asyncssh.SSHClientConnection | None) -> asyncssh.SSHClientConnection:
+        user, _, hostport = hop.rpartition("@")
+        host, _, port_text = hostport.partition(":")
+        client = _Client(self, host, None)
+        options = self._base_options(config)
+        if tunnel is not None:
+            options["tunnel"] = tunnel
+        try:
+            return await asyncssh.connect(
+                host, port=int(port_text) if port_text.isdigit() else (), username=user or (),
+                client_keys=client_keys, client_factory=lambda: client, **options,
+            )
+        except Exception as exc:
+            failure = self._classify(exc, client)
+            raise _Failure(failure.state, f"jump host {chain}: {failure.reason}") from None
 
     def _classify(self, exc: BaseException, client: _Client) -> _Failure:
         """The specific state of a failed connection attempt."""
@@ -405,6 +468,7 @@ class SshPool:
                 failure = slot.last_failure
                 raise _Failure(failure.state, f"{failure.reason} (next retry in {wait_s:.1f} s)")
             async with self._connecting:
+                self.lag.start()
                 conn = await self._connect(slot)
             slot.conn, slot.failures, slot.retry_at, slot.last_failure = conn, 0, 0.0, None
             return conn
@@ -412,11 +476,14 @@ class SshPool:
     async def _connect(self, slot: _Slot) -> asyncssh.SSHClientConnection:
         host = slot.host
         client = _Client(self, host.name, lambda: self._forget(slot, client))
+        lag_mark = self.lag.total_s
         try:
             client_keys = await self._client_keys(host.identity_file)
-            options = self._base_options()
-            if host.jump_host:
-                options["tunnel"] = await self._jump(host.jump_host, client_keys)
+            config = self._config_paths(host)
+            options = self._base_options(config)
+            jump = self._jump_spec(slot, config)
+            if jump:
+                options["tunnel"] = await self._jump(jump, client_keys, config)
             if host.address and host.address != host.name and self._named_in_known_hosts(host):
                 options["host_key_alias"] = host.name
             conn = await asyncssh.connect(
@@ -425,6 +492,11 @@ class SshPool:
             )
         except Exception as exc:
             failure = self._classify(exc, client)
+            own_s = self.lag.since(lag_mark)
+            if isinstance(exc, TimeoutError) and own_s > 0.5 * self.settings.connect_timeout_s:
+                # Half the wait or more was our own loop running late: nothing to hold against the host.
+                raise _Failure(HostState.CONNECTING, f"set-up not finished: the collector itself was "
+                                                     f"{own_s:.1f} s late; trying again") from None
             self._backoff(slot, failure)
             raise failure from None
         client.conn = conn
@@ -494,20 +566,21 @@ class SshPool:
         except _Failure as failure:
             return self._result(slot, started, failure.state, failure.reason)
         command_started = time.monotonic()  # slow means slow to answer, not slow to connect
+        lag_mark = self.lag.total_s
         caps = _Caps(self.settings.max_output_bytes if max_output_bytes is None else max_output_bytes,
                      self.settings.max_line_bytes)
         session = _Output(asyncio.get_running_loop(), caps)
         chan: asyncssh.SSHClientChannel[bytes] | None = None
         try:
-            async with asyncio.timeout(timeout_s) as deadline:
+            async with _within(timeout_s, self.lag):
                 chan, _ = await conn.create_session(lambda: session, command.text, encoding=None)
-                if gate is not None:
-                    deadline.reschedule(None)
-                    await _gate_or_close(chan, gate)
-                    command_started = time.monotonic()
-                    deadline.reschedule(asyncio.get_running_loop().time() + timeout_s)
-                    if not session.closed.done():  # else it ended before its turn: its status says why
-                        chan.write(b"\n")
+            if gate is not None:  # the wait for its turn does not count
+                await _gate_or_close(chan, gate)
+                command_started, lag_mark = time.monotonic(), self.lag.total_s
+            async with _within(timeout_s - (time.monotonic() - command_started) + self.lag.since(lag_mark),
+                               self.lag):
+                if gate is not None and not session.closed.done():  # else it ended before its turn
+                    chan.write(b"\n")
                 if not session.closed.done():
                     chan.write_eof()
                 lost = await session.closed
@@ -532,7 +605,7 @@ class SshPool:
             reason = failure_reason(status, session.exit.signal, err)
             return self._result(slot, started, HostState.COMMAND_FAILED, reason,
                                 stdout=out, stderr=err, exit_status=status)
-        seconds = time.monotonic() - command_started
+        seconds = time.monotonic() - command_started - self.lag.since(lag_mark)
         if seconds > self.settings.slow_threshold_s:
             return self._result(slot, started, HostState.SLOW,
                                 f"answered in {seconds:.2f} s (slow above {self.settings.slow_threshold_s:g} s)",
@@ -562,8 +635,9 @@ class SshPool:
         ``on_line`` runs inside the SSH channel's data callback, so no line waits
         for a task; an exception it raises ends the stream and is raised here.
         Cancelling the call closes the channel. ``on_open`` is given the channel's
-        ``write`` once the session is open, for a command that reads requests
-        from its stdin (the probe runner).
+        ``write`` once the session is open (the far end accepted the command, and
+        the first line's deadline has started): for a command that reads requests
+        from its stdin (the probe runner), or to end a paced set-up there.
         """
         slot = self._slot(host)
         started = time.monotonic()
@@ -573,11 +647,11 @@ class SshPool:
             return self._result(slot, started, failure.state, failure.reason)
         stop = stop or asyncio.Event()
         session = _Lines(asyncio.get_running_loop(), on_line, stop, first_line_timeout_s, line_timeout_s,
-                         self.settings.max_line_bytes)
+                         self.settings.max_line_bytes, self.lag)
         stop_wait = asyncio.ensure_future(stop.wait())
         chan: asyncssh.SSHClientChannel[bytes] | None = None
         try:
-            async with asyncio.timeout(first_line_timeout_s):
+            async with _within(first_line_timeout_s, self.lag):
                 chan, _ = await conn.create_session(lambda: session, command.text, encoding=None)
             session.watch()
             if on_open is not None:
@@ -622,6 +696,7 @@ class SshPool:
 
     async def close(self, timeout_s: float = 5.0) -> None:
         """Close every connection (jump hosts last) and wait up to ``timeout_s`` for them."""
+        self.lag.stop()
         conns = [slot.conn for slot in self._slots.values() if slot.conn is not None]
         for slot in self._slots.values():
             slot.conn = None
@@ -666,6 +741,32 @@ class _StderrTail:
     def text(self) -> str:
         """The tail, decoded and cleaned (``clean_text``): stderr is the machine's words."""
         return clean_text(_tail(b"".join(self._chunks).decode("utf-8", "replace")))
+
+
+@contextlib.asynccontextmanager
+async def _within(timeout_s: float, lag: LoopLag) -> AsyncIterator[None]:
+    """``asyncio.timeout(timeout_s)`` whose deadline moves later by the time our own loop ran late
+    meanwhile: what is awaited inside is awaited directly, and cancelled with ``TimeoutError`` when
+    ``timeout_s`` seconds of the host's time have passed."""
+    loop = asyncio.get_running_loop()
+    started, mark = loop.time(), lag.total_s
+    async with asyncio.timeout(None) as timeout:
+        handle: asyncio.TimerHandle | None = None
+
+        def check() -> None:
+            nonlocal handle
+            deadline = started + timeout_s + lag.since(mark)
+            if loop.time() >= deadline:
+                timeout.reschedule(loop.time())  # expires now: asyncio cancels the wait, raises TimeoutError
+            else:
+                handle = loop.call_at(deadline, check)
+
+        handle = loop.call_at(started + timeout_s, check)
+        try:
+            yield
+        finally:
+            if handle is not None:
+                handle.cancel()
 
 
 async def _gate_or_close(chan: asyncssh.SSHClientChannel[bytes], gate: asyncio.Future[None]) -> None:
@@ -762,8 +863,10 @@ class _Lines(asyncssh.SSHClientSession[bytes]):
     """
 
     def __init__(self, loop: asyncio.AbstractEventLoop, on_line: Callable[[str], None], stop: asyncio.Event,
-                 first_line_timeout_s: float, line_timeout_s: float, max_line_bytes: int) -> None:
+                 first_line_timeout_s: float, line_timeout_s: float, max_line_bytes: int, lag: LoopLag) -> None:
         self._loop = loop
+        self._lag = lag
+        self._lag_mark = lag.total_s
         self._on_line = on_line
         self._stop = stop
         self._first_line_timeout_s = first_line_timeout_s
@@ -788,9 +891,11 @@ class _Lines(asyncssh.SSHClientSession[bytes]):
     # --- the watchdog -------------------------------------------------------------
 
     def watch(self) -> None:
-        """Start the first-line deadline now (the session has started)."""
-        self._last_at = self._loop.time()
-        self._timer = self._loop.call_at(self._last_at + self._first_line_timeout_s, self._check)
+        """Start the deadlines now (the session has started): the first line's, or, when lines
+        came while the session was being opened, the next line's."""
+        if self.lines == 0:
+            self._last_at, self._lag_mark = self._loop.time(), self._lag.total_s
+        self._check()
 
     def unwatch(self) -> None:
         if self._timer is not None:
@@ -811,7 +916,7 @@ class _Lines(asyncssh.SSHClientSession[bytes]):
             limit = self._line_timeout_s
         else:
             limit = self._first_line_timeout_s if self.lines == 0 else self._line_timeout_s
-        deadline = self._last_at + limit
+        deadline = self._last_at + limit + self._lag.since(self._lag_mark)  # our own lateness is not the host's
         if self._loop.time() < deadline:
             self._timer = self._loop.call_at(deadline, self._check)
             return
@@ -877,7 +982,7 @@ class _Lines(asyncssh.SSHClientSession[bytes]):
             self._end(over=f"a line over {self._max_line_bytes} bytes")
             return
         self.lines += 1
-        self._last_at = self._loop.time()
+        self._last_at, self._lag_mark = self._loop.time(), self._lag.total_s
         if self.lines == 1:
             self._rearm()  # the line timeout may be shorter than the first line's
         self._on_line(line.decode("utf-8", "replace"))
@@ -896,7 +1001,7 @@ class _Lines(asyncssh.SSHClientSession[bytes]):
     def eof_received(self) -> bool:
         self._flush_partial()
         self._eof = True
-        self._last_at = self._loop.time()
+        self._last_at, self._lag_mark = self._loop.time(), self._lag.total_s
         self._rearm()
         return True  # half-open, as asyncssh's process API: stdin stays ours to close
 

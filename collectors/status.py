@@ -9,7 +9,7 @@ host state goes through (``fleet.fabric.text.clean_text``).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from fleet.fabric.events import Event, Severity
 from fleet.fabric.records import HostStatus
@@ -44,6 +44,15 @@ class StatusBook:
     def all(self) -> dict[str, HostStatus]:
         return dict(self._current)
 
+    def connecting(self, hosts: Iterable[str]) -> None:
+        """Every host of ``hosts`` is ``connecting`` (stored, so the console and a replay show the
+        fleet filling in); not news, so no event. A host's first answer then is not news either."""
+        now = self._clock()
+        for host in hosts:
+            status = HostStatus(host, HostState.CONNECTING, now, "waiting for its first answer")
+            self._current[host] = status
+            self._writer.put_host_status(status)
+
     def set(self, host: str, state: HostState, reason: str = "") -> None:
         """Record ``host``'s ``state`` when it changed; ``reason`` (often the machine's own words:
         stderr, a parser's complaint) is stored as one line of clean text."""
@@ -54,7 +63,8 @@ class StatusBook:
         status = HostStatus(host, state, self._clock(), reason)
         self._current[host] = status
         self._writer.put_host_status(status)
-        if previous is not None or state is not HostState.OK:
+        first_answer = previous is None or previous.state is HostState.CONNECTING
+        if not (first_answer and state is HostState.OK):
             was = previous.state.value if previous is not None else "unknown"
             text = f"{host}: {was} -> {state.value}" + (f" ({reason})" if reason else "")
             self._writer.put_event(Event(status.since, "host_state", _SEVERITY.get(state, Severity.INFO),

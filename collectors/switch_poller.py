@@ -1,4 +1,5 @@
-"""One switch, polled every interval through its OS driver."""
+"""One switch, polled through its OS driver every interval, or as often as switch polling's CPU
+budget allows (``fleet.collectors.switch_budget``)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,10 @@ from fleet.collectors.inventory import InventoryHost
 from fleet.collectors.isolation import Unparsable
 from fleet.collectors.node_poller import CollectSettings, Counters
 from fleet.collectors.pause import pause
+from fleet.collectors.setup_gate import Budget, SetupGate, handshake
 from fleet.collectors.sshpool import SshPool
 from fleet.collectors.status import StatusBook
+from fleet.collectors.switch_budget import SwitchBudget
 from fleet.collectors.switches import driver_for
 from fleet.fabric.rates import RateTracker
 from fleet.fabric.records import HostRecord
@@ -24,8 +27,13 @@ PORTS_EVERY = 30
 
 class SwitchPoller:
     def __init__(self, host: InventoryHost, pool: SshPool, writer: StoreWriter, status: StatusBook,
-                 rates: RateTracker, settings: CollectSettings, counters: Counters) -> None:
+                 rates: RateTracker, settings: CollectSettings, counters: Counters,
+                 gate: SetupGate | None = None, budget: SwitchBudget | None = None) -> None:
+        """``gate``: paces set-ups with the other hosts'; ``budget``: switch polling's CPU (a
+        collector's, shared by its switches); None for either: at once, every interval."""
         self.host = host
+        self._gate = gate
+        self._budget = budget
         self.driver = driver_for(host.name, host.os)
         self._pool = pool
         self._writer = writer
@@ -42,11 +50,26 @@ class SwitchPoller:
 
     async def poll(self) -> bool:
         """One poll; True when it produced samples."""
+        place = None
+        if self._gate is not None and not self._pool.connected(self.host.name):
+            place = await self._gate.enter(self.host.name, Budget.SWITCHES)
+        try:
+            failed = await handshake(self._pool, self.host.name, place)
+            if failed is not None:
+                self._status.set(self.host.name, failed.state, failed.reason)
+                return False
+            return await self._poll()
+        finally:
+            if place is not None:
+                place.ended()
+
+    async def _poll(self) -> bool:
         result = await self._pool.run(self.host.name, self.driver.poll_command(),
                                       timeout_s=self._settings.hung_after_s)
         if not result.ok:
             self._status.set(self.host.name, result.state, result.reason)
             return False
+        cpu_before = time.perf_counter()
         try:
             if self._polls == 0 and self.host.os == "cumulus":
                 # NVUE lists its ports first; the counters come from the next poll on.
@@ -56,6 +79,7 @@ class SwitchPoller:
                 if not result.ok:
                     self._status.set(self.host.name, result.state, result.reason)
                     return False
+                cpu_before = time.perf_counter()
             polled = self.driver.read_poll(result.stdout, time.time())
         except Unparsable as error:  # one of its commands printed what cannot be read: this switch's problem
             self._status.set(self.host.name, HostState.UNPARSABLE, error.reason)
@@ -81,12 +105,20 @@ class SwitchPoller:
             self._writer.put_ports(list(polled.ports))
         self._polls += 1
         self._status.set(self.host.name, result.state, result.reason)
+        if self._budget is not None:
+            # The reading has no await: its wall time is its CPU (or more, when the machine is busy,
+            # which then stretches the period too). A CPU clock costs ~1 ms a read in some VMs.
+            self._budget.spent(time.perf_counter() - cpu_before)
         return True
+
+    def period_s(self) -> float:
+        """Seconds from one poll to the next: the interval, or longer as the CPU budget needs."""
+        return self._budget.period_s() if self._budget is not None else self._settings.interval_s
 
     async def run(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
             started = time.monotonic()
             ok = await self.poll()
-            wait_s = (self._settings.interval_s - (time.monotonic() - started) if ok
-                      else max(self._pool.next_retry_s(self.host.name), self._settings.interval_s))
+            wait_s = (self.period_s() - (time.monotonic() - started) if ok
+                      else max(self._pool.next_retry_s(self.host.name), self.period_s()))
             await pause(stop, wait_s)

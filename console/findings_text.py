@@ -11,6 +11,7 @@ from collections.abc import Iterable
 
 from rich.text import Text
 
+from fleet.fabric.drain import drain_offer, drain_reason
 from fleet.fabric.events import Event, Severity, evidence_text
 from fleet.fabric.finding_life import open_findings
 
@@ -43,9 +44,27 @@ def finding_detail(event: Event) -> Text:
     if step:
         text.append("\nnext: ", style="bold")
         text.append(step)
+    offer = None if data.get("cleared") else event_drain_offer(event)
+    if offer is not None:
+        text.append("\nor: ", style="bold")
+        text.append(f"{offer} (d on its Node screen, or fleet drain {event.host} --reason ...)")
     if not data.get("finding"):
         text.append(f"\n{event.message}")
     return text
+
+
+def event_drain_offer(event: Event) -> str | None:
+    """``drain gpu017: link flapping on mlx5_1`` when this finding makes its node worth draining."""
+    return drain_offer(event.kind, event.severity is Severity.CRITICAL, event.host, event.device)
+
+
+def drain_reason_for(events: Iterable[Event], node: str) -> str:
+    """The reason to offer when draining ``node``: its worst open finding that makes it worth draining
+    (``link flapping on mlx5_1``), "" when none does (the engineer writes one)."""
+    for event in open_on(events, node):
+        if event.host == node and event_drain_offer(event) is not None:
+            return drain_reason(event.kind, event.device)
+    return ""
 
 
 def next_step_line(events: Iterable[Event], host: str) -> Text | None:

@@ -23,6 +23,7 @@ from fleet.fabric.health import (
     optics_margin_db,
     summarize_node,
 )
+from fleet.fabric.node_hardware import NO_NVIDIA_DRIVER, NO_RDMA, node_hardware
 from fleet.fabric.states import HostState
 
 FINDINGS_WINDOW_S = 3600.0
@@ -114,14 +115,17 @@ class ConsoleView:
     few older buckets may still be blank."""
 
 
-def _state_text(snapshot: Snapshot, name: str, health: Health) -> str:
+def _state_text(snapshot: Snapshot, name: str, health: Health, node_states: tuple[str, ...] = ()) -> str:
     """The collection state when it is the story (down, auth failed, key changed, slow,
-    connecting), else the node's health."""
+    connecting), else what the node is when it has no RDMA device or NVIDIA driver and nothing
+    is wrong ("no RDMA devices, no NVIDIA driver"), else the node's health."""
     status = snapshot.statuses.get(name)
     if not snapshot.complete and health is not Health.DOWN:
         return "reading…"
     if status is not None and status.state is not HostState.OK:
         return status.state.value
+    if node_states and health is Health.OK:
+        return ", ".join(node_states)
     return "no data" if health is Health.UNKNOWN else health.value
 
 
@@ -142,10 +146,15 @@ def build_view(
             tenants_of.setdefault(node, set()).add(job.account)
     rows: list[NodeRow] = []
     healths: dict[str, NodeHealth] = {}
+    node_states = {h.name: node_hardware(h.info).states for h in snapshot.hosts if h.role == "node"}
     for name in snapshot.node_names:
         summary = summarize_node(snapshot.values.get(name, {}), snapshot.error_deltas.get(name))
         status = snapshot.statuses.get(name)
         health = classify(status, summary, t)
+        states = node_states.get(name, ())
+        if (health.health is Health.UNKNOWN and states == (NO_RDMA, NO_NVIDIA_DRIVER)
+                and status is not None and status.state is HostState.OK):
+            health = NodeHealth(Health.OK, ())  # nothing to measure, and it says why: a CPU or login node
         if not snapshot.complete and health.health is not Health.DOWN:
             health = NodeHealth(Health.UNKNOWN, ("reading the store",))
         healths[name] = health
@@ -154,7 +163,7 @@ def build_view(
             # The last values of a host we cannot read are stale; the Node screen still has them.
             summary = NodeSummary()
         rows.append(NodeRow(
-            name=name, health=health.health, state=_state_text(snapshot, name, health.health),
+            name=name, health=health.health, state=_state_text(snapshot, name, health.health, states),
             reasons=health.reasons, group=groups.get(name, -1), worst_nic=health.worst_nic,
             rx_gbps=summary.rx_gbps, tx_gbps=summary.tx_gbps, pause_per_s=summary.pause_per_s,
             cnp_per_s=summary.cnp_per_s, error_delta=summary.error_delta,
@@ -197,7 +206,8 @@ def _summarize(snapshot: Snapshot, rows: list[NodeRow], refresh_s: float) -> Fle
     return FleetSummary(
         ok=counts[Health.OK], degraded=counts[Health.DEGRADED], down=counts[Health.DOWN],
         unknown=counts[Health.UNKNOWN],
-        connecting=sum(1 for s in snapshot.statuses.values() if s.state is HostState.CONNECTING),
+        connecting=sum(1 for name in snapshot.node_names if (s := snapshot.statuses.get(name)) is not None
+                       and s.state is HostState.CONNECTING),
         rx_gbps=sum(r.rx_gbps or 0.0 for r in rows), tx_gbps=sum(r.tx_gbps or 0.0 for r in rows),
         open_findings=len(findings), lag_s=lag,
         falling_behind=lag is not None and lag > max(FALLING_BEHIND_S, 3 * refresh_s),

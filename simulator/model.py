@@ -46,6 +46,7 @@ from fleet.simulator.state import (
     JobView,
     LldpNeighbor,
     NicView,
+    NodeDrainView,
     NodeView,
     OpticsLane,
     OpticsView,
@@ -380,6 +381,8 @@ class FleetModel:
         self.roce = scenario.fabric.link_layer == "roce"
         self._applied: dict[str, list[AppliedConfig]] = {}
         self.pending: dict[str, dict[str, str]] = {}
+        self.drains: dict[str, NodeDrainView] = {}
+        """Nodes drained in Slurm (``scontrol update ... State=DRAIN``), until resumed."""
         """Staged, not yet applied switch settings (NVUE ``nv set``), per switch."""
         self.history: dict[str, list[tuple[int, str, str]]] = {}
         """Applied configuration revisions per switch: (revision, date, message)."""
@@ -1128,6 +1131,11 @@ class NodeParts:
     @property
     def rails(self) -> range:
         return range(RAILS_PER_NODE)
+
+    @property
+    def nvidia_driver(self) -> str:
+        """Every simulated node has its 8 GPUs, and so the driver."""
+        return self.model.gpu_driver
 
     def down(self, rail: int) -> bool:
         down = self._down.get(rail)

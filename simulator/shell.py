@@ -19,10 +19,19 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 
-from fleet.simulator import agent_stream, ep_bench, perftest, probe_runner, roce_cli, switch_cli
+from fleet.simulator import (
+    agent_stream,
+    ep_bench,
+    perftest,
+    probe_runner,
+    roce_cli,
+    slurm_cli,
+    switch_cli,
+)
 from fleet.simulator.hostile import hostile_output
 from fleet.simulator.pipes import FILTERS
 from fleet.simulator.session import Handler, Machine, StreamIO
+from fleet.simulator.state import SlurmNodesView
 from fleet.simulator.tools import REGISTRY, ToolContext, ToolOutput, load_all
 
 NODE_COMMANDS = frozenset(
@@ -214,6 +223,7 @@ class Shell:
             jobs=lambda: model.jobs_view(t),
             all_nodes=model.views(t),
             all_switches=lambda: tuple(model.switch_view(s, t) for s in model.topology.switches),
+            slurm_nodes=lambda: SlurmNodesView(model.topology.nodes, model.kernel, model.drains),
         )
 
     async def run(self, line: str, io: StreamIO) -> int:
@@ -427,6 +437,8 @@ class Shell:
             return switch_cli.run_sonic_config
         if name == "cl-ecmpcalc":
             return switch_cli.run_ecmpcalc
+        if slurm_cli.is_scontrol_update(argv):
+            return slurm_cli.run_scontrol_update
         if name == "ecnconfig" and argv[-1:] in (["on"], ["off"]):
             return switch_cli.run_ecnconfig
         if name == "sonic-cfggen" and "--write-to-db" in argv:

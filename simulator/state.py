@@ -8,6 +8,7 @@ model never formats text.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from fleet.simulator.qos_state import NicQos, NodeQos, SwitchQos
@@ -187,6 +188,24 @@ class SwitchView:
     pending_config: dict[str, str] = field(default_factory=dict)  # staged, not applied (NVUE)
     config_history: tuple[tuple[int, str, str], ...] = ()  # (revision, date, message)
     qos: SwitchQos | None = None  # RoCE QoS: trust, DSCP map, PFC, ECN, watchdog, MTU, buffers
+
+
+@dataclass(frozen=True, slots=True)
+class NodeDrainView:
+    """A node drained in Slurm: why, by whom, since when (unix seconds)."""
+
+    reason: str
+    user: str
+    since: float
+
+
+@dataclass(frozen=True, slots=True)
+class SlurmNodesView:
+    """The nodes as the Slurm head knows them: names, their kernel (for ``OS=``), the drained ones."""
+
+    names: tuple[str, ...]
+    kernel: str
+    drains: Mapping[str, NodeDrainView]
 
 
 @dataclass(frozen=True, slots=True)

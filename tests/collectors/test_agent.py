@@ -5,6 +5,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -129,6 +130,25 @@ def test_lost_gpu_is_reported_by_its_nvml_error(tmp_path: Path) -> None:
 def test_no_gpu_named_by_nvml_error(tmp_path: Path, scenario: str, error: str) -> None:
     line = run_agent(tmp_path, env=agent_env(tmp_path, scenario))[0]
     assert line["gpus"] == [] and line["gpu_error"] == error
+
+
+def test_no_nvidia_driver_is_a_state_of_the_node_not_an_nvml_error(tmp_path: Path) -> None:
+    """No ``nvidia`` module loaded: the agent says so, and does not ask NVML (which would answer)."""
+    sysfs = build_sysfs(tmp_path / "sys")
+    shutil.rmtree(sysfs / "module" / "nvidia")
+    line = run_agent(tmp_path, sysfs=sysfs)[0]
+    assert line["gpus"] == [] and line["gpu_error"] == "no NVIDIA driver"
+    assert line["ports"]  # the RDMA side is read as before
+
+
+def test_no_rdma_device_and_no_driver(tmp_path: Path) -> None:
+    """A CPU node: no /sys/class/infiniband, no nvidia module. Empty ports, and rdma is not run."""
+    empty = tmp_path / "sys"
+    empty.mkdir()
+    line = run_agent(tmp_path, sysfs=empty)[0]
+    assert line["ports"] == [] and line["netdevs"] == {} and "qp_count" not in line
+    assert line["gpu_error"] == "no NVIDIA driver" and line["errors"] == []
+    assert not (tmp_path / "tools.log").exists()  # neither ethtool nor rdma ran
 
 
 def test_without_pynvml(tmp_path: Path) -> None:

@@ -19,6 +19,8 @@ ACTIONS = [
     ["accept", "--criteria", "CRITERIA"],
     ["ecmp", "apply", "--leaf", "leaf01", "--yes"],
     ["collect", "--job-latency", "--duration", "1"],
+    ["drain", "gpu001", "--reason", "link flapping on mlx5_1", "--yes"],
+    ["resume", "gpu001", "--yes"],
 ]
 
 

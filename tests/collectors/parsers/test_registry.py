@@ -1,4 +1,4 @@
-"""The parser registry: all 28 kinds, detection of every fixture, JSON form, and hostile input
+"""The parser registry: all 30 kinds, detection of every fixture, JSON form, and hostile input
 for every GPU / benchmark / Slurm / switch parser (empty, garbage, truncated, 10 MB, foreign)."""
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ CORE_KINDS = {
     "ibstatus",
     "ibv_devinfo",
     "sysfs",
+    "host-hardware",
     "ethtool-stats",
     "ethtool-module",
     "rdma-qp",
@@ -50,6 +51,7 @@ CORE_KINDS = {
     "squeue-json",
     "squeue",
     "scontrol-job",
+    "scontrol-node",
     "nvue-counters",
     "sonic-counters",
     "sonic-pfc",
@@ -67,6 +69,8 @@ DATA_FIELDS: dict[str, tuple[str, ...]] = {
     "squeue-json": ("jobs",),
     "squeue": ("jobs",),
     "scontrol-job": ("jobs",),
+    "scontrol-node": ("nodes",),
+    "host-hardware": ("netdevs", "rdma_devices"),
     "nvue-counters": ("counters",),
     "sonic-counters": ("ports",),
     "sonic-pfc": ("rows",),
