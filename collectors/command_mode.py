@@ -13,7 +13,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from fleet.collectors.agent_reader import AgentGpu, AgentLine, AgentNetdev, AgentPort
+from fleet.collectors.agent_reader import SCHEMA, AgentGpu, AgentLine, AgentNetdev, AgentPort
 from fleet.collectors.commands import Command, Glob, command
 from fleet.collectors.parsers.ethtool_stats import parse_ethtool_stats
 from fleet.collectors.parsers.nvidia_smi import GpuQuery, parse_nvidia_smi_query
@@ -146,7 +146,7 @@ class CommandModeNode:
         gpus = tuple(_gpu(gpu, position) for position, gpu in enumerate(query.gpus))
         gpu_error = "" if gpus else "nvidia-smi reported no GPUs"
         return AgentLine(
-            schema="fleet-agent/1", host=self.host, ts=ts, seq=self.ticks, interval_s=0.0,
+            schema=SCHEMA, host=self.host, ts=ts, seq=self.ticks, interval_s=0.0,
             ports=ports, netdevs=netdevs, qp_count=_qp_counts(sections.get("rdma", "")),
             gpus=gpus, gpu_error=gpu_error, errors=tuple(self.problems),
         )

@@ -13,16 +13,19 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from fleet.collectors.agent_reader import AgentKeys
 from fleet.collectors.inventory import Inventory
-from fleet.collectors.node_poller import CollectSettings, Counters, NodePoller
-from fleet.collectors.pause import pause
-from fleet.collectors.rate_batch import RateBatch
+from fleet.collectors.node_poller import CollectorStats, CollectSettings, NodePoller
+from fleet.collectors.optics import OpticsReader
+from fleet.collectors.rate_queue import RateQueue
 from fleet.collectors.slurm_poller import SlurmPoller
 from fleet.collectors.sshpool import PoolSettings, SshPool
 from fleet.collectors.status import StatusBook
+from fleet.collectors.stoppable_sleep import sleep_until_stopped
 from fleet.collectors.switch_poller import SwitchPoller
 from fleet.fabric.rates import RateTracker
 from fleet.fabric.records import HostRecord, HostStatus
+from fleet.fabric.samples import SeriesLayouts
 from fleet.store.writer import StoreWriter
 
 
@@ -69,10 +72,13 @@ class Collector:
                             on_event=writer.put_event,
                             settings=PoolSettings(slow_threshold_s=self.settings.slow_after_s,
                                                   connect_timeout_s=self.settings.hung_after_s))
-        self.counters = Counters()
-        rates = RateTracker(max_gap_s=max(10.0, 3 * self.settings.interval_s))
-        batch = RateBatch(rates)
-        self.nodes = [NodePoller(h, self.pool, writer, self.status, rates, self.settings, self.counters, batch)
+        self.counters = CollectorStats()
+        """What the collector has done: collector statistics, not RDMA counters."""
+        layouts = SeriesLayouts()
+        rates = RateTracker(max_gap_s=max(10.0, 3 * self.settings.interval_s), layouts=layouts)
+        self._queue = RateQueue(rates)
+        keys, optics = AgentKeys(layouts), OpticsReader()
+        self.nodes = [NodePoller(h, self.pool, writer, self.status, self._queue, self.settings, self.counters, keys, optics)
                       for h in inventory.nodes]
         self.switches = [SwitchPoller(h, self.pool, writer, self.status, rates, self.settings, self.counters)
                          for h in inventory.switches]
@@ -112,6 +118,7 @@ class Collector:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            self._queue.flush()  # the last samples are stored before the writer may close
             await self.pool.close()
 
     async def run_once(self) -> RoundSummary:
@@ -123,6 +130,7 @@ class Collector:
         try:
             await asyncio.gather(*jobs)
         finally:
+            self._queue.flush()
             await self.pool.close()
         return self.summary()
 
@@ -131,7 +139,7 @@ class Collector:
 
     async def _report(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
-            await pause(stop, self.settings.interval_s)
+            await sleep_until_stopped(stop, self.settings.interval_s)
             if self._on_round is not None:
                 self._on_round(self.summary())
 

@@ -1,311 +1,270 @@
-"""Optics readings of ``ethtool -m`` text as samples (``optics_*`` metrics of fabric.samples)."""
+"""Optics readings of ``ethtool -m`` text as samples (``optics_*`` metrics of fabric.samples).
+
+The one reader of a module's readings (temperature, supply voltage, per-lane
+bias current and optical power) into values, in agent and command mode alike.
+It reads a reading as ``fleet.collectors.parsers.ethtool_module`` does (the same
+keys through its ``measurement_key``, the same value patterns, a later line of
+the same reading winning), but only the reading lines, line by line, knowing
+each key after its first sight: every node sends each NIC's readings every few
+seconds, so this runs a thousand times a second at 1,024 nodes.
+"""
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
+from types import MappingProxyType
+from typing import NamedTuple
 
-from fleet.collectors.agent import is_optics_reading, optics_readings
-from fleet.collectors.parsers.ethtool_module import (
-    EthtoolModule,
-    measurement_key,
-    parse_ethtool_module,
-)
+from fleet.collectors.agent import is_optics_reading
+from fleet.collectors.parsers.ethtool_module import measurement_key
+
+DARK_LANE_DBM = -40.0
+"""What a lane with no light (``-inf dBm``) is stored as."""
+
+_AS_PRINTED: Mapping[str, str] = MappingProxyType({
+    "tx_power": r"([-+0-9.eE]+) mW / ([-+0-9.a-zA-Z]+) dBm",
+    "rx_power": r"([-+0-9.eE]+) mW / ([-+0-9.a-zA-Z]+) dBm",
+    "temp": r"([-+0-9.]+) degrees C / [-+0-9.]+ degrees F",
+    "tx_bias": r"([-+0-9.]+) mA",
+    "voltage": r"([-+0-9.]+) V",
+})
+"""Each quantity's value as ethtool prints it, its numbers as groups, padded with spaces or tabs. The
+parser reads such a value as these numbers: its first pattern that matches is the quantity's own, and
+each group is the whole of the token the parser takes (what follows a token is a space), so where
+``float`` reads each group, they are the reading."""
+_PADDED = "[ \t]*{}[ \t]*"
+"""A value as printed, after `` :``: what ``strip`` leaves is the value."""
+
+# The parser's value patterns, tried in its order whatever the key: a "temperature" printed in V
+# still reads as a voltage, and sets the temperature to nothing.
+_POWER = re.compile(r"^([-+0-9.eE]+)\s*mW\s*/\s*([-+0-9.a-zA-Z]+)\s*dBm")
+_TEMP = re.compile(r"^([-+0-9.]+)\s*degrees C")
+_UNIT = re.compile(r"^([-+0-9.]+)\s*(mA|V)\b")
 
 
-def optics_values(text: str) -> Mapping[tuple[str, str], float]:
+class _Key(NamedTuple):
+    """What a reading line's key measures."""
+
+    quantity: str
+    """``temp``, ``voltage``, ``tx_bias``, ``tx_power`` or ``rx_power``."""
+    lane: int
+    """As printed (1-based); a module-wide reading or an SFP's single lane is 1."""
+
+
+class _Set(NamedTuple):
+    """What one reading line sets: its ``quantity`` (of its lane) to ``number`` (and ``dbm``, for a
+    power). ``number`` None: the reading is in another unit, and sets its quantity to nothing."""
+
+    key: _Key
+    number: float | None
+    dbm: float | None
+
+
+class _LanePlan(NamedTuple):
+    """Where a template finds one lane's readings: indexes into a dump's numbers (``_Template``)."""
+
+    tx_bias_ma: int
+    tx_mw: int
+    tx_dbm: int
+    rx_mw: int
+    rx_dbm: int
+    rx_key: tuple[str, str]
+    tx_key: tuple[str, str]
+    bias_key: tuple[str, str]
+
+
+_LANE_FIELDS = ("tx_bias_ma", "tx_mw", "tx_dbm", "rx_mw", "rx_dbm")
+_FIELDS_OF: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {"tx_bias": ("tx_bias_ma",), "tx_power": ("tx_mw", "tx_dbm"), "rx_power": ("rx_mw", "rx_dbm")})
+"""A lane quantity's fields in a ``_LanePlan``, in the order of its numbers."""
+
+
+class _Template(NamedTuple):
+    """The shape of a dump, as one pattern: each line as it is, but for the values of readings printed
+    as ethtool prints them, each a group. A dump's numbers are its groups' then ``constants`` (the
+    readings of its lines printed otherwise, which are in the pattern as they are), then None."""
+
+    pattern: re.Pattern[str]
+    constants: tuple[float | None, ...]
+    temp_c: int
+    voltage_v: int
+    lanes: tuple[_LanePlan, ...]
+    """In lane order."""
+
+
+class OpticsReader:
     """``ethtool -m`` text -> ``{(metric, port): value}``; lanes are ``L0``.. (0-based).
 
-    A dark lane reads ``-inf dBm``: it is kept as -40 dBm, below every real
-    receiver's sensitivity, so that it shows as the worst margin instead of
-    vanishing from the series (the store keeps finite numbers only). A lane
-    whose laser is off and that receives nothing (no bias, no light either
-    way) is an unused channel, as CMIS modules print for 8 channels of a
-    4-lane link, and is left out.
+    Reads as ``fleet.collectors.parsers.ethtool_module`` does (the same keys,
+    through its ``measurement_key``; the same value patterns; a later line of a
+    reading winning) the readings: temperature, supply voltage, per-lane bias
+    current and optical power. A dark lane reads ``-inf dBm``: it is kept as
+    -40 dBm, below every real receiver's sensitivity, so that it shows as the
+    worst margin instead of vanishing from the series (the store keeps finite
+    numbers only). A lane whose laser is off and that receives nothing (no
+    bias, no light either way) is an unused channel, as CMIS modules print for
+    8 channels of a 4-lane link, and is left out.
 
-    Every node sends each NIC's readings every few seconds, so the readings are
-    read line by line with a table of the keys seen (``_fast_values``); any line
-    that is not exactly as ethtool prints it sends the text through the full
-    parser, which gives the same values the slow way.
+    Every node sends each NIC's readings every few seconds, and a module prints
+    the same lines every time, only the numbers change. So the reader turns the
+    first dump of each shape into a ``_Template`` and reads every dump through
+    the template of its shape, one regular-expression match and no work per
+    line. It keeps ``most`` templates (a fleet has a few module types; past
+    that, a dump of a new shape has its template built for it alone) and what
+    each key it saw measures. One reader serves a whole collector.
     """
-    fast = _template_values(text)
-    if fast is None:
-        fast = _fast_values(text)
-    if fast is not None:
-        return fast
-    return module_values(parse_ethtool_module(optics_readings(text)))
+
+    def __init__(self, most: int = 256) -> None:
+        self.most = most
+        self._templates: dict[str, list[_Template]] = {}
+        """A dump's first line -> the templates of dumps that begin with it."""
+        self._kept = 0
+        self._keys: dict[str, _Key | None] = {}
+        """A key as printed (before `` :``, padding included) -> what it measures; None: no reading."""
+
+    def __call__(self, text: str) -> dict[tuple[str, str], float]:
+        first = text.partition("\n")[0]
+        templates = self._templates.get(first, ())
+        for template in templates:
+            values = _read(template, text)
+            if values is not None:
+                return values
+        lines = text.splitlines()
+        dump = "\n".join(lines)  # line breaks of any kind as the one kind a template has
+        for template in templates if dump != text else ():
+            values = _read(template, dump)
+            if values is not None:
+                return values
+        template = self._template(lines)
+        if self._kept < self.most:
+            self._templates.setdefault(first, []).append(template)
+            self._kept += 1
+        values = _read(template, dump)
+        assert values is not None, "a dump matches the template of its own shape"
+        return values
+
+    def _template(self, lines: list[str]) -> _Template:
+        parts: list[str] = []
+        constants: list[float | None] = []
+        groups = 0
+        temp_c = voltage_v = -1
+        lanes: dict[int, dict[str, int]] = {}  # lane -> _LanePlan's indexes so far (-1: None)
+        for line in lines:
+            cut = line.find(" :")
+            key = self._key(line[:cut]) if cut >= 0 else None
+            printed = None if key is None else re.fullmatch(_PADDED.format(_AS_PRINTED[key.quantity]), line[cut + 2:])
+            if printed is not None and key is not None and _all_numbers(printed.groups()):
+                parts.append(re.escape(line[:cut + 2]) + _PADDED.format(_AS_PRINTED[key.quantity]))
+                at = list(range(groups, groups + len(printed.groups())))
+                groups += len(at)
+            else:  # no reading, or one printed otherwise: the line as it is, and what it sets as a constant
+                parts.append(re.escape(line))
+                reading = None if key is None else _set(key, line[cut + 2:].strip())
+                if reading is None:
+                    continue
+                key, at = reading.key, []
+                for number in (reading.number, reading.dbm)[:2 if key.quantity in ("tx_power", "rx_power") else 1]:
+                    at.append(-2 - len(constants))
+                    constants.append(number)
+            if key.quantity == "temp":
+                temp_c = at[0]
+            elif key.quantity == "voltage":
+                voltage_v = at[0]
+            else:
+                lane = lanes.setdefault(key.lane, dict.fromkeys(_LANE_FIELDS, -1))
+                lane.update(zip(_FIELDS_OF[key.quantity], at, strict=True))
+        return _Template(
+            re.compile("\n".join(parts) + "\n?"), tuple(constants), temp_c, voltage_v,
+            tuple(_LanePlan(**plan, rx_key=("optics_rx_power_dbm", f"L{lane - 1}"),
+                            tx_key=("optics_tx_power_dbm", f"L{lane - 1}"), bias_key=("optics_tx_bias_ma", f"L{lane - 1}"))
+                  for lane, plan in sorted(lanes.items())))
+
+    def _key(self, raw_key: str) -> _Key | None:
+        keys = self._keys
+        if raw_key in keys:
+            return keys[raw_key]
+        key = _key(raw_key)
+        if len(keys) < 64 * self.most:
+            keys[raw_key] = key
+        return key
 
 
-def module_values(module: EthtoolModule) -> dict[tuple[str, str], float]:
-    """The readings of one parsed module as ``{(metric, port): value}`` (see ``optics_values``)."""
-    values: dict[tuple[str, str], float] = {}
-    if module.temp_c is not None:
-        values[("optics_temp_c", "")] = module.temp_c
-    if module.voltage_v is not None:
-        values[("optics_voltage_v", "")] = module.voltage_v
-    for lane in module.lanes:
-        _put_lane(values, lane.lane, lane.tx_bias_ma, lane.tx_power_mw, lane.tx_power_dbm,
-                  lane.rx_power_mw, lane.rx_power_dbm)
-    return values
-
-
-def _put_lane(values: dict[tuple[str, str], float], lane: int, tx_bias_ma: float | None,
-              tx_power_mw: float | None, tx_power_dbm: float | None, rx_power_mw: float | None,
-              rx_power_dbm: float | None) -> None:
-    """One lane's readings (``lane`` 1-based, as printed), unless the lane is unused."""
-    if not (tx_bias_ma or tx_power_mw or rx_power_mw):
-        return
-    port = f"L{lane - 1}"
-    for metric, reading in (
-        ("optics_rx_power_dbm", rx_power_dbm),
-        ("optics_tx_power_dbm", tx_power_dbm),
-        ("optics_tx_bias_ma", tx_bias_ma),
-    ):
-        if reading is None or math.isnan(reading):
-            continue
-        values[(metric, port)] = max(reading, DARK_LANE_DBM) if metric.endswith("_dbm") else reading
-
-
-# --- the fast path ------------------------------------------------------------------
-
-# Values exactly as ethtool prints them. A value one of these matches whole (after
-# strip) is read by the parser's own patterns (_POWER_RE, _TEMP_RE, _UNIT_RE of
-# collectors/parsers/ethtool_module.py, tried in that order) into the same number:
-# only a power value holds "mW", only a temperature "degrees C", and the groups
-# stop at the same space.
-_POWER_VALUE = re.compile(r"([-+0-9.eE]+) mW / ([-+0-9.a-zA-Z]+) dBm")
-_TEMP_VALUE = re.compile(r"([-+0-9.]+) degrees C / [-+0-9.]+ degrees F")
-_BIAS_VALUE = re.compile(r"([-+0-9.]+) mA")
-_VOLT_VALUE = re.compile(r"([-+0-9.]+) V")
-
-_TEMP, _VOLT, _BIAS, _TX, _RX = range(5)  # _TX and _RX last: `quantity >= _TX` is a power
-_QUANTITIES = {"temp": _TEMP, "voltage": _VOLT, "tx_bias": _BIAS, "tx_power": _TX, "rx_power": _RX}
-_VALUE_OF = (_TEMP_VALUE, _VOLT_VALUE, _BIAS_VALUE, _POWER_VALUE, _POWER_VALUE)
-
-_KEYS: dict[str, tuple[int, int] | None] = {}
-"""Key as printed (before `` :``, indent and padding included) -> (quantity, lane) or None
-(not a reading). A module prints the same few dozen keys every time."""
-_MAX_KEYS = 4096
-"""Beyond this many distinct keys (garbage) they are worked out each time, not kept."""
-_UNSEEN = (-1, -1)
-
-
-def _key_kind(raw_key: str) -> tuple[int, int] | None:
-    """What the line of ``raw_key`` gives ``optics_values``: the readings-only filter, then the parser's reading."""
-    if not is_optics_reading(raw_key.lower()):
+def _read(template: _Template, dump: str) -> dict[tuple[str, str], float] | None:
+    """A dump's values by ``template``; None when it is not of the template's shape. Its numbers are the
+    groups' (each read by ``float``: one that ``float`` refuses is not of the shape), the constants',
+    then None, and the template's plan says where each goes."""
+    match = template.pattern.fullmatch(dump)
+    if match is None:
         return None
-    key = raw_key.strip()
-    measured = measurement_key(key) if key else None
-    if measured is None:
-        return None
-    quantity, lane = measured
-    return _QUANTITIES[quantity], lane or 1
-
-
-def _fast_values(text: str) -> dict[tuple[str, str], float] | None:
-    """``optics_values(text)`` for text as ethtool prints it; None when any reading is printed otherwise."""
     try:
-        temp_c, voltage_v, lanes = _fast_readings(text)
-    except ValueError:  # a number the parser would not read (to_float: None)
+        numbers: list[float | None] = [*map(float, match.groups()), *reversed(template.constants), None]
+    except ValueError:
         return None
-    if lanes is None:
-        return None
-    _remember_template(text)
-    return _values_of(temp_c, voltage_v, lanes)
-
-
-def _values_of(temp_c: float | None, voltage_v: float | None,
-               lanes: dict[int, list[float | None]]) -> dict[tuple[str, str], float]:
     values: dict[tuple[str, str], float] = {}
+    temp_c, voltage_v = numbers[template.temp_c], numbers[template.voltage_v]
     if temp_c is not None:
         values[("optics_temp_c", "")] = temp_c
     if voltage_v is not None:
         values[("optics_voltage_v", "")] = voltage_v
-    for lane in sorted(lanes):
-        _put_lane(values, lane, *lanes[lane])
+    for lane in template.lanes:
+        bias = numbers[lane.tx_bias_ma]
+        if not (bias or numbers[lane.tx_mw] or numbers[lane.rx_mw]):
+            continue  # an unused channel
+        rx_dbm, tx_dbm = numbers[lane.rx_dbm], numbers[lane.tx_dbm]
+        if rx_dbm is not None and rx_dbm == rx_dbm:  # not NaN
+            values[lane.rx_key] = max(rx_dbm, DARK_LANE_DBM)
+        if tx_dbm is not None and tx_dbm == tx_dbm:
+            values[lane.tx_key] = max(tx_dbm, DARK_LANE_DBM)
+        if bias is not None and bias == bias:
+            values[lane.bias_key] = bias
     return values
 
 
-_Readings = tuple[float | None, float | None, dict[int, list[float | None]] | None]
-_LineReading = tuple[int, int, float, float]
-"""(quantity, lane, number, dBm of a power reading else 0.0)."""
-_ODD: _LineReading = (-1, -1, 0.0, 0.0)
-"""A reading printed otherwise than ethtool prints it."""
-
-_LINES: dict[str, _LineReading | None] = {}
-"""Line as printed -> its reading, or None (not a reading). An unused or dark lane, a module's
-voltage, a steady reading print the same line read after read."""
-_MAX_LINES = 8192
-"""Lines kept; when full the table starts again (hostile text cannot grow it)."""
-
-
-def _line_reading(line: str) -> _LineReading | None:
-    """The reading of one line; ValueError for a number ``float`` refuses."""
-    cut = line.find(" :")
-    if cut < 0:
+def _key(raw_key: str) -> _Key | None:
+    """What a key measures: a reading by the agent's ``--optics-readings`` rule (no threshold, flag
+    or identification), then by the parser's ``measurement_key``; None for anything else."""
+    key = raw_key.strip()
+    if not key or not is_optics_reading(raw_key.lower()):
         return None
-    raw_key = line[:cut]
-    kind = _KEYS.get(raw_key, _UNSEEN)
-    if kind is _UNSEEN:
-        kind = _key_kind(raw_key)
-        if len(_KEYS) < _MAX_KEYS:
-            _KEYS[raw_key] = kind
-    if kind is None:
+    measured = measurement_key(key)
+    if measured is None:
         return None
-    quantity, lane = kind
-    m = _VALUE_OF[quantity].fullmatch(line[cut + 2:].strip())
-    if m is None:
-        return _ODD
-    return quantity, lane, float(m[1]), float(m[2]) if quantity >= _TX else 0.0
+    quantity, lane = measured
+    return _Key(quantity, lane or 1)
 
 
-def _fast_readings(text: str) -> _Readings:
-    """(temperature C, voltage V, lane -> [tx bias mA, tx mW, tx dBm, rx mW, rx dBm]), lanes None when
-    a reading is printed otherwise than ethtool prints it; ValueError for a number ``float`` refuses
-    (as ``to_float``, where the parser leaves the reading out)."""
-    readings: list[_LineReading] = []
-    seen = _LINES
-    for line in text.splitlines():
-        reading = seen.get(line, _ODD)
-        if reading is _ODD:  # not seen (or odd, which is rare and read again)
-            reading = _line_reading(line)
-            if len(seen) >= _MAX_LINES:
-                seen.clear()
-            seen[line] = reading
-            if reading is _ODD:
-                return None, None, None
-        if reading is not None:
-            readings.append(reading)
-    return _gather(readings)
-
-
-def _gather(readings: list[_LineReading]) -> _Readings:
-    """The readings of a dump's lines, in their order (a later line of the same lane wins)."""
-    temp_c: float | None = None
-    voltage_v: float | None = None
-    lanes: dict[int, list[float | None]] = {}
-    for quantity, lane, number, dbm in readings:
-        if quantity >= _TX:
-            entry = lanes.get(lane)
-            if entry is None:
-                entry = lanes[lane] = [None, None, None, None, None]
-            at = 1 if quantity == _TX else 3
-            entry[at], entry[at + 1] = number, dbm
-        elif quantity == _BIAS:
-            entry = lanes.get(lane)
-            if entry is None:
-                entry = lanes[lane] = [None, None, None, None, None]
-            entry[0] = number
-        elif quantity == _TEMP:
-            temp_c = number
-        else:
-            voltage_v = number
-    return temp_c, voltage_v, lanes
-
-
-# --- templates -----------------------------------------------------------------------
-#
-# A module prints the same lines read after read, only the numbers change. A dump that took the
-# fast path becomes a template: one regular expression of its lines, each line that is not a
-# reading kept literally and each reading's value a group of the very pattern the fast path
-# fullmatches it with, the padding around it spaces or tabs only (which ``strip`` removes too) and
-# lines ended by "\n" only (so that ``splitlines`` cuts the text where the template does). A dump
-# the template matches whole therefore has the same lines, keys and readings, and one C call reads
-# them all; any other dump goes the line-by-line way, which gives the same values.
-
-_LanePlan = tuple[int, int, int, int, int, tuple[str, str], tuple[str, str], tuple[str, str]]
-"""One lane of a template: the groups of its tx bias, tx mW, tx dBm, rx mW and rx dBm (the last line
-of each, as ``_gather`` keeps it; -1 when the dump has none) and its rx dBm, tx dBm and bias keys."""
-_Template = tuple[re.Pattern[str], int, int, tuple[_LanePlan, ...]]
-"""(the pattern, the group of the temperature and of the voltage or -1, the lanes in lane order)."""
-_TEMPLATES: dict[str, list[_Template]] = {}
-"""The key of a dump's first line -> templates of dumps that start with it (a few module types a fleet)."""
-_MAX_TEMPLATES = 256
-_PER_FIRST_LINE = 8
-"""Templates kept, at most, for the whole collector and per first line; once full, dumps that
-match none (garbage, or a module type seen after them) go the line-by-line way, no slower than
-before, and no pattern is compiled again and again."""
-_LINE_BREAKS = re.compile(r"[\r\v\f\x1c-\x1e\x85\u2028\u2029]")
-"""What ``splitlines`` cuts at besides "\n": a dump holding one gets no template."""
-
-
-def _first_key(text: str) -> str:
-    """The key of a dump's first line (the line itself when it has none): its templates' key."""
-    cut = text.find("\n")
-    return (text[:cut] if cut >= 0 else text).partition(" :")[0]
-
-
-def _template_values(text: str) -> dict[tuple[str, str], float] | None:
-    """``_fast_values(text)`` through a template of an earlier dump; None when none matches."""
-    templates = _TEMPLATES.get(_first_key(text))
-    if templates is None:
-        return None
-    for pattern, temp, voltage, lanes in templates:
-        match = pattern.fullmatch(text)
-        if match is None:
-            continue
-        try:  # every number, as the fast path reads every reading line
-            numbers = [*map(float, match.groups()), None]  # [-1]: a reading the dump lacks
-        except ValueError:  # as _fast_values: the full parse decides
+def _set(key: _Key, value: str) -> _Set | None:
+    """What a reading line of ``key`` with ``value`` (stripped) sets, as the parser reads it: its first
+    pattern that matches gives the units (a number ``float`` refuses is none); a value with none sets
+    nothing, nor does a power without mW; a value in another unit sets its quantity to nothing."""
+    quantity = key.quantity
+    power = _POWER.match(value)
+    if power is not None:
+        mw, dbm = _number(power[1]), _number(power[2])
+        if mw is None and dbm is None:
             return None
-        values: dict[tuple[str, str], float] = {}
-        if temp >= 0:
-            values[("optics_temp_c", "")] = numbers[temp]  # type: ignore[assignment]
-        if voltage >= 0:
-            values[("optics_voltage_v", "")] = numbers[voltage]  # type: ignore[assignment]
-        for bias_at, tx_at, tx_dbm_at, rx_at, rx_dbm_at, rx_key, tx_key, bias_key in lanes:
-            bias, tx_dbm, rx_dbm = numbers[bias_at], numbers[tx_dbm_at], numbers[rx_dbm_at]
-            if not (bias or numbers[tx_at] or numbers[rx_at]):
-                continue  # an unused lane, as _put_lane
-            if rx_dbm is not None and rx_dbm == rx_dbm:  # not NaN
-                values[rx_key] = max(rx_dbm, DARK_LANE_DBM)
-            if tx_dbm is not None and tx_dbm == tx_dbm:
-                values[tx_key] = max(tx_dbm, DARK_LANE_DBM)
-            if bias is not None and bias == bias:
-                values[bias_key] = bias
-        return values
-    return None
+        if quantity in ("tx_power", "rx_power"):
+            return None if mw is None else _Set(key, mw, dbm)
+        return _Set(key, None, None)
+    temp = _TEMP.match(value)
+    unit = _UNIT.match(value) if temp is None else None
+    number = _number(temp[1]) if temp is not None else _number(unit[1]) if unit is not None else None
+    if number is None or quantity in ("tx_power", "rx_power"):
+        return None
+    read_as = "temp" if temp is not None else "tx_bias" if unit is not None and unit[2] == "mA" else "voltage"
+    return _Set(key, number if read_as == quantity else None, None)
 
 
-def _remember_template(text: str) -> None:
-    """Keep ``text``, which took the fast path, as a template (see above)."""
-    first = _first_key(text)
-    templates = _TEMPLATES.get(first)
-    full = len(_TEMPLATES) >= _MAX_TEMPLATES if templates is None else len(templates) >= _PER_FIRST_LINE
-    if full or _LINE_BREAKS.search(text) is not None:
-        return
-    lines = text.split("\n")
-    parts: list[str] = []
-    temp = voltage = -1
-    lanes: dict[int, list[int]] = {}
-    group = 0
-    for line in lines:
-        reading = _line_reading(line)
-        if reading is None:
-            parts.append(re.escape(line))
-            continue
-        if reading is _ODD:
-            return
-        quantity, lane = reading[0], reading[1]
-        parts.append(re.escape(line[:line.find(" :") + 2]) + "[ \t]*(?:" + _VALUE_OF[quantity].pattern + ")[ \t]*")
-        if quantity == _TEMP:
-            temp = group
-        elif quantity == _VOLT:
-            voltage = group
-        else:
-            at = {_BIAS: 0, _TX: 1, _RX: 3}[quantity]
-            entry = lanes.setdefault(lane, [-1] * 5)
-            entry[at] = group
-            if quantity != _BIAS:
-                entry[at + 1] = group + 1
-        group += 2 if quantity >= _TX else 1
-    plans = tuple((*entry[:5], ("optics_rx_power_dbm", f"L{lane - 1}"), ("optics_tx_power_dbm", f"L{lane - 1}"),
-                   ("optics_tx_bias_ma", f"L{lane - 1}")) for lane, entry in sorted(lanes.items()))
-    if templates is None:
-        templates = _TEMPLATES[first] = []
-    templates.append((re.compile("\n".join(parts)), temp, voltage, plans))  # type: ignore[arg-type]
+def _all_numbers(texts: tuple[str, ...]) -> bool:
+    try:
+        return all(float(text) is not None for text in texts)
+    except ValueError:
+        return False
 
 
-DARK_LANE_DBM = -40.0
-"""What a lane with no light (``-inf dBm``) is stored as."""
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
