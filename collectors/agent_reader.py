@@ -541,7 +541,8 @@ def put_moved(lines: Sequence[MovedNumbers]) -> None:
         tables.setdefault(line.table, []).append(line)
     for table, moved in tables.items():
         width = len(table.layout.keys)
-        rows = np.frombuffer(b"".join([line.before for line in moved]), np.float64).reshape(len(moved), width).copy()
+        joined = bytearray().join([line.before for line in moved])  # the lines before, one row each
+        rows = np.frombuffer(joined, np.float64).reshape(len(moved), width)
         slots = np.concatenate([line.slots for line in moved])
         places = table.places[slots]
         numbers = np.concatenate([line.numbers for line in moved]) * table.factors[slots]
@@ -550,7 +551,7 @@ def put_moved(lines: Sequence[MovedNumbers]) -> None:
             kept = places >= 0
             places, numbers, line_of = places[kept], numbers[kept], line_of[kept]
         rows[line_of, places] = numbers
-        data, size = memoryview(rows.tobytes()), width * 8
+        data, size = memoryview(joined), width * 8
         for at, line in enumerate(moved):
             line.values.frombytes(data[at * size:(at + 1) * size])
 

@@ -316,7 +316,8 @@ class RateTracker:
             if host in hosts:
                 raise ValueError(f"two samples of {host} in one batch: the second needs the first's rates")
             hosts.add(host)
-            current = HostSample(host, sample.ts, self.layouts.packed(sample.values))
+            current = sample if type(sample.values) is PackedValues else \
+                HostSample(host, sample.ts, self.layouts.packed(sample.values))
             previous = self._previous.get(host)
             if previous is None:
                 self._previous[host] = current

@@ -17,7 +17,7 @@ error counters (stored only when they change) and gauges.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -152,13 +152,6 @@ class SeriesLayouts:
         if layout is None:
             return {**first, **second}
         return PackedValues(layout, one.data + two.data)
-
-
-def value_items(values: Mapping[SeriesKey, float]) -> Iterable[tuple[SeriesKey, float]]:
-    """``values.items()``; for ``PackedValues`` at C speed rather than a lookup per key."""
-    if isinstance(values, PackedValues):
-        return zip(values.layout.keys, values.data, strict=True)
-    return values.items()
 
 
 def _specs(kind: MetricKind, unit: str, names_and_help: dict[str, str]) -> dict[str, MetricSpec]:
