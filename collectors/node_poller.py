@@ -102,13 +102,14 @@ class NodePoller:
 
     # --- samples -------------------------------------------------------------
 
-    def _store(self, line: AgentLine) -> None:
+    def _queue_tick(self, line: AgentLine) -> None:
+        """A command-mode tick, read as an agent line, to the rate queue."""
         for port in line.ports:
             if port.netdev:
                 self._netdev_owner[port.netdev] = port.device
-        self._queue.put(host_sample(line, self.host.name, self._optics, self._keys), self._kept)
+        self._queue.put(host_sample(line, self.host.name, self._optics, self._keys), self._store)
 
-    def _kept(self, sample: HostSample) -> None:
+    def _store(self, sample: HostSample) -> None:
         """A sample with its rates and readings, into the store: one frame per line."""
         if sample.values:
             if not self._writer.put_samples(sample):
@@ -131,7 +132,7 @@ class NodePoller:
             sample = replace(sample, ts=now)
         if read.netdev_owner is not None:
             self._netdev_owner.update((netdev, owner[0]) for netdev, owner in read.netdev_owner.items())
-        self._queue.put(sample, self._kept, read.optics, read.moved)
+        self._queue.put(sample, self._store, read.optics, read.moved)
         arrived = time.monotonic()
         gap_s, self._last_line_at = arrived - self._last_line_at, arrived
         current = self._status.get(self.host.name)
@@ -186,7 +187,7 @@ class NodePoller:
                 self._status.set(self.host.name, HostState.UNPARSABLE,
                                  "no RDMA port and no GPU in the output: " + "; ".join(line.errors[:2]))
                 return result
-            self._store(line)
+            self._queue_tick(line)
         self._status.set(self.host.name, result.state, result.reason)
         return result
 
