@@ -367,7 +367,8 @@ class RateTracker:
         had: Flags | None = None
         if before is not layout:
             aligned = self._alignment(before, layout)
-            was, had = was[:, np.maximum(aligned, 0)], aligned >= 0
+            had = aligned >= 0
+            was = was[:, np.maximum(aligned, 0)] if len(before.keys) else np.zeros_like(now)
         with np.errstate(invalid="ignore", over="ignore"):  # NaN and inf are judged one by one below
             valid = (was <= now) & (now < plan.saturated_at)  # rose, or stood, as almost every counter does
             valid |= plan.not_counter

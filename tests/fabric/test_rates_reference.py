@@ -141,6 +141,14 @@ def test_a_port_that_received_no_bits_has_no_ber_and_the_others_keep_theirs() ->
     assert dict(derived.sample.values) == {("pre_fec_ber", "mlx5_0", "1"): 5e-9}
 
 
+def test_a_sample_after_an_empty_one_has_no_rates_yet() -> None:
+    tracker = RateTracker()
+    tracker.update(HostSample("n1", 1.0, {}))
+    assert dict(tracker.update(HostSample("n1", 2.0, {("tx_bytes", "mlx5_0", "1"): 8.0})).sample.values) == {}
+    assert tracker.update(HostSample("n1", 3.0, {("tx_bytes", "mlx5_0", "1"): 16.0})).sample.values == {
+        ("tx_gbps", "mlx5_0", "1"): 8 * 8 / 1e9}
+
+
 def test_two_samples_of_one_host_in_one_batch_are_refused() -> None:
     tracker = RateTracker()
     with pytest.raises(ValueError, match="two samples of n1"):
