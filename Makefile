@@ -5,7 +5,9 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: demo test lint typecheck clean chromium
+BENCH_RESULTS ?= bench-results
+
+.PHONY: demo test bench fuzz lint typecheck clean chromium screenshot
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,10 +36,40 @@ chromium:
 	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q chromium \
 	    || echo "chromium: could not be installed: the HTML report tests will skip"; }
 
+# The suite runs on every core (pytest-xdist; an idle worker takes tests queued for a busy one).
+# TEST_WORKERS=0 runs it in this process alone.
+TEST_WORKERS ?= auto
 test: $(TEST_STAMP) chromium
 	$(BIN)/ruff check .
 	$(BIN)/mypy
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist worksteal
+
+# Every benchmark at its full size, one after the other, each writing its JSON document to
+# $(BENCH_RESULTS)/NAME.json (benchmarks/README.md says what each measures). A missed target is
+# reported and kept in the document; a benchmark that could not measure fails the target.
+bench: $(TEST_STAMP)
+	@mkdir -p $(BENCH_RESULTS)
+	@failed=; for name in $$($(BIN)/python -m benchmarks --list); do \
+	  echo "== benchmarks $$name" >&2; \
+	  $(BIN)/python -m benchmarks $$name --json > $(BENCH_RESULTS)/$$name.json; \
+	  case $$? in \
+	    0) echo "== $$name: every target met ($(BENCH_RESULTS)/$$name.json)" >&2 ;; \
+	    1) echo "== $$name: some target missed ($(BENCH_RESULTS)/$$name.json)" >&2 ;; \
+	    *) rm -f $(BENCH_RESULTS)/$$name.json; failed="$$failed $$name"; echo "== $$name: could not measure" >&2 ;; \
+	  esac; \
+	done; \
+	if [ -n "$$failed" ]; then echo "benchmarks that could not measure:$$failed" >&2; exit 1; fi
+
+# The long fuzz profile: 10,000 hostile inputs per parser kind (tests/security/test_parser_fuzz.py),
+# with a fresh seed each run; `make test` runs the same suite at 200 fixed inputs per kind. Takes
+# tens of minutes; per-kind counts are in the statistics Hypothesis prints at the end.
+fuzz: $(TEST_STAMP)
+	FLEET_FUZZ_PROFILE=long $(BIN)/pytest -q --timeout=0 --hypothesis-show-statistics tests/security/test_parser_fuzz.py
+
+# docs/screenshot.svg, the README's picture: the real console on the simulated `incident` fleet
+# once every fault has started (about two and a half minutes).
+screenshot: $(STAMP)
+	$(BIN)/python docs/make_screenshot.py
 
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check .
@@ -46,4 +78,4 @@ typecheck: $(TEST_STAMP)
 	$(BIN)/mypy
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache $(BENCH_RESULTS)

@@ -8,6 +8,7 @@ The load averages before and after tell a reader whether the machine was busy wh
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +29,11 @@ class Bound:
 
     def as_json(self) -> dict[str, float]:
         return {"max": self.max} if self.max is not None else {"min": float(self.min or 0.0)}
+
+
+class BenchmarkFailed(Exception):
+    """A benchmark could not measure (a simulator that did not start, a store that could not be
+    filled); the message says why in one line. ``python -m benchmarks`` exits 3 with it."""
 
 
 def at_most(value: float) -> Bound:
@@ -55,15 +61,19 @@ def load_average() -> float:
 
 
 def document(name: str, measured: Measured, load_before: float, load_after: float) -> dict[str, Any]:
-    """The common shape. A target whose figure is missing from ``results`` is not met."""
+    """The common shape. A target whose figure is missing from ``results`` (or None) is not met.
+
+    A figure that is not a finite number (a rate over nothing seen) becomes None: JSON has no NaN."""
+    results = {key: None if isinstance(value, float) and not math.isfinite(value) else value
+               for key, value in measured.results.items()}
     met = {}
     for key, bound in measured.targets.items():
-        value = measured.results.get(key)
+        value = results.get(key)
         met[key] = isinstance(value, int | float) and bound.met_by(float(value))
     return {
         "name": name,
         "machine": {"cpus": os.cpu_count(), "load_before": load_before, "load_after": load_after},
-        "results": measured.results,
+        "results": results,
         "targets": {key: bound.as_json() for key, bound in measured.targets.items()},
         "met": met,
     }

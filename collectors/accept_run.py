@@ -9,7 +9,8 @@ Findings come from ``diagnose`` when one is given; by default from the fleet
 diagnosis over the history the suite wrote (:func:`store_diagnosis`), plus
 what the suite itself localized: each link-test suspect is a finding of kind
 ``linktest_<nic|cable|leaf|spine>``, each NIC the local checks flagged one of
-kind ``nic_check``, each unreachable node ``node_unreachable``.
+kind ``nic_check``, each unreachable node ``node_unreachable``, and the part
+that held the all-to-all across every node back ``alltoall_<leaf|nic|rail>``.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from fleet.collectors.sshpool import SshPool
 from fleet.fabric.acceptance import CheckResult, Criteria, evaluate_check
 from fleet.fabric.diagnosis import diagnose as run_rules
 from fleet.fabric.events import Finding, Severity
+from fleet.fabric.records import ProbeRecord
+from fleet.fabric.report_model import Report, make_report
 from fleet.store.reader import StoreReader
 from fleet.store.writer import StoreWriter
 
@@ -52,6 +55,7 @@ def suite_findings(run: SuiteRun) -> list[Finding]:
     for node, reason in sorted(run.baseline.unreachable.items()):
         found.append(Finding("node_unreachable", Severity.CRITICAL, node=node, evidence={"reason": reason},
                              next_step="check the node's power, network and sshd"))
+    found += alltoall_findings(run.records)
     if run.linktest is None:
         return found
     for suspect in run.linktest.suspects:
@@ -67,6 +71,29 @@ def suite_findings(run: SuiteRun) -> list[Finding]:
                 evidence["rx_power_dbm"] = check.rx_power_dbm
             found.append(Finding("nic_check", Severity.WARNING, node=check.node, nic=check.nic, evidence=evidence,
                                  next_step="clean or replace the cable" if check.cable_suspect else "inspect the NIC"))
+    return found
+
+
+def alltoall_findings(records: Sequence[ProbeRecord]) -> list[Finding]:
+    """The part each all-to-all across nodes named as holding it back (``fleet.collectors.probes.alltoall``)."""
+    found: list[Finding] = []
+    for record in records:
+        bottleneck = record.result.get("bottleneck") if record.kind == "alltoall" and record.ok else None
+        if not isinstance(bottleneck, dict) or bottleneck.get("kind") not in ("leaf", "nic", "rail"):
+            continue
+        evidence = {"rail": bottleneck.get("rail"), "busbw_gbytes_s": record.result.get("peak_busbw_gbytes_s"),
+                    "efficiency": record.result.get("efficiency"), "reason": bottleneck.get("words", "")}
+        kind = str(bottleneck["kind"])
+        parts = [str(p).split(" ") for p in str(bottleneck.get("part", "")).split(", ")] if kind == "nic" else [[]]
+        for words in parts:
+            node, nic = (words[0], words[1]) if len(words) == 2 else ("", "")
+            found.append(Finding(
+                f"alltoall_{kind}", Severity.WARNING, node=node, nic=nic,
+                switch=str(bottleneck.get("part", "")) if kind == "leaf" else "", evidence=evidence,
+                next_step={"leaf": "fleet ecmp plan --leaf " + str(bottleneck.get("part", "")),
+                           "nic": f"check {node} {nic}: its trained rate, optics and error counters",
+                           "rail": "run fleet linktest on that rail"}[kind],
+            ))  # fmt: skip
     return found
 
 
@@ -110,11 +137,36 @@ async def run_acceptance(
     findings = tuple(await diagnose(suite))
     results = []
     for check in criteria.checks:
-        result = evaluate_check(check, suite.baseline, findings)
+        result = evaluate_check(check, suite.baseline, findings, criteria.suite)
         results.append(result)
         if on_check is not None:
             on_check(result)
     return AcceptanceRun(criteria, suite, findings, tuple(results))
 
 
-__all__ = ["AcceptanceRun", "Diagnose", "run_acceptance", "store_diagnosis", "suite_findings"]
+def acceptance_record(report: Report, run_id: str) -> ProbeRecord:
+    """An acceptance run's report data as a record of the store's probes (kind ``acceptance``): what the
+    walkthrough shows and exports in read-only mode, where nothing may be measured again."""
+    data = dict(report.data)
+    return ProbeRecord(ts=time.time(), kind="acceptance", src="", ok=bool(data.get("passed")),
+                       params={"title": data.get("title", ""), "criteria": data.get("criteria_source", ""),
+                               "sha256": report.sha256},
+                       result=data, run_id=run_id)
+
+
+def stored_acceptance(reader: StoreReader) -> Report | None:
+    """The newest stored acceptance run, as the report it was (the same data, the same SHA-256)."""
+    found = reader.probes(kind="acceptance", limit=1)
+    return make_report("acceptance", found[0].result) if found else None
+
+
+__all__ = [
+    "AcceptanceRun",
+    "Diagnose",
+    "acceptance_record",
+    "alltoall_findings",
+    "run_acceptance",
+    "store_diagnosis",
+    "stored_acceptance",
+    "suite_findings",
+]

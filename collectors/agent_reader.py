@@ -71,7 +71,7 @@ HW_COUNTERS: frozenset[str] = frozenset({
 ETHTOOL_COUNTERS: frozenset[str] = frozenset({
     "rx_prio3_pause", "tx_prio3_pause", "rx_prio3_pause_duration", "tx_prio3_pause_duration",
     "rx_bits_phy", "rx_corrected_bits_phy", "rx_discards_phy", "tx_discards_phy", "rx_prio3_discards",
-    "rx_pcs_symbol_err_phy", "link_down_events_phy", "tx_pause_storm_warning_events",
+    "rx_pcs_symbol_err_phy", "rx_crc_errors_phy", "link_down_events_phy", "tx_pause_storm_warning_events",
     "tx_pause_storm_error_events",
 })
 """``ethtool -S`` counters kept (RoCE uses priority 3); the netdev's own rx/tx_packets are not."""

@@ -9,12 +9,14 @@ modes become samples through one function (``agent_reader.host_sample``).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass, field
 
 from fleet.collectors.agent_reader import SCHEMA, AgentGpu, AgentLine, AgentNetdev, AgentPort
 from fleet.collectors.commands import Command, Glob, command
+from fleet.collectors.isolation import read_output
 from fleet.collectors.parsers.ethtool_stats import parse_ethtool_stats
 from fleet.collectors.parsers.nvidia_smi import GpuQuery, parse_nvidia_smi_query
 from fleet.collectors.parsers.sysfs import parse_sysfs
@@ -115,13 +117,14 @@ class CommandModeNode:
         return sectioned(parts)
 
     def read(self, text: str, ts: float) -> AgentLine:
-        """Parse one tick's output. Parser problems are kept in ``problems`` (cleared each tick)."""
+        """Parse one tick's output. Parser problems are kept in ``problems`` (cleared each tick);
+        a part that cannot be read at all raises ``Unparsable`` naming its command."""
         self.ticks += 1
         self.problems = []
         sections = split_sections(text)
         if "net" in sections:
             self.netdevs = netdev_map(sections["net"])
-        sysfs = parse_sysfs(sections.get("sysfs", ""))
+        sysfs = read_output("grep -H . /sys/class/infiniband/*/ports/*", parse_sysfs, sections.get("sysfs", ""))
         self.problems += [f"sysfs line {p.line}: {p.reason}" for p in sysfs.problems[:5]]
         netdev_of = self.netdevs or {}
         ports = tuple(
@@ -139,14 +142,15 @@ class CommandModeNode:
         for name, body in sections.items():
             if name.startswith("ethtool:"):
                 netdev = name.split(":", 1)[1]
-                stats = parse_ethtool_stats(body)
+                stats = read_output(f"ethtool -S {netdev}", parse_ethtool_stats, body)
                 optics = sections.get(f"optics:{netdev}")
                 netdevs[netdev] = AgentNetdev(netdev, stats.counters, optics or None)
-        query = parse_nvidia_smi_query(sections.get("gpu", ""), columns=GPU_QUERY_FIELDS)
+        query = read_output("nvidia-smi --query-gpu", functools.partial(parse_nvidia_smi_query, columns=GPU_QUERY_FIELDS),
+                            sections.get("gpu", ""))
         gpus = tuple(_gpu(gpu, position) for position, gpu in enumerate(query.gpus))
         gpu_error = "" if gpus else "nvidia-smi reported no GPUs"
         return AgentLine(
             schema=SCHEMA, host=self.host, ts=ts, seq=self.ticks, interval_s=0.0,
-            ports=ports, netdevs=netdevs, qp_count=_qp_counts(sections.get("rdma", "")),
+            ports=ports, netdevs=netdevs, qp_count=read_output("rdma -j res show", _qp_counts, sections.get("rdma", "")),
             gpus=gpus, gpu_error=gpu_error, errors=tuple(self.problems),
         )

@@ -24,13 +24,18 @@ ALLOWED_TOOLS: frozenset[str] = frozenset({
     "cat", "grep", "ls", "echo", "true", "ethtool", "lldpctl", "hostname", "uname", "timeout", "date",
     # GPUs
     "nvidia-smi",
+    # RoCE, PCIe and driver configuration (fleet check, fleet check fix)
+    "mlnx_qos", "cma_roce_mode", "cma_roce_tos", "lsmod", "ofed_info", "lspci", "ip", "modprobe", "setpci",
     # probes
     "ib_send_lat", "ib_write_lat", "ib_read_lat", "ib_send_bw", "ib_write_bw", "ib_read_bw",
-    "all_reduce_perf", "mpirun",
+    "all_reduce_perf", "alltoall_perf", "sendrecv_perf", "mpirun",
+    # expert-parallel benchmark (UCCL-EP / DeepEP test_internode.py under PyTorch's launcher), and the
+    # shell builtin that says whether a tool is installed (`command -v torchrun`)
+    "torchrun", "command",
     # Slurm head
     "squeue", "scontrol", "sinfo",
-    # switches: Cumulus NVUE, SONiC
-    "nv", "show", "config",
+    # switches: Cumulus NVUE and its hash calculator, SONiC
+    "nv", "cl-ecmpcalc", "show", "config", "ecnconfig", "sonic-cfggen",
 })
 """Tools fleet may run. Adding one is a reviewed change to this file, never a runtime option.
 ``python3`` is not among them: the only Python fleet runs is its node agent (``agent_command``)
@@ -111,6 +116,23 @@ def command(tool: str, *args: Arg) -> Command:
     words = (tool, *(_word(arg) for arg in args))
     argv = () if any(isinstance(arg, Glob) for arg in args) else (tool, *(str(arg) for arg in args))
     return Command((words,), _TOKEN, argv=argv)
+
+
+_SYSFS_WRITABLE = re.compile(r"^/sys/class/(net|infiniband)/[A-Za-z0-9_.:-]+(/[A-Za-z0-9_.:-]+)+$")
+
+
+def write_sysfs(path: str, value: int) -> Command:
+    """``echo VALUE > PATH``: one whole number into one file under ``/sys/class/net`` or
+    ``/sys/class/infiniband`` (``fleet check fix``: DCQCN's enable flags, the verbs traffic class).
+
+    The one command with a redirection, so both sides are checked rather than quoted: the path
+    holds only ``[A-Za-z0-9_.:/-]`` and no ``..`` component, the value is a non-negative integer.
+    """
+    if not _SYSFS_WRITABLE.match(path) or any(part in (".", "..") for part in path.split("/")):
+        raise CommandError(f"{path!r} is not a file fleet writes (under /sys/class/net or /sys/class/infiniband)")
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise CommandError(f"{value!r} is not a whole number to write")
+    return Command((("echo", str(value), ">", path),), _TOKEN)
 
 
 def gated(cmd: Command) -> Command:

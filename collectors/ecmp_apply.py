@@ -2,33 +2,41 @@
 
 Why each step:
 
-- refused in read-only mode, and refused when the switch's configuration is
-  no longer the one the plan was made from (someone changed it meanwhile);
+- refused in read-only mode, refused for a leaf that needs no remedy (idle,
+  balanced, no data: ``fleet.collectors.ecmp_status.guarded_apply``) unless
+  forced with a reason, which is audited, and refused when the switch's
+  configuration is no longer the one the plan was made from (someone changed
+  it meanwhile);
 - snapshot first (the hash configuration and, on NVUE, ``nv config
   history``), so the audit says what a rollback returns to;
 - before/after numbers come from the leaf's own counters, polled fresh
   through its driver, plus a latency probe whose path crosses the leaf;
-- kept only when the imbalance fell below the threshold (or by ``margin``)
-  and the probe did not get worse; otherwise rolled back at once and the
-  configuration read back;
+- a remedy that restarts switchd is verified only once the switch forwards
+  again (members up, LLDP back, traffic flowing; bounded by
+  ``restart_wait_s``, each poll told to ``on_step`` as ``wait``);
+- kept only when the imbalance or the collision is gone (or fell by
+  ``margin``) and the probe did not get worse; otherwise rolled back at once
+  and the configuration read back;
+- every verdict says which configuration the switch runs afterwards: the
+  snapshot's, the remedy's, or unknown (and how to read it back);
 - a switch that stops answering mid-change leaves an audit row that says
   what state it may be in: nothing is assumed, and the next plan reads the
   configuration back from the switch.
 
 Every step is one :class:`fleet.fabric.records.ActionRecord` handed to
-``put_action`` (the store's append-only ``actions`` table).
+``put_action`` (the store's audit chain). The commands go through the
+machinery every guarded change shares (``fleet.collectors.guarded_change``:
+the audit, the runner that sends them, what a stopped command leaves).
 """
 
 from __future__ import annotations
 
 import asyncio
-import shlex
-import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fleet.collectors.commands import CommandError, command
+from fleet.collectors import guarded_change
 from fleet.collectors.ecmp_config import ConfigSnapshot, read_hash_config
 from fleet.collectors.ecmp_measure import (
     MeasureFailed,
@@ -38,6 +46,13 @@ from fleet.collectors.ecmp_measure import (
     probe_across,
     probe_numbers,
     probe_worse,
+)
+from fleet.collectors.guarded_change import (
+    READ_ONLY_REFUSAL,
+    Argv,
+    Audit,
+    ChangeRunner,
+    StepCallback,
 )
 from fleet.collectors.inventory import InventoryHost
 from fleet.collectors.sshpool import SshPool
@@ -88,43 +103,12 @@ class ApplyOutcome:
         }
 
 
-StepCallback = Callable[[str, str], None]
-"""Told each step as it happens: (step, words) for a progress view."""
+__all__ = ["ApplyOutcome", "ApplySettings", "EcmpApply", "StepCallback", "unknown_state"]
 
 
 def unknown_state(leaf: str, commands: Sequence[tuple[str, ...]], failed_index: int, reason: str) -> str:
     """Exactly what a switch that stopped answering at ``commands[failed_index]`` may be running."""
-    read_back = f"run `fleet ecmp plan --leaf {leaf}` to read it back"
-    argv = commands[failed_index]
-    sent = shlex.join(argv)
-    if argv[:3] == ("nv", "config", "apply"):
-        staged = "set staged" if failed_index > 0 else "nothing staged"
-        return (f"{staged}, apply sent, no answer ({reason}): the switch may or may not run the new config; "
-                f"{read_back}")
-    if argv[:2] == ("nv", "set"):
-        return (f"`{sent}` sent, no answer ({reason}): the change may be staged but was not applied; the running "
-                f"config is unchanged unless someone applies it (`nv config diff` on the switch shows staged "
-                f"changes, `nv config detach` drops them); {read_back}")
-    return f"`{sent}` sent, no answer ({reason}): the switch may or may not run the new config; {read_back}"
-
-
-class _Audit:
-    def __init__(self, put_action: Callable[[ActionRecord], Any], actor: str, leaf: str,
-                 on_step: StepCallback | None) -> None:
-        self._put = put_action
-        self._actor = actor
-        self._leaf = leaf
-        self._on_step = on_step
-        self.rows: list[ActionRecord] = []
-
-    def row(self, step: str, *, action: str = "ecmp.apply", commands: Sequence[str] = (), output: str = "",
-            before: dict[str, Any] | None = None, after: dict[str, Any] | None = None, verdict: str = "") -> None:
-        record = ActionRecord(time.time(), self._actor, self._leaf, action, step, tuple(commands), output,
-                              before or {}, after or {}, verdict)
-        self.rows.append(record)
-        self._put(record)
-        if self._on_step is not None:
-            self._on_step(step, verdict or ", ".join(commands) or step)
+    return guarded_change.unknown_state(commands, failed_index, reason, f"fleet ecmp plan --leaf {leaf}")
 
 
 def _numbers(balance: LeafBalance | None, probe: ProbeRecord | None) -> dict[str, Any]:
@@ -148,7 +132,13 @@ class EcmpApply:
     def __init__(self, pool: SshPool, host: InventoryHost, remedy: Remedy, *, spines: Collection[str],
                  actor: str, put_action: Callable[[ActionRecord], Any], settings: ApplySettings | None = None,
                  probe: ProbePair | None = None, jobs: Sequence[str] = (), on_step: StepCallback | None = None,
-                 put_probe: Callable[[ProbeRecord], Any] | None = None) -> None:
+                 put_probe: Callable[[ProbeRecord], Any] | None = None, force_reason: str = "",
+                 flow_gbps: float | None = None) -> None:
+        self.force_reason = force_reason
+        """Why the change runs on a leaf whose assessment needs no remedy ("": it needs one); audited."""
+        self.flow_gbps = flow_gbps
+        """One flow's estimated rate (Gb/s) from the leaf's assessment, for the collision estimate."""
+        self._on_step = on_step
         self.pool = pool
         self.host = host
         self.remedy = remedy
@@ -156,11 +146,11 @@ class EcmpApply:
         self.settings = settings or ApplySettings()
         self.probe_pair = probe
         self.jobs = tuple(jobs)
-        self.audit = _Audit(put_action, actor, host.name, on_step)
+        self.audit = Audit(put_action, actor, host.name, on_step, "ecmp.apply")
         self._put_probe = put_probe
-        self._sent = ""
-        """The last change command sent to the switch ("" until the first)."""
-        self._rolling_back = False
+        self.runner = ChangeRunner(pool, host, self.audit, self, self.settings.command_timeout_s,
+                                   actions={"apply": "ecmp.apply", "rollback": "ecmp.rollback"})
+        """Sends the remedy's (and the rollback's) commands: ``fleet.collectors.guarded_change``."""
 
     def _outcome(self, state: str, verdict: str, before: LeafBalance | None = None,
                  after: LeafBalance | None = None, probe_before: ProbeRecord | None = None,
@@ -168,11 +158,17 @@ class EcmpApply:
         return ApplyOutcome(self.host.name, self.remedy.id, state, verdict, before, after,
                             probe_numbers(probe_before), probe_numbers(probe_after), tuple(self.audit.rows))
 
-    async def _measure(self, wait_forwarding_s: float = 0.0) -> Measurement:
+    async def _measure(self, wait_forwarding_s: float = 0.0, uplinks: Mapping[str, str] | None = None) -> Measurement:
         s = self.settings
         return await measure_leaf(self.pool, self.host, self.spines, s.thresholds, window_s=s.window_s,
                                   interval_s=s.interval_s, jobs=self.jobs, wait_forwarding_s=wait_forwarding_s,
-                                  timeout_s=s.command_timeout_s)
+                                  timeout_s=s.command_timeout_s, uplinks=uplinks, flow_gbps=self.flow_gbps,
+                                  on_wait=self._waiting)
+
+    def _waiting(self, words: str) -> None:
+        """Progress while a restarted switch comes back: shown, not audited (the verify row says how long)."""
+        if self._on_step is not None:
+            self._on_step("wait", words)
 
     async def _probe(self) -> ProbeRecord | None:
         if self.probe_pair is None:
@@ -191,24 +187,19 @@ class EcmpApply:
         try:
             return await self._run(read_only)
         except asyncio.CancelledError:
-            leaf = self.host.name
-            if self._rolling_back:
-                self.audit.row("verdict", action="ecmp.rollback", verdict=(
-                    f"cancelled during the rollback after `{self._sent}` was sent: {leaf} may run {self.remedy.id} "
-                    f"or the configuration of the snapshot; run `fleet ecmp plan --leaf {leaf}` to read it"))
-            elif self._sent:
-                self.audit.row("verdict", verdict=(
-                    f"cancelled after `{self._sent}` was sent: {leaf} may run {self.remedy.id} unverified "
-                    f"and not rolled back; run `fleet ecmp plan --leaf {leaf}` to read its config "
-                    f"(rollback: {'; '.join(self.remedy.rollback_lines)})"))
+            self.runner.cancelled(self.remedy.id, f"fleet ecmp plan --leaf {self.host.name}",
+                                  self.remedy.rollback_lines)
             raise
 
     async def _run(self, read_only: bool) -> ApplyOutcome:
         remedy, leaf = self.remedy, self.host.name
         if read_only:
-            return self._outcome("refused", "refused: read-only mode never changes a machine")
+            return self._outcome("refused", READ_ONLY_REFUSAL)
         if remedy.advice_only:
             return self._outcome("refused", f"refused: {remedy.id} is advice for the hosts; nothing to apply")
+        if self.force_reason:
+            self.audit.row("force", before={"remedy": remedy.id, "reason": self.force_reason},
+                           verdict=f"forced: {self.force_reason}")
         snapshot = await read_hash_config(self.pool, leaf, self.host.os, self.settings.command_timeout_s)
         self.audit.row("snapshot", commands=snapshot.commands, output=snapshot.text,
                        before={"config": snapshot.config.as_json(), "remedy": remedy.id},
@@ -222,7 +213,8 @@ class EcmpApply:
                            after={"planned_from": remedy.before.as_json()}, verdict=verdict)
             return self._outcome("refused", verdict)
         try:
-            before = (await self._measure()).balance
+            measured = await self._measure()
+            before = measured.balance
         except MeasureFailed as error:
             self.audit.row("verdict", verdict=f"refused: no counters before the change ({error})")
             return self._outcome("refused", f"refused: no counters before the change ({error})")
@@ -236,7 +228,8 @@ class EcmpApply:
             return self._outcome(applied[0], applied[1], before, None, probe_before)
         try:
             wait = self.settings.restart_wait_s if remedy.restarts_switchd else 0.0
-            after = (await self._measure(wait_forwarding_s=wait)).balance
+            again = await self._measure(wait_forwarding_s=wait, uplinks=measured.uplinks)
+            after = again.balance
         except MeasureFailed as error:
             return await self._rollback(snapshot, f"no counters after the change ({error})", before, None,
                                         probe_before, None)
@@ -244,6 +237,8 @@ class EcmpApply:
         keep, why = improved(before, after, self.settings.thresholds, self.settings.margin)
         worse, probe_words = probe_worse(probe_before, probe_after, self.settings.probe_tolerance)
         words = f"{why}; {probe_words}"
+        if remedy.restarts_switchd:
+            words += f"; switchd back (uplinks up, LLDP, traffic) after {again.waited_s:.0f} s"
         self.audit.row("verify", before=_numbers(before, probe_before), after=_numbers(after, probe_after),
                        verdict=("improved: " if keep and not worse else "not good enough: ") + words)
         if keep and not worse:
@@ -254,50 +249,39 @@ class EcmpApply:
         reason = probe_words if keep else why
         return await self._rollback(snapshot, reason, before, after, probe_before, probe_after)
 
-    async def _run_commands(self, argvs: Sequence[tuple[str, ...]], step: str,
+    def after_refusal(self, step: str, index: int) -> str:
+        """Which configuration the switch runs when ``step``'s command ``index`` was refused (or not built)."""
+        leaf, remedy = self.host.name, self.remedy.id
+        if step == "rollback":
+            return (f"{leaf} still runs {remedy}, which did not pass verification; restore the snapshot by hand: "
+                    + "; ".join(self.remedy.rollback_lines))
+        if index == 0:
+            return f"nothing was applied: {leaf} runs the configuration of the snapshot"
+        return f"nothing was applied (the commands before only staged it): {leaf} runs the configuration of the snapshot"
+
+    def after_no_answer(self, step: str, commands: Sequence[Argv], index: int, reason: str) -> str:
+        """No answer to ``step``'s command ``index``: what the switch may run (``guarded_change.StateWords``)."""
+        leaf = self.host.name
+        if step == "rollback":
+            return (f"unknown: no answer to the rollback's `{self.runner.sent}` ({reason}): {leaf} "
+                    f"runs either {self.remedy.id} or the configuration of the snapshot; run "
+                    f"`fleet ecmp plan --leaf {leaf}` to read which")
+        return "unknown: " + unknown_state(leaf, commands, index, reason)
+
+    async def _run_commands(self, argvs: Sequence[Argv], step: str,
                             snapshot: ConfigSnapshot) -> tuple[str, str] | None:
-        """Run the commands in order; None when all succeeded, else (state, verdict), already audited."""
-        action = "ecmp.rollback" if step == "rollback" else "ecmp.apply"
-        lines: list[str] = []
-        outputs: list[str] = []
-        for index, argv in enumerate(argvs):
-            try:
-                cmd = command(*argv)
-            except CommandError as error:
-                verdict = f"failed: {error}; nothing sent"
-                self.audit.row(step, action=action, commands=lines, output="".join(outputs), verdict=verdict)
-                return "failed", verdict
-            lines.append(cmd.text)
-            self._sent = cmd.text
-            result = await self.pool.run(self.host.name, cmd, self.settings.command_timeout_s)
-            outputs.append(f"$ {cmd.text}\n{result.stdout}{result.stderr}")
-            if result.exit_status is None:
-                verdict = "unknown: " + unknown_state(self.host.name, argvs, index, result.reason)
-                self.audit.row(step, action=action, commands=lines, output="".join(outputs),
-                               before={"config": snapshot.config.as_json()}, verdict=verdict)
-                return "unknown", verdict
-            if result.exit_status != 0:
-                detach = ""
-                if self.host.os == "cumulus" and index > 0:
-                    dropped = await self.pool.run(self.host.name, command("nv", "config", "detach"),
-                                                  self.settings.command_timeout_s)
-                    lines.append("nv config detach")
-                    detach = ("; staged changes detached" if dropped.ok
-                              else f"; `nv config detach` failed ({dropped.reason}): changes may stay staged")
-                verdict = f"failed: the switch refused `{cmd.text}` ({result.reason}){detach}; running config unchanged"
-                self.audit.row(step, action=action, commands=lines, output="".join(outputs), verdict=verdict)
-                return "failed", verdict
-        self.audit.row(step, action=action, commands=lines, output="".join(outputs),
-                       before={"config": snapshot.config.as_json()},
-                       after={"config": self.remedy.after.as_json()} if step == "apply" and self.remedy.after
-                       else {"config": snapshot.config.as_json()},
-                       verdict=f"{step} sent and acknowledged")
-        return None
+        """Run the commands in order; None when all succeeded, else (state, verdict), already audited.
+
+        Each verdict says which configuration the switch runs afterwards (see ``after_refusal``
+        and ``unknown_state``)."""
+        config = {"config": snapshot.config.as_json()}
+        after = {"config": self.remedy.after.as_json()} if step == "apply" and self.remedy.after else config
+        stopped = await self.runner.run(argvs, step, before=config, after=after)
+        return None if stopped is None else (stopped.state, stopped.verdict)
 
     async def _rollback(self, snapshot: ConfigSnapshot, reason: str, before: LeafBalance | None,
                         after: LeafBalance | None, probe_before: ProbeRecord | None,
                         probe_after: ProbeRecord | None) -> ApplyOutcome:
-        self._rolling_back = True
         failed = await self._run_commands(self.remedy.rollback, "rollback", snapshot)
         if failed is not None:
             state = "unknown" if failed[0] == "unknown" else "rollback-failed"
@@ -305,15 +289,22 @@ class EcmpApply:
                                  probe_before, probe_after)
         back = await read_hash_config(self.pool, self.host.name, self.host.os, self.settings.command_timeout_s)
         restored = back.reachable and back.config.same_settings(snapshot.config)
+        leaf = self.host.name
         if restored and snapshot.config.ecmp_fields is None:
-            check = ("rollback acknowledged; the switch does not show its hash configuration, so it could not be "
-                     "read back")
+            check = (f"the switch acknowledged the rollback but does not show its hash configuration: {leaf} "
+                     "should run the configuration of the snapshot, and cannot be read back to prove it")
         elif restored:
-            check = "configuration read back matches the snapshot"
+            check = f"configuration read back matches the snapshot: {leaf} runs it again"
+        elif not back.reachable:
+            check = (f"the switch did not answer the read-back ({back.reason}): {leaf} should run the "
+                     f"configuration of the snapshot; run `fleet ecmp plan --leaf {leaf}` to prove it")
         else:
-            check = f"configuration read back differs from the snapshot: {back.config.as_json()}"
-        state = "rolled-back" if restored else "rollback-failed"
-        verdict = f"rolled back {self.remedy.id} on {self.host.name}: {reason}; {check}"
+            check = (f"configuration read back differs from the snapshot: {leaf} runs {back.config.as_json()}, "
+                     f"neither the snapshot's {snapshot.config.as_json()} nor {self.remedy.id}'s as planned")
+        if self.remedy.restarts_switchd:
+            check += "; the rollback restarted switchd again"
+        state = "rolled-back" if restored else "unknown" if not back.reachable else "rollback-failed"
+        verdict = f"rolled back {self.remedy.id} on {leaf}: {reason}; {check}"
         self.audit.row("verdict", action="ecmp.rollback", commands=back.commands, output=back.text,
                        before=_numbers(before, probe_before) | {"config": snapshot.config.as_json()},
                        after=_numbers(after, probe_after) | {"config": back.config.as_json()}, verdict=verdict)

@@ -4,6 +4,9 @@ The guarded apply must judge a change by what the switch counts now, not by
 the store (which may lag) nor by anything a simulator knows: this polls the
 leaf's own counters through its OS driver every ``interval_s`` for
 ``window_s`` seconds and turns them into a :class:`fleet.fabric.ecmp.LeafBalance`.
+After a change that restarts switchd it first waits, bounded and telling how
+far the switch is back, until the ECMP members are up, LLDP names their spines
+again and traffic flows.
 The probe is a perftest latency run between a node on the leaf and a node on
 another leaf of the same rail, so its path crosses the leaf's uplinks.
 """
@@ -12,8 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from fleet.collectors.commands import command
 from fleet.collectors.inventory import InventoryHost
@@ -37,63 +40,98 @@ class Measurement:
     """The leaf's ports with their LLDP neighbours, as the switch reported them."""
     down_uplinks: tuple[str, ...]
     problems: tuple[str, ...] = ()
+    uplinks: Mapping[str, str] = field(default_factory=dict)
+    """ECMP member port -> its spine (LLDP), as measured."""
+    waited_s: float = 0.0
+    """How long forwarding and LLDP took to come back (``wait_forwarding_s`` > 0), seconds."""
+
+
+WaitCallback = Callable[[str], None]
+"""Told, on every poll while waiting for a restarted switch, how far it is back, in words."""
 
 
 async def measure_leaf(pool: SshPool, host: InventoryHost, spines: Collection[str], thresholds: EcmpThresholds, *,
                        window_s: float, interval_s: float, jobs: Sequence[str] = (),
-                       wait_forwarding_s: float = 0.0, timeout_s: float = 15.0) -> Measurement:
+                       wait_forwarding_s: float = 0.0, timeout_s: float = 15.0,
+                       uplinks: Mapping[str, str] | None = None, flow_gbps: float | None = None,
+                       on_wait: WaitCallback | None = None) -> Measurement:
     """Poll ``host`` until ``window_s`` seconds of uplink rates are in, and assess its balance.
 
-    ``wait_forwarding_s`` > 0: first wait (at most that long) until every
-    uplink is up and the group carries traffic again, e.g. after switchd
-    restarted; samples taken before that are not counted.
+    ``uplinks`` (port -> spine, from an earlier measurement) names the ECMP
+    members; without it they are the ports whose LLDP neighbour is a spine.
+    ``wait_forwarding_s`` > 0: first wait, at most that long, until the switch
+    forwards again, e.g. after switchd restarted: every member port up, LLDP
+    naming its spine again, and the group carrying traffic; each poll meanwhile
+    is told to ``on_wait``. A restarted switch has no LLDP neighbours for a
+    while, which is no reason to give up: only the deadline is. Samples taken
+    before it is back are not counted. ``flow_gbps``: one flow's rate, for the
+    collision estimate (``fleet.fabric.ecmp.assess_leaf``).
     """
     driver = driver_for(host.name, host.os)
     rates = RateTracker(max_gap_s=max(10.0, 3 * interval_s))
     series: dict[str, list[tuple[float, float]]] = {}
     speeds: dict[str, float] = {}
-    uplinks: dict[str, str] = {}
+    members: dict[str, str] = dict(uplinks or {})
     ports: tuple[PortRecord, ...] = ()
     problems: tuple[str, ...] = ()
     down: tuple[str, ...] = ()
-    deadline_forwarding = time.monotonic() + wait_forwarding_s
+    started_wait = time.monotonic()
+    deadline_forwarding = started_wait + wait_forwarding_s
     give_up_s = wait_forwarding_s + 3 * window_s + 10 * interval_s + 2 * timeout_s
     give_up = time.monotonic() + give_up_s
     waiting = wait_forwarding_s > 0
+    waited_s = 0.0
     first_ts: float | None = None
     polls = 0
     while True:
         started = time.monotonic()
         result = await pool.run(host.name, driver.poll_command(), timeout_s)
         if not result.ok:
+            if waiting and time.monotonic() < deadline_forwarding:  # a restarting switch may not answer at once
+                if on_wait is not None:
+                    on_wait(f"{host.name} does not answer yet ({result.reason}); "
+                            f"{time.monotonic() - started_wait:.0f} s of at most {wait_forwarding_s:g} s")
+                await asyncio.sleep(interval_s)
+                continue
             raise MeasureFailed(f"{host.name}: {result.reason}")
         polled = driver.read_poll(result.stdout, time.time())
         polls += 1
         if polls == 1 and host.os == "cumulus":
             continue  # NVUE lists its ports first; counters come from the next poll on
         ports, problems = polled.ports, polled.problems
-        uplinks = {p.device: p.peer_host for p in ports if p.peer_host in spines}
-        if not uplinks:
+        neighbours = {p.device: p.peer_host for p in ports if p.peer_host in spines}
+        if not members:
+            members = neighbours
+        if not members and not waiting:
             raise MeasureFailed(f"{host.name}: no port has a spine as its LLDP neighbour: no ECMP group to measure")
         if time.monotonic() > give_up:
             raise MeasureFailed(f"{host.name}: no {window_s:g} s of uplink rates within {give_up_s:g} s "
                                 f"({'; '.join(problems[:2]) or 'no throughput in the output'})")
-        speeds.update({p: s for p, s in polled.speeds_gbps.items() if p in uplinks})
+        speeds.update({p: s for p, s in polled.speeds_gbps.items() if p in members})
         values = dict(polled.sample.values)
         values.update(rates.update(polled.sample).sample.values)
-        down = tuple(sorted(p for p in uplinks if values.get(("sw_oper_up", p, ""), 1.0) < 1.0))
-        tx = {p: values[("sw_tx_gbps", p, "")] for p in uplinks if ("sw_tx_gbps", p, "") in values}
+        down = tuple(sorted(p for p in members if values.get(("sw_oper_up", p, ""), 1.0) < 1.0))
+        tx = {p: values[("sw_tx_gbps", p, "")] for p in members if ("sw_tx_gbps", p, "") in values}
         if waiting:
-            forwarding = not down and len(tx) == len(uplinks) and sum(tx.values()) / max(1, len(tx)) >= \
-                thresholds.min_mean_gbps
-            if forwarding:
+            lldp_back = [p for p in members if neighbours.get(p) == members[p]]
+            carrying = bool(members) and len(tx) == len(members) and \
+                sum(tx.values()) / len(members) >= thresholds.min_mean_gbps
+            if members and not down and len(lldp_back) == len(members) and carrying:
                 waiting = False
+                waited_s = time.monotonic() - started_wait
                 rates.forget(host.name)
                 rates.update(polled.sample)  # rates from here on cover only the restarted switch
                 tx = {}
+                if on_wait is not None:
+                    on_wait(f"{host.name} forwards again: {len(members)} uplinks up with their LLDP neighbours "
+                            f"after {waited_s:.0f} s")
             elif time.monotonic() > deadline_forwarding:
-                raise MeasureFailed(f"{host.name}: uplinks {', '.join(down) or 'idle'} not forwarding "
-                                    f"{wait_forwarding_s:g} s after the change")
+                raise MeasureFailed(
+                    f"{host.name}: not forwarding {wait_forwarding_s:g} s after the change "
+                    f"({_back_words(members, down, lldp_back, carrying)})")
+            elif on_wait is not None:
+                on_wait(f"waiting for {host.name}: {_back_words(members, down, lldp_back, carrying)}; "
+                        f"{time.monotonic() - started_wait:.0f} s of at most {wait_forwarding_s:g} s")
         if tx and not waiting:
             for port, gbps in tx.items():
                 series.setdefault(port, []).append((polled.sample.ts, gbps))
@@ -101,10 +139,20 @@ async def measure_leaf(pool: SshPool, host: InventoryHost, spines: Collection[st
             if polled.sample.ts - first_ts >= window_s - interval_s / 2:
                 break
         await asyncio.sleep(max(0.0, interval_s - (time.monotonic() - started)))
-    members = [UplinkSeries(port, uplinks[port], speeds.get(port, 0.0),
-                            tuple(t for t, _ in series.get(port, ())), tuple(g for _, g in series.get(port, ())))
-               for port in sorted(uplinks, key=lambda port: (uplinks[port], port))]
-    return Measurement(assess_leaf(host.name, members, thresholds, jobs), ports, down, problems)
+    group = [UplinkSeries(port, members[port], speeds.get(port, 0.0),
+                          tuple(t for t, _ in series.get(port, ())), tuple(g for _, g in series.get(port, ())))
+             for port in sorted(members, key=lambda port: (members[port], port))]
+    return Measurement(assess_leaf(host.name, group, thresholds, jobs, flow_gbps), ports, down, problems,
+                       dict(members), waited_s)
+
+
+def _back_words(members: Mapping[str, str], down: Sequence[str], lldp_back: Sequence[str], carrying: bool) -> str:
+    """``3 of 4 uplinks up, LLDP back on 2 of 4, no traffic yet``."""
+    if not members:
+        return "no uplink known yet (no LLDP neighbour is a spine)"
+    total = len(members)
+    return (f"{total - len(down)} of {total} uplinks up, LLDP back on {len(lldp_back)} of {total}, "
+            f"{'carrying traffic' if carrying else 'no traffic yet'}")
 
 
 @dataclass(frozen=True, slots=True)

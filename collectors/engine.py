@@ -1,20 +1,24 @@
 """The collector: every node, switch and the Slurm head, streamed into the store.
 
 One ``SshPool`` for the whole fleet; one poller task per host, so a slow or
-hung host only ever delays itself. The console runs ``Collector.run()`` as a
-worker; ``fleet collect`` runs it headless, or ``run_once()`` for one round.
+hung host only ever delays itself, and each runs guarded, so a host whose
+output cannot be read only ever fails itself (docs/hostile-input.md). The
+console runs ``Collector.run()`` as a worker; ``fleet collect`` runs it
+headless, or ``run_once()`` for one round.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from fleet.collectors.agent_reader import AgentKeys
 from fleet.collectors.inventory import Inventory
+from fleet.collectors.isolation import guarded, guarded_once
 from fleet.collectors.node_poller import CollectorStats, CollectSettings, NodePoller
 from fleet.collectors.optics import OpticsReader
 from fleet.collectors.rate_queue import RateQueue
@@ -101,15 +105,33 @@ class Collector:
         status = self.status.get(host)
         return status is not None and status.state.is_failure
 
+    def _retry_s(self, host: str) -> Callable[[], float]:
+        """When a failed host is tried again: the pool's backoff, and never sooner than an interval."""
+        return lambda: max(self.pool.next_retry_s(host), self.settings.interval_s)
+
+    def _loops(self, stop: asyncio.Event) -> list[tuple[str, Callable[[], Awaitable[object]]]]:
+        """Every host's poller loops, by host."""
+        loops: list[tuple[str, Callable[[], Awaitable[object]]]] = []
+        for node in self.nodes:
+            loops.append((node.host.name, functools.partial(node.run, stop)))
+            if node.mode == "agent":
+                loops.append((node.host.name, functools.partial(node.facts_loop, stop)))
+        loops += [(switch.host.name, functools.partial(switch.run, stop)) for switch in self.switches]
+        if self.slurm is not None:
+            loops.append((self.slurm.host.name, functools.partial(self.slurm.run, stop)))
+        return loops
+
     async def run(self) -> None:
-        """Collect until cancelled or ``close()``; never raises for a machine's fault."""
+        """Collect until cancelled or ``close()``; never raises for a machine's fault.
+
+        Each host's loops run ``guarded`` (``fleet.collectors.isolation``): whatever one
+        host prints, it becomes that host's ``unparsable`` state and its loop starts again
+        on the retry schedule, while every other host goes on.
+        """
         self._started = time.monotonic()
         stop = self._stop
-        tasks = [asyncio.ensure_future(p.run(stop)) for p in self.nodes]
-        tasks += [asyncio.ensure_future(p.facts_loop(stop)) for p in self.nodes if p.mode == "agent"]
-        tasks += [asyncio.ensure_future(p.run(stop)) for p in self.switches]
-        if self.slurm is not None:
-            tasks.append(asyncio.ensure_future(self.slurm.run(stop)))
+        tasks = [asyncio.ensure_future(guarded(host, self.status, loop, stop, self._retry_s(host)))
+                 for host, loop in self._loops(stop)]
         tasks.append(asyncio.ensure_future(self._report(stop)))
         try:
             await asyncio.gather(*tasks)
@@ -124,9 +146,11 @@ class Collector:
     async def run_once(self) -> RoundSummary:
         """One round over every host at once; a hung host costs ``hung_after_s``, never more."""
         self._started = time.monotonic()
-        jobs = [p.once() for p in self.nodes] + [p.poll() for p in self.switches]
+        rounds: list[tuple[str, Callable[[], Awaitable[object]]]] = [(p.host.name, p.once) for p in self.nodes]
+        rounds += [(p.host.name, p.poll) for p in self.switches]
         if self.slurm is not None:
-            jobs.append(self.slurm.poll())
+            rounds.append((self.slurm.host.name, self.slurm.poll))
+        jobs = [guarded_once(host, self.status, work) for host, work in rounds]
         try:
             await asyncio.gather(*jobs)
         finally:

@@ -21,12 +21,14 @@ import csv
 import os
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import hostlist
+
+from fleet.collectors.ssh_names import hostname_problem, jump_host_problem, username_problem
 
 MODES = ("agent", "commands")
 SWITCH_OSES = ("cumulus", "sonic")
@@ -302,9 +304,27 @@ class _Loader:
         if not names or any(not name for name in names):
             raise self.error(table, index, key, f"hostlist {text!r} names no host")
         for name in names:
-            if name.startswith("-") or any(char.isspace() or char in "@/\\" for char in name):
-                raise self.error(table, index, key, f"{name!r} is not a usable host name")
+            problem = hostname_problem(name)
+            if problem is not None:
+                raise self.error(table, index, key, f"{name!r} is not a usable host name: {problem}")
         return names
+
+    def address(self, table: str, index: int, data: Mapping[str, Any]) -> str:
+        """The entry's ``address`` ("" when absent), refused where OpenSSH would refuse it."""
+        address = self.string(table, index, data, "address") or ""
+        problem = hostname_problem(address) if address else None
+        if problem is not None:
+            raise self.error(table, index, "address", f"{address!r} is not a usable address: {problem}")
+        return address
+
+    def checked(self, table: str, index: int, data: Mapping[str, Any], key: str,
+                check: Callable[[str], str | None]) -> str | None:
+        """The string ``key``, refused with ``check``'s reason when ``check`` finds one."""
+        value = self.string(table, index, data, key)
+        problem = check(value) if value is not None else None
+        if problem is not None:
+            raise self.error(table, index, key, f"{value!r} is not usable: {problem}")
+        return value
 
     def single_host_only(self, table: str, index: int, data: Mapping[str, Any], names: list[str]) -> None:
         for key in ("address", "port"):
@@ -320,11 +340,11 @@ class _Loader:
         if isinstance(interval, bool) or not isinstance(interval, int | float) or interval <= 0:
             raise self.error("defaults", 0, "interval", f"must be a positive number of seconds, got {interval!r}")
         return _Defaults(
-            user=self.string("defaults", 0, data, "user"),
+            user=self.checked("defaults", 0, data, "user", username_problem),
             port=self.port("defaults", 0, data),
             identity_file=self.file("defaults", 0, data, "identity_file"),
             known_hosts=self.file("defaults", 0, data, "known_hosts"),
-            jump_host=self.string("defaults", 0, data, "jump_host"),
+            jump_host=self.checked("defaults", 0, data, "jump_host", jump_host_problem),
             mode=self.choice("defaults", 0, data, "mode", MODES) or "agent",
             interval_s=float(interval),
         )
@@ -353,7 +373,7 @@ class _Loader:
             names = self.names("nodes", index, entry)
             self.single_host_only("nodes", index, entry, names)
             mode = self.choice("nodes", index, entry, "mode", MODES) or defaults.mode
-            address = self.string("nodes", index, entry, "address") or ""
+            address = self.address("nodes", index, entry)
             port = self.port("nodes", index, entry) or defaults.port
             for name in names:
                 add(make(name, "node", address, port, "linux", mode), "nodes", index, "names")
@@ -365,7 +385,7 @@ class _Loader:
             role = self.choice("switches", index, entry, "role", SWITCH_ROLES)
             if role is None:
                 raise self.error("switches", index, "role", "missing (leaf or spine)")
-            address = self.string("switches", index, entry, "address") or ""
+            address = self.address("switches", index, entry)
             port = self.port("switches", index, entry) or defaults.port
             for name in names:
                 add(make(name, role, address, port, switch_os, "commands"), "switches", index, "names")
@@ -375,7 +395,7 @@ class _Loader:
             names = self.names("slurm", 0, slurm, "host")
             if len(names) != 1:
                 raise self.error("slurm", 0, "host", "must name exactly one host")
-            address = self.string("slurm", 0, slurm, "address") or ""
+            address = self.address("slurm", 0, slurm)
             port = self.port("slurm", 0, slurm) or defaults.port
             add(make(names[0], "head", address, port, "linux", "commands"), "slurm", 0, "host")
         cabling_path: Path | None = None

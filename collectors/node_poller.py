@@ -28,6 +28,8 @@ from fleet.collectors.agent_reader import (
 from fleet.collectors.command_mode import CommandModeNode
 from fleet.collectors.commands import Glob, agent_command, command
 from fleet.collectors.inventory import InventoryHost
+from fleet.collectors.isolation import Unparsable, describe, read_output
+from fleet.collectors.module_limits import module_limit_values, module_parts
 from fleet.collectors.parsers.lldp import parse_lldp
 from fleet.collectors.rate_queue import RateQueue
 from fleet.collectors.sections import sectioned, split_sections
@@ -38,6 +40,7 @@ from fleet.fabric.events import Event, Severity
 from fleet.fabric.records import HostRecord, PortRecord
 from fleet.fabric.samples import HostSample
 from fleet.fabric.states import HostState
+from fleet.fabric.text import clean_text
 from fleet.store.writer import StoreWriter
 
 MAX_CLOCK_SKEW_S = 30.0
@@ -94,6 +97,8 @@ class NodePoller:
         self._netdev_owner: dict[str, str] = {}
         """netdev -> RDMA device, from the samples, for LLDP neighbours."""
         self._facts_due = 0.0
+        self._facts_problem = ""
+        """Why the last facts read could not be read ("" when it could): the node stays unparsable."""
         self._last_line_at = 0.0
         self._lines_in_stream = 0
         """Lines of the current agent stream: the first one's delay is judged apart (set-up)."""
@@ -118,15 +123,21 @@ class NodePoller:
         self._stats.lines += 1
         self.got_sample.set()
 
-    def _refused(self, reason: str) -> None:
-        self._status.set(self.host.name, HostState.UNPARSABLE, f"agent line: {reason}")
+    def _answered(self, state: HostState, reason: str = "") -> None:
+        """The node answered: ``state`` is its state, unless its last facts read was unreadable,
+        which keeps it ``unparsable`` (with that reason) until a facts read succeeds."""
+        if self._facts_problem and state is HostState.OK:
+            state, reason = HostState.UNPARSABLE, self._facts_problem
+        self._status.set(self.host.name, state, reason)
 
     def _on_agent_line(self, text: str) -> None:
         try:
             read = self._stream.read(text)
-        except AgentLineError as error:
-            self._refused(str(error))
-            return
+        except Exception as error:  # the node's line: whatever reading it raises is the node's (isolation)
+            # Ends this stream (nothing more of it is read: a flood of bad lines costs one), and the
+            # guarded loop marks the node and starts the agent again, with a full line, on its schedule.
+            raise Unparsable("agent line", str(error) if isinstance(error, AgentLineError) else describe(error)) \
+                from error
         sample, now = read.sample, time.time()
         if abs(sample.ts - now) > MAX_CLOCK_SKEW_S:
             sample = replace(sample, ts=now)
@@ -139,12 +150,12 @@ class NodePoller:
         if self._lines_in_stream == 0:
             # The first line's wait includes the session's start: _agent_stream judges it.
             if current is None or current.state is not HostState.SLOW:
-                self._status.set(self.host.name, HostState.OK)
+                self._answered(HostState.OK)
         elif gap_s - self._settings.interval_s > self._settings.slow_after_s:
             self._status.set(self.host.name, HostState.SLOW,
                              f"agent lines {gap_s:.1f} s apart (interval {self._settings.interval_s:g} s)")
         else:
-            self._status.set(self.host.name, HostState.OK)
+            self._answered(HostState.OK)
         self._lines_in_stream += 1
 
     # --- modes ---------------------------------------------------------------
@@ -182,13 +193,17 @@ class NodePoller:
         result = await self._pool.run(self.host.name, self._command_node.tick_command(),
                                       timeout_s=self._settings.hung_after_s)
         if result.state in (HostState.OK, HostState.SLOW):
-            line = self._command_node.read(result.stdout, time.time())
+            try:
+                line = self._command_node.read(result.stdout, time.time())
+            except Unparsable as error:
+                self._status.set(self.host.name, HostState.UNPARSABLE, error.reason)
+                return result
             if not line.ports and not line.gpus:
                 self._status.set(self.host.name, HostState.UNPARSABLE,
                                  "no RDMA port and no GPU in the output: " + "; ".join(line.errors[:2]))
                 return result
             self._queue_tick(line)
-        self._status.set(self.host.name, result.state, result.reason)
+        self._answered(result.state, result.reason)
         return result
 
     @staticmethod
@@ -200,16 +215,29 @@ class NodePoller:
     # --- facts and neighbours ---------------------------------------------------
 
     async def read_facts(self) -> None:
-        """Kernel, firmware, GPU driver, and LLDP neighbours of each RDMA netdev."""
+        """Kernel, firmware, GPU driver, LLDP neighbours and module thresholds of each RDMA netdev.
+
+        Every string kept is the node's: cleaned (``clean_text``) before it is stored.
+        Output that cannot be read makes the node ``unparsable`` until a read succeeds.
+        """
         result = await self._pool.run(self.host.name, sectioned([
             ("kernel", command("uname", "-r")),
             ("fw", command("grep", "-H", ".", Glob("/sys/class/infiniband/*/fw_ver"))),
             ("gpu", command("nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader")),
             ("lldp", command("lldpctl", "-f", "json")),
+            *module_parts(self._netdev_owner),
         ]), timeout_s=self._settings.hung_after_s)
+        if result.state is HostState.UNPARSABLE:  # over the pool's output caps
+            self._unreadable_facts(result.reason)
         if not result.ok:
             return
         sections = split_sections(result.stdout)
+        try:
+            neighbours = read_output("lldpctl -f json", parse_lldp, sections.get("lldp", ""))
+            limits = read_output("ethtool -m", lambda _: module_limit_values(sections, self._netdev_owner), "")
+        except Unparsable as error:
+            self._unreadable_facts(error.reason)
+            return
         info = {"kernel": sections.get("kernel", "").strip()}
         for line in sections.get("fw", "").splitlines():
             path, _, value = line.partition(":")
@@ -220,16 +248,25 @@ class NodePoller:
         if gpu_lines:
             info["gpu_model"] = gpu_lines[0][0].strip()
             info["gpu_driver"] = gpu_lines[0][1].strip()
+        info = {clean_text(key, one_line=True): clean_text(value, one_line=True) for key, value in info.items()}
         self._writer.put_hosts([HostRecord(self.host.name, "node", self.host.connect_address, "linux", info=info)])
-        neighbours = parse_lldp(sections.get("lldp", ""))
+        if limits:
+            self._writer.put_samples(HostSample(self.host.name, time.time(), limits))
         ports = [
             PortRecord(self.host.name, self._netdev_owner.get(n.local_interface, ""), "1", n.local_interface,
-                       "Ethernet", n.chassis_name, n.port_id)
+                       "Ethernet", clean_text(n.chassis_name, one_line=True), clean_text(n.port_id, one_line=True))
             for n in neighbours.neighbors
             if n.local_interface in self._netdev_owner
         ]
         if ports:
             self._writer.put_ports(ports)
+        if self._facts_problem:
+            self._facts_problem = ""
+            self._answered(result.state, result.reason)
+
+    def _unreadable_facts(self, reason: str) -> None:
+        self._facts_problem = reason
+        self._status.set(self.host.name, HostState.UNPARSABLE, reason)
 
     # --- loops ---------------------------------------------------------------
 
@@ -284,7 +321,7 @@ class NodePoller:
             await asyncio.wait({watcher, stream}, return_when=asyncio.FIRST_COMPLETED)
             stop.set()
             watcher.cancel()
-            result = await stream
+            result = await stream  # an unreadable first line raises Unparsable: the round marks the node
             if self._lacks_python(result):
                 self._fall_back(result)
                 await self._command_tick()

@@ -3,8 +3,8 @@
 Why: a link test on 128 nodes starts 16,256 perftest sides. Each through its
 own SSH session costs a channel open, an exec request, output, exit status,
 EOF and two closes at both ends, and on a real node sshd's fork, PAM and the
-login shell; in a profile of the link test the channels were about half of
-the console's CPU. The probe runner (``collectors/probe_runner.py``) is
+login shell; in a link test the channels are about half of the console's
+CPU. The probe runner (``collectors/probe_runner.py``) is
 started once per node on the node's python3 and keeps its session: a start is
 one line, a stop another, and the output comes back as lines tagged with the
 command's id (docs/probe-runner.md).

@@ -4,9 +4,9 @@ asyncssh formats every packet's name and size for its packet log
 (``SSHPacketLogger._log_packet``) before its logger checks whether the packet
 debug level is on, and turns every log call's arguments into text
 (``SSHLogger.log``) before the standard library checks whether the level is
-enabled. Off by default, both are pure waste: in a profiled 128-node link test
-(8,128 probes, ~210,000 packets each way) they took ~6% of the console's CPU
-and as much of the simulator's, on the path of every probe's start.
+enabled. Off by default, both are pure waste: in a 128-node link test (8,128
+probes, ~210,000 packets each way) they take ~6% of the console's CPU and as
+much of the simulator's, on the path of every probe's start.
 :func:`quiet_when_off` checks first and then calls asyncssh's own code, so
 ``asyncssh.set_debug_level(3)`` with a DEBUG handler logs exactly as before.
 """

@@ -1,6 +1,6 @@
 """One SSH transport for the whole fleet: a connection per host, reused, on asyncssh.
 
-Why it looks like this (measured against clush/pdsh, see issue 3):
+Why it looks like this (compared with clush/pdsh on a 1,024-host simulated fleet):
 - known_hosts is read ONCE into an ``SSHKnownHosts`` object and that object is
   passed to every connect; passing the path re-reads the file per connect and
   cost five times the CPU at 1,024 hosts.
@@ -13,9 +13,9 @@ Why it looks like this (measured against clush/pdsh, see issue 3):
 - Commands and streams use asyncssh's session callbacks, not its process API:
   output is kept as bytes and decoded once, a stream's lines are split and
   handed on inside the data callback, and one timer per stream watches for
-  silence. The process API cost a readline task and an ``asyncio.wait`` per
-  line and three tasks per command (collector CPU per agent line 0.27 -> 0.17
-  ms, per command on 256 open connections 0.65 -> 0.42 ms, against the simulator).
+  silence. The process API costs a readline task and an ``asyncio.wait`` per
+  line and three tasks per command: about half again the collector's CPU per
+  agent line and per command, against the simulator.
 
 Host keys: a key that differs from known_hosts, or a host that known_hosts does
 not list, is refused before authentication (nothing is sent to that machine).
@@ -25,7 +25,9 @@ changed key is refused even then.
 
 ``~/.ssh/config`` (HostName, User, Port, IdentityFile, ProxyJump ...) is
 honoured by asyncssh; the ssh-agent is used when ``SSH_AUTH_SOCK`` is set;
-inventory identity files and jump hosts override the config.
+inventory identity files and jump hosts override the config. An inventory identity file
+that group or others may access is refused before connecting, in OpenSSH's words
+(``collectors/identity_file.py``), as ``ssh -i`` would refuse it.
 """
 
 from __future__ import annotations
@@ -46,15 +48,29 @@ from typing import Any
 import asyncssh
 
 from fleet.collectors.commands import Command
+from fleet.collectors.identity_file import identity_file_problem
 from fleet.collectors.inventory import InventoryHost
 from fleet.collectors.ssh_ignore import only_for_cbc
 from fleet.collectors.ssh_logging import quiet_when_off
 from fleet.fabric.events import Event, Severity
 from fleet.fabric.records import HostStatus
 from fleet.fabric.states import HostState
+from fleet.fabric.text import clean_text
 
 STDERR_KEEP_BYTES = 4096
 """How much of a command's stderr a result keeps (the tail: where the error usually is)."""
+
+MIB = 1 << 20
+OUTPUT_CAP_BYTES = 8 * MIB
+"""The most stdout one command may print: beyond it the host is ``unparsable`` and the channel
+is closed. The largest output fleet reads each tick is a command-mode tick of an 8-NIC node:
+sysfs counters (~0.1 MiB), ``nvidia-smi``, ``ethtool -m``, and ``ethtool -S`` of 8 netdevs, which
+for mlx5 lists some 80 counters per channel (docs.kernel.org, mlx5 "Ethtool counters"):
+~2.4 MiB at 128 channels. 8 MiB leaves 3x headroom and bounds what one host can make the
+collector hold (docs/hostile-input.md)."""
+LINE_CAP_BYTES = 1 * MIB
+"""The longest line a command or a stream may print: beyond it the host is ``unparsable``. An
+agent line of an 8-NIC node with its optics is under 64 KiB, a tool's line under 4 KiB."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,9 +107,16 @@ class PoolSettings:
     max_connecting: int = 64
     slow_threshold_s: float = 5.0
     backoff_initial_s: float = 1.0
-    backoff_max_s: float = 60.0
+    backoff_max_s: float = 20.0
+    """The longest wait between two connection attempts to a host that failed: a host back from an
+    outage is seen again within it (the diagnosis closes its ``node_unreachable`` a run later, within
+    its 45 s target); an attempt at a refusing host costs a SYN, at a silent one ``connect_timeout_s``."""
     keepalive_interval_s: float = 30.0
     keepalive_count_max: int = 3
+    max_output_bytes: int = OUTPUT_CAP_BYTES
+    """A command's stdout beyond this: ``unparsable``, channel closed (``run(max_output_bytes=)`` per call)."""
+    max_line_bytes: int = LINE_CAP_BYTES
+    """A line of a command or a stream longer than this: ``unparsable``, channel closed."""
     ssh_config: tuple[Path, ...] | None = None
     """None: asyncssh's default (``~/.ssh/config`` when it exists); ``()``: no config file."""
     open_files_wanted: int = 65536
@@ -103,7 +126,7 @@ class PoolSettings:
     )
     """Ciphers in order of preference: AES-GCM first. asyncssh's default puts
     chacha20-poly1305 first, which builds a new cipher context per packet: at 1,024
-    hosts a round on open connections cost 1.9x the CPU (``fleet bench collect``)."""
+    hosts a round on open connections costs 1.9x the CPU (``python -m benchmarks collect``)."""
 
 
 def raise_open_file_limit(wanted: int) -> int:
@@ -121,6 +144,7 @@ class _Failure(Exception):
     """A connection that could not be made, already classified."""
 
     def __init__(self, state: HostState, reason: str) -> None:
+        reason = clean_text(reason, one_line=True)  # may quote the server (a disconnect's reason)
         super().__init__(reason)
         self.state = state
         self.reason = reason
@@ -282,6 +306,9 @@ class SshPool:
     async def _client_keys(self, path: Path | None) -> Sequence[asyncssh.SSHKey] | tuple[()]:
         if path is None:
             return ()
+        too_open = await asyncio.to_thread(identity_file_problem, path)  # on every try: a chmod takes effect
+        if too_open is not None:
+            raise _Failure(HostState.AUTH_FAILED, too_open)
         cached = self._keys.get(path)
         if cached is None:
             try:
@@ -334,7 +361,7 @@ class SshPool:
         if isinstance(exc, asyncssh.HostKeyNotVerifiable):
             if client.key_verdict == "changed":
                 return _Failure(HostState.HOST_KEY_MISMATCH,
-                                f"host key CHANGED (offered {client.offered_key}; not in known_hosts): "
+                                f"known_hosts holds other keys: host key CHANGED (offered {client.offered_key}): "
                                 "refused before authentication; check for a reinstall or an impostor")
             if client.key_verdict == "unknown":
                 return _Failure(HostState.HOST_KEY_MISMATCH,
@@ -446,7 +473,7 @@ class SshPool:
         return RunResult(host, HostState.OK, seconds=time.monotonic() - started)
 
     async def run(self, host: str, command: Command, timeout_s: float,
-                  gate: asyncio.Future[None] | None = None) -> RunResult:
+                  gate: asyncio.Future[None] | None = None, *, max_output_bytes: int | None = None) -> RunResult:
         """Run ``command`` on ``host`` and wait for it to exit, at most ``timeout_s`` seconds.
 
         The timeout covers opening the channel and the command itself; connection
@@ -454,7 +481,9 @@ class SshPool:
         ``gated`` command, once ``gate`` is done: its line is sent then (the wait does
         not count against the timeout). Cancelled before that, the channel is closed
         and the command never runs. Never raises for a machine's fault: every outcome
-        is a ``RunResult``.
+        is a ``RunResult``. Output over ``max_output_bytes`` (default: the pool's
+        ``max_output_bytes``) or a line over ``max_line_bytes`` is not kept: the channel is
+        closed and the result is UNPARSABLE, saying which cap (the connection stays open).
         """
         if command.gated != (gate is not None):
             raise ValueError("a gated command needs a gate, and a gate a gated command")
@@ -465,7 +494,9 @@ class SshPool:
         except _Failure as failure:
             return self._result(pooled, started, failure.state, failure.reason)
         command_started = time.monotonic()  # slow means slow to answer, not slow to connect
-        session = _Output(asyncio.get_running_loop())
+        caps = _Caps(self.settings.max_output_bytes if max_output_bytes is None else max_output_bytes,
+                     self.settings.max_line_bytes)
+        session = _Output(asyncio.get_running_loop(), caps)
         chan: asyncssh.SSHClientChannel[bytes] | None = None
         try:
             async with asyncio.timeout(timeout_s) as deadline:
@@ -489,6 +520,10 @@ class SshPool:
                                 stdout=out, stderr=session.stderr.text())
         except (asyncssh.Error, OSError) as exc:
             return self._lost(pooled, started, exc)
+        if caps.over and chan is not None:
+            chan.close()  # what it still sends is dropped; the connection serves the next command
+            return self._result(pooled, started, HostState.UNPARSABLE, f"{_tools(command)}: {caps.over}",
+                                stderr=session.stderr.text())
         if lost is not None:
             return self._lost(pooled, started, lost)
         out, err = b"".join(session.stdout).decode("utf-8", "replace"), session.stderr.text()
@@ -521,7 +556,9 @@ class SshPool:
         which ends the agent) or the command exited 0; HUNG when no line came
         within ``first_line_timeout_s`` of the start or ``line_timeout_s`` of the
         previous line; COMMAND_FAILED on a non-zero exit (stderr kept);
-        UNREACHABLE when the connection broke. Lines are passed without the newline.
+        UNREACHABLE when the connection broke; UNPARSABLE when a line went over the
+        pool's ``max_line_bytes`` (the channel is closed, the connection kept). Lines
+        are passed without the newline.
         ``on_line`` runs inside the SSH channel's data callback, so no line waits
         for a task; an exception it raises ends the stream and is raised here.
         Cancelling the call closes the channel. ``on_open`` is given the channel's
@@ -535,13 +572,14 @@ class SshPool:
         except _Failure as failure:
             return self._result(pooled, started, failure.state, failure.reason)
         stop = stop or asyncio.Event()
-        session = _Lines(asyncio.get_running_loop(), on_line, stop, first_line_timeout_s, line_timeout_s)
+        session = _Lines(asyncio.get_running_loop(), on_line, stop, first_line_timeout_s, line_timeout_s,
+                         self.settings.max_line_bytes)
         stop_wait = asyncio.ensure_future(stop.wait())
         chan: asyncssh.SSHClientChannel[bytes] | None = None
         try:
             async with asyncio.timeout(first_line_timeout_s):
                 chan, _ = await conn.create_session(lambda: session, command.text, encoding=None)
-            session.watch(chan)
+            session.watch()
             if on_open is not None:
                 on_open(chan.write)
             self._set_state(pooled, HostState.OK, "")
@@ -565,6 +603,9 @@ class SshPool:
             return self._result(pooled, started, HostState.OK, "stream stopped", lines=lines)
         if session.error is not None:
             raise session.error
+        if session.over:
+            return self._result(pooled, started, HostState.UNPARSABLE, f"{_tools(command)}: {session.over}",
+                                stderr=err, lines=lines)
         if session.hung:
             return self._result(pooled, started, HostState.HUNG, session.hung, stderr=err, lines=lines)
         lost = session.closed.result()
@@ -623,7 +664,8 @@ class _StderrTail:
             self._chunks, self._size = [kept], len(kept)
 
     def text(self) -> str:
-        return _tail(b"".join(self._chunks).decode("utf-8", "replace"))
+        """The tail, decoded and cleaned (``clean_text``): stderr is the machine's words."""
+        return clean_text(_tail(b"".join(self._chunks).decode("utf-8", "replace")))
 
 
 async def _gate_or_close(chan: asyncssh.SSHClientChannel[bytes], gate: asyncio.Future[None]) -> None:
@@ -636,21 +678,66 @@ async def _gate_or_close(chan: asyncssh.SSHClientChannel[bytes], gate: asyncio.F
         raise
 
 
-class _Output(asyncssh.SSHClientSession[bytes]):
-    """run(): keeps the raw output, decoded once at the end (a character split across packets stays whole)."""
+@dataclass(slots=True)
+class _Caps:
+    """run()'s limits on one command's stdout, and what it has printed so far (bytes)."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    output_bytes: int
+    line_bytes: int
+    printed: int = 0
+    open_line: int = 0
+    """Bytes of the line not yet ended by a newline."""
+    over: str = ""
+    """Which limit the output went over, in words; "" while within both."""
+
+    def take(self, data: bytes) -> bool:
+        """Count ``data``; False (and ``over`` set) once the output or one of its lines is too long.
+
+        One ``find`` and one ``rfind`` per packet: a line inside a packet is no longer than the
+        packet (32 KiB at most), so only a packet longer than the line cap is split to look.
+        """
+        self.printed += len(data)
+        first = data.find(b"\n")
+        if first < 0:
+            self.open_line += len(data)
+        else:
+            longest = self.open_line + first
+            if len(data) > self.line_bytes:
+                longest = max(longest, *(len(line) for line in data[first + 1:].split(b"\n")))
+            self.open_line = len(data) - data.rfind(b"\n") - 1
+            if longest > self.line_bytes:
+                self.over = f"a line over {self.line_bytes} bytes"
+        if self.open_line > self.line_bytes:
+            self.over = f"a line over {self.line_bytes} bytes"
+        if self.printed > self.output_bytes:
+            self.over = f"output over {self.output_bytes} bytes"
+        return not self.over
+
+
+class _Output(asyncssh.SSHClientSession[bytes]):
+    """run(): keeps the raw output, decoded once at the end (a character split across packets stays whole).
+
+    Output over its ``caps`` is not kept: ``closed`` is set at once (the caller closes the channel).
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, caps: _Caps) -> None:
         self.stdout: list[bytes] = []
         self.stderr = _StderrTail()
         self.exit = _Exit()
+        self.caps = caps
         self.closed: asyncio.Future[Exception | None] = loop.create_future()
-        """Set when the channel closes: None, or why the connection broke."""
+        """Set when the channel closes (None, or why the connection broke), or when the output went over its caps."""
 
     def data_received(self, data: bytes, datatype: asyncssh.DataType) -> None:
-        if datatype is None:
-            self.stdout.append(data)
-        else:
+        if datatype is not None:
             self.stderr.add(data)
+        elif not self.caps.over:
+            if self.caps.take(data):
+                self.stdout.append(data)
+            else:
+                self.stdout.clear()
+                if not self.closed.done():
+                    self.closed.set_result(None)
 
     def exit_status_received(self, status: int) -> None:
         self.exit.exited(status)
@@ -669,14 +756,13 @@ class _Lines(asyncssh.SSHClientSession[bytes]):
     No task or timer per line: one watchdog timer per stream wakes at the
     deadline of the line it expects, and reschedules itself when a line came
     meanwhile. A line is decoded whole, so a character split across packets
-    decodes right. A line longer than the channel window (2 MiB by default) is
-    delivered in pieces of about the window (asyncssh's ``readline`` cut at
-    2 Mi characters), so memory stays bounded; ``on_line`` runs synchronously,
+    decodes right. A line longer than ``max_line_bytes`` ends the stream (``over``
+    says so) instead of growing without bound; ``on_line`` runs synchronously,
     so a fast stream is held back by TCP rather than queued here.
     """
 
     def __init__(self, loop: asyncio.AbstractEventLoop, on_line: Callable[[str], None], stop: asyncio.Event,
-                 first_line_timeout_s: float, line_timeout_s: float) -> None:
+                 first_line_timeout_s: float, line_timeout_s: float, max_line_bytes: int) -> None:
         self._loop = loop
         self._on_line = on_line
         self._stop = stop
@@ -684,7 +770,7 @@ class _Lines(asyncssh.SSHClientSession[bytes]):
         self._line_timeout_s = line_timeout_s
         self._partial: list[bytes] = []
         self._partial_bytes = 0
-        self._max_line_bytes = 2 * 1024 * 1024
+        self._max_line_bytes = max_line_bytes
         self._last_at = loop.time()
         self._eof = False
         self._timer: asyncio.TimerHandle | None = None
@@ -692,6 +778,8 @@ class _Lines(asyncssh.SSHClientSession[bytes]):
         self.stderr = _StderrTail()
         self.exit = _Exit()
         self.hung = ""
+        self.over = ""
+        """Set when a line went over ``max_line_bytes``: the stream ended there."""
         self.error: BaseException | None = None
         """What ``on_line`` raised: ends the stream, raised again by ``stream()``."""
         self.closed: asyncio.Future[Exception | None] = loop.create_future()
@@ -699,9 +787,8 @@ class _Lines(asyncssh.SSHClientSession[bytes]):
 
     # --- the watchdog -------------------------------------------------------------
 
-    def watch(self, chan: asyncssh.SSHClientChannel[bytes]) -> None:
-        """Start the first-line deadline now (the session has started) and learn the window size."""
-        self._max_line_bytes = max(chan.get_recv_window(), 1)
+    def watch(self) -> None:
+        """Start the first-line deadline now (the session has started)."""
         self._last_at = self._loop.time()
         self._timer = self._loop.call_at(self._last_at + self._first_line_timeout_s, self._check)
 
@@ -735,10 +822,11 @@ class _Lines(asyncssh.SSHClientSession[bytes]):
             what = "no first line" if self.lines == 0 else f"no line after line {self.lines}"
             self._end(hung=f"{what} within {limit:g} s")
 
-    def _end(self, *, hung: str = "", error: BaseException | None = None, lost: Exception | None = None) -> None:
+    def _end(self, *, hung: str = "", over: str = "", error: BaseException | None = None,
+             lost: Exception | None = None) -> None:
         if self.closed.done():
             return
-        self.hung, self.error = hung, error
+        self.hung, self.over, self.error = hung, over, error
         self.closed.set_result(lost)
 
     # --- asyncssh's callbacks -----------------------------------------------------
@@ -759,8 +847,9 @@ class _Lines(asyncssh.SSHClientSession[bytes]):
         if end < 0:
             self._partial.append(data)
             self._partial_bytes += len(data)
-            if self._partial_bytes >= self._max_line_bytes:
-                self._deliver_long_line()
+            if self._partial_bytes > self._max_line_bytes:
+                self._partial.clear()
+                self._end(over=f"a line over {self._max_line_bytes} bytes")
             return
         if self._partial:
             self._partial.append(data[:end])
@@ -772,33 +861,26 @@ class _Lines(asyncssh.SSHClientSession[bytes]):
         self._deliver(line)
         start = end + 1
         while (end := data.find(b"\n", start)) >= 0:
-            if self._stop.is_set():
+            if self._stop.is_set() or self.closed.done():
                 return
             self._deliver(data[start:end])
             start = end + 1
-        if start < len(data) and not self._stop.is_set():
+        if start < len(data) and not self._stop.is_set() and not self.closed.done():
             self._partial.append(data[start:])
             self._partial_bytes = len(data) - start
+            if self._partial_bytes > self._max_line_bytes:
+                self._partial.clear()
+                self._end(over=f"a line over {self._max_line_bytes} bytes")
 
     def _deliver(self, line: bytes) -> None:
+        if len(line) > self._max_line_bytes:  # whole in one packet longer than the cap
+            self._end(over=f"a line over {self._max_line_bytes} bytes")
+            return
         self.lines += 1
         self._last_at = self._loop.time()
         if self.lines == 1:
             self._rearm()  # the line timeout may be shorter than the first line's
         self._on_line(line.decode("utf-8", "replace"))
-
-    def _deliver_long_line(self) -> None:
-        """A line as long as the window: deliver what is whole of it, keep a split character for later."""
-        decoder = codecs.getincrementaldecoder("utf-8")("replace")
-        text = decoder.decode(b"".join(self._partial), final=False)
-        rest = decoder.getstate()[0]
-        self._partial = [rest] if rest else []
-        self._partial_bytes = len(rest)
-        self.lines += 1
-        self._last_at = self._loop.time()
-        if self.lines == 1:
-            self._rearm()
-        self._on_line(text)
 
     def _flush_partial(self) -> None:
         """The last line had no newline: it is still a line."""
@@ -830,6 +912,12 @@ class _Lines(asyncssh.SSHClientSession[bytes]):
         self._end(lost=exc)
 
 
+def _tools(command: Command) -> str:
+    """The tools a command line runs, for a reason that names them (section markers left out)."""
+    tools = [tool for tool in command.tools if tool not in ("echo", "true")] or list(command.tools)
+    return ", ".join(dict.fromkeys(tools))
+
+
 def _from_char_start(data: bytes) -> bytes:
     """``data`` from its first byte that starts a UTF-8 character (drops at most 3 continuation bytes)."""
     skip = 0
@@ -851,7 +939,7 @@ def failure_reason(status: int | None, signal: str, stderr: str) -> str:
     """Why a command that did not exit 0 failed, in words: the signal that ended it, or its exit
     status and the first line of its stderr (where the error usually is)."""
     if status is None or status < 0:
-        return f"killed by signal {signal or '?'}"
+        return f"killed by signal {clean_text(signal, one_line=True) or '?'}"
     return f"exit status {status}" + (f": {_first_line(stderr)}" if stderr.strip() else "")
 
 

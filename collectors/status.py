@@ -2,7 +2,8 @@
 
 Each change of state is stored (``HostStatus`` rows, so replay shows it) and
 becomes an ``Event`` with the reason in words; repeating the same state is
-not news and writes nothing.
+not news and writes nothing. Reasons are cleaned here, the one door every
+host state goes through (``fleet.fabric.text.clean_text``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Callable
 from fleet.fabric.events import Event, Severity
 from fleet.fabric.records import HostStatus
 from fleet.fabric.states import HostState
+from fleet.fabric.text import clean_text
 from fleet.store.writer import StoreWriter
 
 _SEVERITY: dict[HostState, Severity] = {
@@ -43,6 +45,9 @@ class StatusBook:
         return dict(self._current)
 
     def set(self, host: str, state: HostState, reason: str = "") -> None:
+        """Record ``host``'s ``state`` when it changed; ``reason`` (often the machine's own words:
+        stderr, a parser's complaint) is stored as one line of clean text."""
+        reason = clean_text(reason, one_line=True)
         previous = self._current.get(host)
         if previous is not None and previous.state is state:
             return

@@ -6,6 +6,7 @@ import asyncio
 import time
 
 from fleet.collectors.inventory import InventoryHost
+from fleet.collectors.isolation import Unparsable
 from fleet.collectors.node_poller import CollectorStats, CollectSettings
 from fleet.collectors.sshpool import SshPool
 from fleet.collectors.status import StatusBook
@@ -46,15 +47,19 @@ class SwitchPoller:
         if not result.ok:
             self._status.set(self.host.name, result.state, result.reason)
             return False
-        if self._polls == 0 and self.host.os == "cumulus":
-            # NVUE lists its ports first; the counters come from the next poll on.
-            self.driver.read_poll(result.stdout, time.time())
-            result = await self._pool.run(self.host.name, self.driver.poll_command(),
-                                          timeout_s=self._settings.hung_after_s)
-            if not result.ok:
-                self._status.set(self.host.name, result.state, result.reason)
-                return False
-        polled = self.driver.read_poll(result.stdout, time.time())
+        try:
+            if self._polls == 0 and self.host.os == "cumulus":
+                # NVUE lists its ports first; the counters come from the next poll on.
+                self.driver.read_poll(result.stdout, time.time())
+                result = await self._pool.run(self.host.name, self.driver.poll_command(),
+                                              timeout_s=self._settings.hung_after_s)
+                if not result.ok:
+                    self._status.set(self.host.name, result.state, result.reason)
+                    return False
+            polled = self.driver.read_poll(result.stdout, time.time())
+        except Unparsable as error:  # one of its commands printed what cannot be read: this switch's problem
+            self._status.set(self.host.name, HostState.UNPARSABLE, error.reason)
+            return False
         if not polled.sample.values:
             reason = "; ".join(polled.problems[:2]) or "no port counters in the output"
             self._status.set(self.host.name, HostState.UNPARSABLE, reason)

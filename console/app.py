@@ -33,12 +33,14 @@ from fleet.console.messages import (
 from fleet.console.probe_control import ProbeControl
 from fleet.console.screens.audit import AuditScreen
 from fleet.console.screens.baselines import BaselinesScreen
+from fleet.console.screens.config import ConfigScreen
 from fleet.console.screens.ecmp_plan import EcmpPlanScreen
 from fleet.console.screens.events import EventsScreen
 from fleet.console.screens.fleet import FleetScreen
 from fleet.console.screens.help import HelpScreen
 from fleet.console.screens.jobs import JobsScreen
 from fleet.console.screens.jump import JumpScreen
+from fleet.console.screens.links import LinksScreen
 from fleet.console.screens.node import NodeScreen
 from fleet.console.screens.path_prompt import PathPrompt
 from fleet.console.screens.probes import ProbesScreen
@@ -48,6 +50,7 @@ from fleet.console.theming import load_themes, stylesheet_path
 from fleet.console.view_model import ConsoleView
 from fleet.fabric.records import HostStatus
 from fleet.fabric.states import HostState
+from fleet.store.errors import StoreWriteError
 from fleet.store.writer import StoreWriter
 
 REPLAY_STEP_S = 60.0
@@ -80,8 +83,10 @@ class FleetApp(App[None]):
         Binding("g", "replay_jump", "Go to time", id="app.replay_jump"),
         Binding("L", "replay_live", "Live", id="app.replay_live"),
         Binding("B", "baselines", "Baselines", show=False, id="app.baselines"),
+        Binding("N", "links", "NVLink vs network", show=False, id="app.links"),
         Binding("W", "walkthrough", "Walkthrough", show=False, id="app.walkthrough"),
         Binding("A", "audit", "Audit", show=False, id="app.audit"),
+        Binding("C", "config", "Config", show=False, id="app.config"),
         Binding("q", "quit", "Quit", id="app.quit"),
     ]
 
@@ -93,6 +98,9 @@ class FleetApp(App[None]):
     """Nodes of the job chosen on the Jobs screen, marked on Fleet and Topology."""
     writer_problem: reactive[str] = reactive("")
     """Why the store writer of the in-console collector is behind or failing; "" when fine."""
+    store_failing: reactive[str] = reactive("")
+    """Why the in-console collector's store cannot write, after the writer's retries (the header shows
+    STORE FAILING with it); "" while it writes. The writer keeps retrying: space may come back."""
 
     def __init__(self, config: Config, feed: Feed, inventory: Any = None) -> None:
         super().__init__()
@@ -116,10 +124,14 @@ class FleetApp(App[None]):
         self.set_keymap(dict(self.config.keymap))
         if self.inventory is not None and self.cursor_ts is None:
             # The writer creates the store file now, before the first read looks for it.
-            self.writer = StoreWriter(self.config.db_path).start()
-            self.collect(self.writer)
-            if self.config.job_latency_enabled:
-                self.probes.start_job_sampler()
+            try:
+                self.writer = StoreWriter(self.config.db_path).start()
+            except StoreWriteError as error:  # e.g. a read-only folder: say so, show what is stored
+                self.store_failing = str(error)
+            else:
+                self.collect(self.writer)
+                if self.config.job_latency_enabled:
+                    self.probes.start_job_sampler()
         self.set_interval(self.config.refresh_s, self.request_refresh)
         self.request_refresh()
         if self.config.diagnose:
@@ -192,6 +204,7 @@ class FleetApp(App[None]):
 
     def _writer_problem(self, problem: str) -> None:
         self.writer_problem = problem
+        self.store_failing = (self.writer.stats().failing or "") if self.writer is not None else ""
 
     def on_collector_round_finished(self, _message: CollectorRoundFinished) -> None:
         self.request_refresh()
@@ -245,11 +258,20 @@ class FleetApp(App[None]):
     def action_audit(self) -> None:
         self.push_screen(AuditScreen())
 
+    def action_links(self) -> None:
+        self.push_screen(LinksScreen())
+    def action_config(self) -> None:
+        self.push_screen(ConfigScreen())
+
     def action_ecmp_plan(self, leaf: str) -> None:
         self.push_screen(EcmpPlanScreen(leaf))
 
     def action_walkthrough(self) -> None:
-        """Ask for the criteria file (the configured one offered first), then walk through it."""
+        """Ask for the criteria file (the configured one offered first), then walk through it; in read-only
+        mode nothing is measured, so the newest stored acceptance run is shown at once."""
+        if self.config.read_only:
+            self.push_screen(WalkthroughScreen(None))
+            return
 
         def chosen(path: Path | None) -> None:
             if path is not None:

@@ -89,7 +89,7 @@ class FleetCommands(Provider):
 
 
 class ToolCommands(Provider):
-    """ECMP plan of any leaf, the audit, the baselines and the acceptance walkthrough."""
+    """ECMP plan of any leaf, the audit, the baselines, NVLink beside the network and the acceptance walkthrough."""
 
     def _commands(self) -> list[tuple[str, str, object]]:
         app = _app(self)
@@ -97,6 +97,8 @@ class ToolCommands(Provider):
             ("Screen: Baselines", "diff two stored baselines, write the report", app.action_baselines),
             ("Acceptance walkthrough", "run the agreed checks one by one (high contrast)", app.action_walkthrough),
             ("Audit", "every change to a machine, newest first", app.action_audit),
+            ("Screen: NVLink vs network", "NVLink and RDMA bandwidth against their theoretical values",
+             app.action_links),
         ]
         leaves = sorted({h.name for h in app.view.snapshot.hosts if h.role == "leaf"}) if app.view else []
         commands += [(f"ECMP plan: {leaf}", "uplink balance and remedies of this leaf",

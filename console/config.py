@@ -12,8 +12,9 @@ read_only = true
 theme = "fleet-high-contrast"
 refresh_s = 1.0
 diagnose = true      # judge the store every 30 s (and each replayed moment), findings -> events
-job_latency = "auto"  # per-job latency sampler: auto (on unless read-only), on, off
+job_latency = "auto"  # per-job latency sampler: auto/on (never in read-only mode), off
 criteria = "/etc/fleet/acceptance.toml"  # the walkthrough's criteria file (W)
+reports_dir = "/srv/fleet/reports"  # where reports go by default ($XDG_DATA_HOME/fleet/reports)
 ecmp_window_s = 60.0  # uplink throughput judged per leaf (topology bars, ECMP plan)
 ecmp_sustain_s = 60.0  # an imbalance held this long flags the leaf
 ecmp_verify_s = 10.0  # fresh counters before and after an ECMP change
@@ -65,17 +66,27 @@ class Config:
     diagnose: bool = True
     """Run the diagnosis inside the console (every 30 s live, on each replayed moment) and store what
     it newly finds or sees cleared as events."""
+    reports_dir: Path | None = None
+    """Where reports go when no path is given (``$XDG_DATA_HOME/fleet/reports``, set by ``load_config``):
+    kept, whatever the history's folder (``fleet demo``'s is temporary). None (a Config built by hand):
+    a ``reports`` folder beside the history."""
+
+    @property
+    def reports_folder(self) -> Path:
+        """``reports_dir``, or the ``reports`` folder beside the history when none was configured."""
+        return self.reports_dir if self.reports_dir is not None else self.db_path.parent / "reports"
     job_latency: str = "auto"
-    """Per-job latency sampler (probes inside running jobs): "auto" runs it when live and not
-    read-only, "on" also in read-only mode, "off" never."""
+    """Per-job latency sampler (probes inside running jobs): "auto" and "on" run it when live, "off"
+    never; read-only mode never does (its probes are traffic on the tenants' links)."""
 
     @property
     def job_latency_enabled(self) -> bool:
         """Whether the live console runs the per-job latency sampler."""
-        return self.job_latency == "on" or (self.job_latency == "auto" and not self.read_only)
+        return self.job_latency in ("auto", "on") and not self.read_only
 
 
 _FILE_KEYS = {"db", "inventory", "read_only", "theme", "refresh_s", "keymap", "job_latency", "diagnose", "criteria",
+              "reports_dir",
               "ecmp_window_s", "ecmp_sustain_s", "ecmp_verify_s"}
 JOB_LATENCY_CHOICES = ("auto", "on", "off")
 _ENV_KEYS = {
@@ -86,6 +97,7 @@ _ENV_KEYS = {
     "FLEET_REFRESH_S": "refresh_s",
     "FLEET_JOB_LATENCY": "job_latency",
     "FLEET_DIAGNOSE": "diagnose",
+    "FLEET_REPORTS_DIR": "reports_dir",
 }
 
 
@@ -99,6 +111,11 @@ def default_db_path(env: Mapping[str, str]) -> Path:
     from the environment given here so that the CLI decides what environment counts."""
     base = env.get("XDG_DATA_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".local" / "share")
     return Path(base) / "fleet" / "fleet.db"
+
+
+def default_reports_dir(env: Mapping[str, str]) -> Path:
+    """``$XDG_DATA_HOME/fleet/reports``: beside the default history, and kept."""
+    return default_db_path(env).parent / "reports"
 
 
 def _read_file(path: Path) -> dict[str, Any]:
@@ -176,6 +193,8 @@ def load_config(
         job_latency=job_latency,
         diagnose=_bool(merged.get("diagnose", True), "diagnose"),
         criteria_path=Path(criteria).expanduser() if criteria else None,
+        reports_dir=Path(merged["reports_dir"]).expanduser() if merged.get("reports_dir")
+        else default_reports_dir(env),
         **ecmp_s,
     )
 

@@ -12,20 +12,19 @@ inventory file the roles the store knows stand in for it.
 from __future__ import annotations
 
 import asyncio
-import getpass
-import os
-import socket
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from fleet.collectors.ecmp_apply import ApplyOutcome, ApplySettings, StepCallback
 from fleet.collectors.ecmp_status import LeafPlan, guarded_apply, leaf_balances, plan_leaf
+from fleet.collectors.guarded_change import actor
 from fleet.collectors.inventory import Inventory, InventoryHost
 from fleet.collectors.sshpool import SshPool
-from fleet.fabric.ecmp import EcmpThresholds, LeafBalance
+from fleet.fabric.ecmp import EcmpThresholds, LeafBalance, ecmp_thresholds
 from fleet.fabric.ecmp_plan import Remedy
 from fleet.fabric.records import ActionRecord
+from fleet.store.audit import ChainVerdict
 from fleet.store.reader import StoreReader
 from fleet.store.writer import StoreWriter
 
@@ -45,21 +44,12 @@ class EcmpSettings:
 
     @property
     def thresholds(self) -> EcmpThresholds:
-        return EcmpThresholds(sustain_s=min(self.sustain_s, self.window_s))
+        return ecmp_thresholds(self.window_s, self.sustain_s)
 
     @property
     def apply_settings(self) -> ApplySettings:
         return ApplySettings(window_s=self.verify_window_s, interval_s=self.interval_s,
-                             thresholds=EcmpThresholds(sustain_s=min(self.sustain_s, self.verify_window_s)))
-
-
-def actor() -> str:
-    """user@host for the audit (a uid when the account has no name, as in some containers)."""
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):
-        user = f"uid{os.getuid()}"
-    return f"{user}@{socket.gethostname()}"
+                             thresholds=ecmp_thresholds(self.verify_window_s, self.sustain_s))
 
 
 def roles_inventory(hosts: Iterable[tuple[str, str]]) -> Inventory:
@@ -115,6 +105,18 @@ async def read_audit(db_path: Path) -> list[ActionRecord]:
             return []
         with StoreReader(db_path) as reader:
             return reader.audit()
+
+    return await asyncio.to_thread(read)
+
+
+async def verify_audit(db_path: Path) -> ChainVerdict | None:
+    """The audit's hash chain walked on a fresh connection (None: no history yet)."""
+
+    def read() -> ChainVerdict | None:
+        if not db_path.exists():
+            return None
+        with StoreReader(db_path) as reader:
+            return reader.verify_audit()
 
     return await asyncio.to_thread(read)
 
@@ -189,4 +191,4 @@ class EcmpOps:
 
 
 __all__ = ["EcmpOps", "EcmpSettings", "LastChange", "actor", "last_changes", "read_audit", "read_balances",
-           "read_balances_and_changes", "roles_inventory"]
+           "read_balances_and_changes", "roles_inventory", "verify_audit"]

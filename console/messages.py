@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from textual.message import Message
 
 from fleet.console.view_model import ConsoleView
+from fleet.fabric.probe_verdict import ProbeVerdict
 from fleet.fabric.records import HostStatus, ProbeRecord
 
 if TYPE_CHECKING:  # the probe modules pull in asyncssh: not on the console's start-up path
@@ -104,12 +105,14 @@ class ProbeProgressed(Message):
 
 @dataclass
 class ProbeFinished(Message):
-    """A latency or bandwidth probe ended (``record.ok`` False: failed, the reason in its result),
+    """A latency, bandwidth or all-reduce probe ended (``record.ok`` False: failed, the reason in its result),
     with the same pair's previous result and the last baseline's value when the store has them."""
 
     record: ProbeRecord
     previous: ProbeRecord | None
     baseline: BaselineValue | None
+    verdict: ProbeVerdict | None = None
+    """The result against the link's speed and the baseline or previous result (None: it failed)."""
 
 
 @dataclass

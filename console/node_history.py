@@ -16,7 +16,7 @@ from fleet.fabric.samples import SeriesKey
 HISTORY_S = 3600.0
 PLOT_POINTS = 240
 """Points per plotted series: twice the columns of a wide plot. plotext's cost grows with the
-points (3,600 raw points: ~86 ms a figure, 240: ~8 ms; docs/benchmarks.md, "## UI")."""
+points (3,600 raw points: ~86 ms a figure, 240: ~8 ms, on a 2-core machine)."""
 
 
 class SeriesLike(Protocol):

@@ -5,8 +5,11 @@ in-console collector's when it runs, else one opened from the inventory on
 first use), the store writer (the collector's, else one opened on first use),
 the perftest port allocator and GID cache. It starts
 
-- a latency or bandwidth probe between two nodes (``t``/``b``),
+- a latency or bandwidth probe between two nodes (``t``/``b``), judged against the NICs'
+  trained rate and the pair's baseline or previous result (``collectors/probes/history.py``),
 - a link test over a set of nodes and rails (``l``),
+- an all-reduce on one node or across nodes (``a``),
+- an all-to-all on one node or across nodes (``x``), with each step's progress,
 - the per-job latency sampler (live, ``Config.job_latency_enabled``),
 - the diagnosis every ``DIAGNOSIS_INTERVAL_S`` live, and on each replayed moment,
 
@@ -153,6 +156,10 @@ class ProbeControl:
         self.changed.publish(state)
 
     def _start(self, label: str) -> None:
+        if self._app.config.read_only:
+            from fleet.console.actions import READ_ONLY_RULE
+
+            raise ProbeUnavailable(f"{label}: refused, {READ_ONLY_RULE}")
         if self.state.running:
             raise ProbeUnavailable(f"a probe runs already: {self.state.label}")
         self.pool()
@@ -170,7 +177,6 @@ class ProbeControl:
         self._app.run_worker(self._pair(spec, label), name=label, group="probe", exit_on_error=False)
 
     async def _pair(self, spec: Any, label: str) -> None:
-        from fleet.collectors.probes.history import baseline_value, previous_probe
         from fleet.collectors.probes.perftest_probe import run_perftest
 
         ports, gids = self._probe_parts()
@@ -180,6 +186,18 @@ class ProbeControl:
             app.post_message(ProbeProgressed(label, stage))
 
         record = await run_perftest(self.pool(), spec, ports=ports, gids=gids, on_stage=staged)
+        await self._finished(record)
+
+    async def _finished(self, record: Any) -> None:
+        """Store a probe, compare it with its history, judge it and post it."""
+        from fleet.collectors.probes.history import (
+            baseline_value,
+            link_rate_gbps,
+            previous_probe,
+            verdict_of,
+        )
+
+        app = self._app
         writer = self.writer()
         writer.put_probe(record)
 
@@ -187,8 +205,50 @@ class ProbeControl:
             return previous_probe(reader, record), baseline_value(reader, record)
 
         previous, baseline = await app.feed.read(compare)
+        link = await link_rate_gbps(self.pool(), record) if record.ok and record.kind == "bw" else None
         await asyncio.to_thread(writer.flush, 10.0)
-        app.post_message(ProbeFinished(record, previous, baseline))
+        app.post_message(ProbeFinished(record, previous, baseline, verdict_of(record, previous, baseline, link)))
+
+    # --- a
+    def start_allreduce(self, nodes: Sequence[str]) -> None:
+        """``all_reduce_perf`` on ``nodes`` (one: NVLink; several: one ring over their NICs), stored and judged."""
+        from fleet.collectors.probes.allreduce import AllreduceSpec
+
+        spec = AllreduceSpec(tuple(nodes))
+        label = f"all-reduce {nodes[0]}" if len(nodes) == 1 else f"all-reduce over {len(nodes)} nodes"
+        self._start(label)
+        self._app.run_worker(self._allreduce(spec, label), name=label, group="probe", exit_on_error=False)
+
+    async def _allreduce(self, spec: Any, label: str) -> None:
+        from fleet.collectors.probes.allreduce import run_allreduce
+
+        self._app.post_message(ProbeProgressed(label, f"all_reduce_perf on {len(spec.nodes)} node(s)"))
+        await self._finished(await run_allreduce(self.pool(), spec))
+
+    # --- x
+    def start_alltoall(self, nodes: Sequence[str]) -> None:
+        """``alltoall_perf`` on ``nodes`` (several: then once per rail and the part holding it back named), stored
+        and judged against the baseline or the previous run."""
+        from fleet.collectors.probes.alltoall import AlltoallSpec
+
+        spec = AlltoallSpec(tuple(nodes))
+        label = f"all-to-all {nodes[0]}" if len(nodes) == 1 else f"all-to-all over {len(nodes)} nodes"
+        self._start(label)
+        self._app.run_worker(self._alltoall(spec, label), name=label, group="probe", exit_on_error=False)
+
+    async def _alltoall(self, spec: Any, label: str) -> None:
+        from fleet.collectors.probes.alltoall import run_alltoall
+
+        app = self._app
+        inventory = app.inventory
+
+        def progressed(what: str, done: int, total: int) -> None:
+            app.post_message(ProbeProgressed(label, what, done, total))
+
+        record = await run_alltoall(self.pool(), spec, cabling=inventory.cabling if inventory is not None else (),
+                                    switches=inventory.switches if inventory is not None else (),
+                                    on_progress=progressed)
+        await self._finished(record)
 
     # --- l
     def start_linktest(self, nodes: Sequence[str], rails: Sequence[int]) -> None:
@@ -211,7 +271,8 @@ class ProbeControl:
         def progressed(done: int, total: int, eta_s: float | None) -> None:
             app.post_message(ProbeProgressed(label, f"{done}/{total} probes", done, total, eta_s))
 
-        report = await run_linktest(self.pool(), LinktestSpec(nodes, rails=rails), cabling=cabling,
+        switches = app.inventory.switches if app.inventory is not None else ()
+        report = await run_linktest(self.pool(), LinktestSpec(nodes, rails=rails), cabling=cabling, switches=switches,
                                     on_progress=progressed, on_record=writer.put_probe, ports=ports)
         writer.put_probe(report.summary_record(time.time()))
         await asyncio.to_thread(writer.flush, 30.0)
@@ -224,6 +285,9 @@ class ProbeControl:
         The sampler starts with the first view that shows a running job: before it, it has nothing
         to probe and would wait a whole interval."""
         from fleet.collectors.probes.job_latency import JobSamplerSettings
+
+        if self._app.config.read_only:  # its probes are traffic on the tenants' links
+            return
 
         settings = JobSamplerSettings() if interval_s is None else JobSamplerSettings(interval_s=interval_s)
         self._app.watch(self._app, "view", lambda _view: self._sampler_due(settings), init=False)
@@ -257,7 +321,9 @@ class ProbeControl:
         self.diagnose_now()
 
     def _tick(self) -> None:
-        if self._app.cursor_ts is None:  # a replayed moment does not change: judged once when shown
+        # a replayed moment does not change: judged once when shown; a tick during a run skips (a large
+        # fleet's runs then space themselves instead of piling up)
+        if self._app.cursor_ts is None and not self._diagnosing:
             self.diagnose_now()
 
     def diagnose_now(self) -> None:

@@ -14,8 +14,10 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
+from fleet.console.report_interconnect import EP_HEADERS, HEADERS, ep_rows, interconnect_rows
 from fleet.console.report_svg import histogram, pingmesh
-from fleet.fabric.report_model import Report
+from fleet.fabric.report_model import Report, audit_words
+from fleet.fabric.text import clean_text
 
 _CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2rem auto;max-width:1100px;color:#212121;
@@ -29,11 +31,16 @@ th{background:#f5f5f5}.num{text-align:right;font-variant-numeric:tabular-nums}
 .info{color:#fff;background:#546e7a;padding:.1rem .5rem;border-radius:3px}
 .verdict{font-size:1.4rem;margin:.8rem 0}.meta{color:#616161}.charts{display:flex;flex-wrap:wrap;gap:1rem}
 footer{margin-top:2rem;color:#616161;font-size:.8rem;word-break:break-all}
+@page{size:A4;margin:12mm}
+@media print{body{margin:0;max-width:none;font-size:9pt;padding:0}h2{break-after:avoid}
+tr,svg,h3{break-inside:avoid}thead{display:table-header-group}svg{max-width:100%;height:auto}
+.pass,.fail,.info,svg{-webkit-print-color-adjust:exact;print-color-adjust:exact}}
 """
 
 
 def _e(value: Any) -> str:
-    return escape(str(value))
+    """Text for HTML: inert (``clean_text``) and escaped (``<``, ``>``, ``&``, quotes)."""
+    return escape(clean_text(str(value)))
 
 
 def _n(value: Any) -> str:
@@ -62,8 +69,10 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], numeric: Seque
 def _shape(shape: Mapping[str, Any]) -> str:
     rows = [[_e("nodes"), _n(shape["nodes"])], [_e("RDMA NICs"), _n(shape["nics"])],
             [_e("switches"), _n(shape["switches"])], [_e("rails"), _e(", ".join(str(r) for r in shape["rails"]))]]
+    units = shape.get("software_units", {})
     for key, values in shape.get("software", {}).items():
-        rows.append([_e(key), "<br>".join(f"{_e(v)} ({_n(c)} nodes)" for v, c in values.items())])
+        unit = units.get(key, "NICs" if key == "nic_firmware" else "nodes")  # firmware is counted per NIC
+        rows.append([_e(key), "<br>".join(f"{_e(v)} ({_n(c)} {_e(unit)})" for v, c in values.items())])
     if shape.get("unreachable"):
         rows.append([_e("unreachable"), "<br>".join(f"{_e(n)}: {_e(r)}" for n, r in shape["unreachable"].items())])
     return _table(["", "as measured"], rows)
@@ -109,8 +118,20 @@ def _findings(findings: Sequence[Mapping[str, Any]]) -> str:
 def _footer(report: Report) -> str:
     data = report.data
     return (f'<footer>Generated {_e(data.get("generated", ""))} by {_e(data.get("tool_version", ""))}. '
-            f"SHA-256 of the report's canonical data (embedded below as JSON): <code>{report.sha256}</code></footer>"
+            f"SHA-256 of the report's canonical data (embedded below as JSON): <code>{report.sha256}</code>"
+            f"<br>{_e(audit_words(data.get('audit_head')))}</footer>"
             f'<script type="application/json" id="report-data">{report.canonical}</script>')
+
+
+def _interconnect(view: Mapping[str, Any] | None) -> str:
+    """NVLink beside the network (``fleet.fabric.interconnect``): every figure against its theoretical value."""
+    if not view:
+        return "<p>Not measured.</p>"
+    out = _table(list(HEADERS), [[_e(cell) for cell in row] for row in interconnect_rows(view)])
+    kernels = ep_rows(view)
+    if kernels:
+        out += _table(list(EP_HEADERS), [[_e(cell) for cell in row] for row in kernels], (1, 2))
+    return out
 
 
 def _page(report: Report, body: str) -> str:
@@ -136,20 +157,34 @@ def _acceptance(report: Report) -> str:
         measured = c["measured"]
         spread = (f"min {_n(measured.get('min'))}, median {_n(measured.get('median'))}, max {_n(measured.get('max'))}"
                   if "median" in measured else ", ".join(f"{_e(k)} {_n(v)}" for k, v in measured.items()))
-        rows.append([_e(c["id"]), _e(c["description"]), _e(c["threshold_words"]), _e(c["scope"]), spread,
-                     _e(c["summary"]), _badge(c["passed"])])
-    out.append(_table(["check", "what was agreed", "threshold", "scope", "measured", "evidence", "result"], rows))
+        unit = f" {c['unit']}" if c.get("unit") and "median" in measured else ""
+        agreed = f'<div class="meta">agreed wording: {_e(c["description"])}</div>' if c["description"] else ""
+        rows.append([_e(c["id"]), _e(c.get("claim") or c["description"]) + agreed, _e(c["threshold_words"]),
+                     spread + _e(unit), _e(c["summary"]), _badge(c["passed"])])
+    out.append(_table(["check", "what was checked (as measured)", "threshold", "measured", "evidence", "result"],
+                      rows))
     for c in checks:
         if c["failures"]:
             out.append(f"<h3>{_e(c['id'])}: failing parts ({len(c['failures'])})</h3>")
             out.append(_table(["part", f"measured {c['unit']}".strip(), "why"],
                               [[_e(f["part"]), _n(f["measured"]), _e(f["note"])] for f in c["failures"]], (1,)))
-    out += ["<h2>Charts</h2>", _charts(d["charts"], _limits(checks)), "<h2>Findings</h2>", _findings(d["findings"])]
+    out += ["<h2>NVLink beside the network</h2>", _interconnect(d.get("interconnect")),
+            "<h2>Charts</h2>", _charts(d["charts"], _limits(checks)), "<h2>Findings</h2>", _findings(d["findings"])]
+    out += ["<h2>Configuration (fleet check)</h2>", _configuration(d.get("configuration"))]
     if d.get("notes"):
         out += ["<h2>Notes</h2><ul>", *(f"<li>{_e(n)}</li>" for n in d["notes"]), "</ul>"]
     out += ["<h2>How it was measured</h2>",
             _table(["setting", "value"], [[_e(k), _e(v)] for k, v in sorted(d.get("suite", {}).items())])]
     return _page(report, "".join(out))
+
+
+def _configuration(section: Mapping[str, Any] | None) -> str:
+    """The suite's configuration checks: one row per check with its counts and the parts at fault."""
+    if not section or not section.get("read"):
+        return '<p class="meta">The suite did not read the configuration.</p>'
+    return _table(["check", "pass", "warn", "fail", "odd ones out", "source"],
+                  [[_e(c["title"]), _n(c["pass"]), _n(c["warn"]), _n(c["fail"]), _e(", ".join(c["odd"]) or "-"),
+                    _e(c["source"])] for c in section["checks"]], (1, 2, 3))
 
 
 def _change(change: Mapping[str, Any]) -> str:
@@ -187,7 +222,13 @@ def _diff(report: Report) -> str:
            _table(["severity", "what", "before", "after"],
                   [[_badge(None, c["severity"]), _e(c["subject"]), _e(c["before"]), _e(c["after"])]
                    for c in d["software"] + d["cabling"]]),
+           "<h2>Configuration drift (fleet check)</h2>",
+           _table(["severity", "what", "before", "after"],
+                  [[_badge(None, c["severity"]), _e(c["subject"]), _e(c["before"]), _e(c["after"])]
+                   for c in d.get("configuration", [])]),
            "<h2>Cluster (after)</h2>", _shape(after["shape"]),
+           "<h2>NVLink beside the network: before</h2>", _interconnect(before.get("interconnect")),
+           "<h2>NVLink beside the network: after</h2>", _interconnect(after.get("interconnect")),
            "<h2>Charts: before</h2>", _charts(before["charts"], {}, before["label"]),
            "<h2>Charts: after</h2>", _charts(after["charts"], {}, after["label"])]  # fmt: skip
     return _page(report, "".join(out))

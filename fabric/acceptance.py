@@ -15,7 +15,12 @@ measured numbers. The format (TOML, documented in
 
 Evaluation reads a :class:`fleet.fabric.baseline.Baseline` (the suite's numbers)
 and the diagnosis' findings; every result carries the measured numbers and
-the threshold as evidence. Pure: no I/O (the caller reads the file).
+the threshold as evidence, and its ``claim``: what was checked, in words
+generated from what the suite measured (its link-test mode, the pairs, NICs
+and nodes it reached, of how many in scope), so a report never says "every
+pair" of a suite that sampled 3 % of them. Percentages are shares of a whole,
+bounded by 100: link loss is lost / (moved + lost) packets. Pure: no I/O (the
+caller reads the file).
 """
 
 from __future__ import annotations
@@ -24,12 +29,13 @@ import math
 import statistics
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import hostlist
 
 from fleet.fabric.baseline import Baseline, part_nodes, part_rail, split_part
+from fleet.fabric.config_checks import SPECS as CONFIG_CHECKS
 from fleet.fabric.events import Finding
 
 
@@ -49,22 +55,29 @@ class KindSpec:
 
 CHECK_KINDS: Mapping[str, KindSpec] = {
     "allreduce_efficiency_min": KindSpec("min", "", True, "all-reduce bus bandwidth / theoretical (0-1)"),
-    "link_loss_max": KindSpec("max_pct", "%", False, "errored or dropped packets / packets over the test"),
+    "alltoall_efficiency_min": KindSpec("min", "", True, "all-to-all bus bandwidth / theoretical (0-1)"),
+    "link_loss_max": KindSpec("max_pct", "%", False,
+                              "packets lost or dropped / (packets moved + lost) during the suite, per NIC (0-100 %)"),
     "latency_p99_max_usec": KindSpec("max", "usec", False, "link-test p99 latency of every pair"),
     "bandwidth_min_gbps": KindSpec("min", "Gb/s", True, "perftest bandwidth of every NIC"),
     "cabling_matches_plan": KindSpec(None, "", True, "LLDP neighbour = the cabling plan's switch and port"),
     "optics_rx_power_min_dbm": KindSpec("min", "dBm", True, "weakest lane's receive power of every NIC"),
     "no_findings_of_kind": KindSpec(None, "", True, "the diagnosis finds none of these kinds"),
+    "config_checks_pass": KindSpec(None, "", True, "these fleet check configuration checks pass on every part"),
 }
+
+COLLECTIVE_KINDS: Mapping[str, str] = {"allreduce_efficiency_min": "allreduce", "alltoall_efficiency_min": "alltoall"}
+"""Check kinds of a collective: judged per node (NVLink), or with ``fleet = true`` across every node."""
 
 SUITE_KEYS: Mapping[str, type | tuple[type, ...]] = {
     "linktest_mode": str, "sample_rounds": int, "rails": str, "lat_iterations": int, "bw_test": str,
     "bw_iterations": int, "allreduce_max_bytes": str, "gpus_per_node": int, "fleet_allreduce": bool,
+    "alltoall_max_bytes": str, "node_alltoall": bool, "fleet_alltoall": bool, "ep_bench": bool, "ep_script": str,
     "max_parallel": int, "probe_timeout_s": (int, float),
 }  # fmt: skip
 """``[suite]`` keys and their types; their meaning is in ``fleet.collectors.baseline_run.SuiteSettings``."""
 
-_CHECK_KEYS = frozenset({"id", "kind", "description", "nodes", "rails", "fleet", "kinds"})
+_CHECK_KEYS = frozenset({"id", "kind", "description", "nodes", "rails", "fleet", "kinds", "checks"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,21 +112,30 @@ class Check:
     scope: Scope
     description: str = ""
     fleet: bool = False
-    """``allreduce_efficiency_min`` only: judge the all-reduce across every node instead of each node."""
+    """``allreduce_efficiency_min`` and ``alltoall_efficiency_min`` only: judge the collective across every node
+    instead of each node."""
     kinds: tuple[str, ...] = ()
     """``no_findings_of_kind`` only: the finding kinds that must not appear."""
+    checks: tuple[str, ...] = ()
+    """``config_checks_pass`` only: the ``fleet check`` check ids that must pass (() = every check)."""
 
     @property
     def spec(self) -> KindSpec:
         return CHECK_KINDS[self.kind]
 
     def threshold_words(self) -> str:
-        """``>= 0.94``, ``<= 0.01 %``, ``LLDP = plan``, ``no optics_low``."""
+        """``>= 0.94 (94 %)``, ``<= 0.01 %``, ``every cable as planned``, ``none of: ...``."""
         if self.kind == "no_findings_of_kind":
             return "none of: " + ", ".join(self.kinds)
+        if self.kind == "config_checks_pass":
+            return "passes: " + (", ".join(self.checks) if self.checks else "every configuration check")
         if self.threshold is None:
             return "every cable as planned"
         sign = ">=" if self.spec.at_least else "<="
+        if self.kind == "allreduce_efficiency_min":
+            return f"{sign} {self.threshold:g} ({100 * self.threshold:g} % of the hardware's)"
+        if self.kind == "alltoall_efficiency_min":
+            return f"{sign} {self.threshold:g} ({100 * self.threshold:g} % of the theoretical)"
         return f"{sign} {self.threshold:g} {self.spec.unit}".rstrip()
 
 
@@ -128,7 +150,8 @@ class Criteria:
     def to_json(self) -> dict[str, Any]:
         return {"title": self.title, "customer": self.customer, "suite": dict(self.suite), "source": self.source,
                 "checks": [{"id": c.id, "kind": c.kind, "threshold": c.threshold, "scope": c.scope.words(),
-                            "fleet": c.fleet, "kinds": list(c.kinds), "description": c.description,
+                            "fleet": c.fleet, "kinds": list(c.kinds), "checks": list(c.checks),
+                            "description": c.description,
                             "threshold_words": c.threshold_words()} for c in self.checks]}
 
 
@@ -183,10 +206,19 @@ def _check(raw: Mapping[str, Any], number: int, source: str) -> Check:
                                           or not all(isinstance(k, str) for k in kinds)):
         raise CriteriaError(f"{where}: kinds must be a non-empty list of finding kinds")
     fleet = raw.get("fleet", False)
-    if fleet and kind != "allreduce_efficiency_min":
-        raise CriteriaError(f"{where}: fleet = true applies to allreduce_efficiency_min only")
+    if fleet and kind not in COLLECTIVE_KINDS:
+        raise CriteriaError(f"{where}: fleet = true applies to {' and '.join(COLLECTIVE_KINDS)} only")
+    checks = raw.get("checks", [])
+    if "checks" in raw and kind != "config_checks_pass":
+        raise CriteriaError(f"{where}: checks applies to config_checks_pass only")
+    if not isinstance(checks, list) or not all(isinstance(c, str) for c in checks):
+        raise CriteriaError(f"{where}: checks must be a list of fleet check ids (docs/checks.md)")
+    unknown_checks = [c for c in checks if c not in CONFIG_CHECKS]
+    if unknown_checks:
+        raise CriteriaError(f"{where}: {unknown_checks[0]!r} is not a fleet check id (known: "
+                            f"{', '.join(CONFIG_CHECKS)})")
     return Check(check_id, kind, threshold, _scope(raw, where), str(raw.get("description", "")), bool(fleet),
-                 tuple(kinds))
+                 tuple(kinds), tuple(checks))
 
 
 def _scope(raw: Mapping[str, Any], where: str) -> Scope:
@@ -242,9 +274,11 @@ class CheckResult:
     summary: str
     measured: Mapping[str, float] = field(default_factory=dict)
     """Distribution of the measured values (min, median, max, count) in the kind's unit."""
+    claim: str = ""
+    """What was checked, generated from what the suite measured (:func:`claim`)."""
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.check.id, "kind": self.check.kind, "passed": self.passed,
+        return {"id": self.check.id, "kind": self.check.kind, "passed": self.passed, "claim": self.claim,
                 "threshold": self.check.threshold, "threshold_words": self.check.threshold_words(),
                 "unit": self.check.spec.unit, "scope": self.check.scope.words(),
                 "description": self.check.description, "parts_checked": self.parts_checked,
@@ -255,31 +289,143 @@ class CheckResult:
 
 def evaluate(criteria: Criteria, baseline: Baseline, findings: Sequence[Finding] = ()) -> list[CheckResult]:
     """Every check's verdict, in the file's order."""
-    return [evaluate_check(check, baseline, findings) for check in criteria.checks]
+    return [evaluate_check(check, baseline, findings, criteria.suite) for check in criteria.checks]
 
 
-def evaluate_check(check: Check, baseline: Baseline, findings: Sequence[Finding] = ()) -> CheckResult:
-    """One check's verdict (the walkthrough screen calls this one at a time)."""
+def evaluate_check(check: Check, baseline: Baseline, findings: Sequence[Finding] = (),
+                   suite: Mapping[str, Any] | None = None) -> CheckResult:
+    """One check's verdict with its claim (the walkthrough screen calls this one at a time); ``suite``:
+    the criteria's ``[suite]`` table the numbers were measured with."""
     if check.kind == "no_findings_of_kind":
-        return _findings_check(check, baseline, findings)
-    if check.kind == "cabling_matches_plan":
-        return _cabling_check(check, baseline)
-    measure = _MEASURES[check.kind]
-    kind, read = measure
-    parts = _parts_in_scope(check, baseline, kind)
-    results = [_judge(check, part, read(baseline, part)) for part in parts]
-    return _verdict(check, results)
+        result = _findings_check(check, baseline, findings)
+    elif check.kind == "config_checks_pass":
+        result = _config_check(check, baseline)
+    elif check.kind == "cabling_matches_plan":
+        result = _cabling_check(check, baseline)
+    else:
+        kind, read = _MEASURES[check.kind]
+        parts = _parts_in_scope(check, baseline, kind)
+        result = _verdict(check, [_judge(check, part, read(baseline, part)) for part in parts])
+    return replace(result, claim=claim(check, baseline, suite or {}))
 
 
 def loss_pct(baseline: Baseline, part: str) -> float | None:
-    """Errored and dropped packets over the suite as a percentage of the packets the NIC moved."""
-    errors = baseline.metric(part, "errors")
+    """Link loss of a NIC during the suite, in percent (0-100): packets lost or dropped over the packets
+    it moved plus those lost. A baseline from before ``lost`` was kept uses its error counts in their
+    place (symbol errors among them, so an upper bound), still a share of at most 100 %."""
+    lost = baseline.metric(part, "lost")
+    if lost is None:
+        lost = baseline.metric(part, "errors")
     packets = baseline.metric(part, "packets")
-    if errors is None or packets is None:
+    if lost is None or packets is None:
         return None
-    if packets <= 0:
-        return 0.0 if errors == 0 else math.inf
-    return 100.0 * errors / packets
+    whole = packets + lost
+    return 0.0 if whole <= 0 else 100.0 * lost / whole
+
+
+_MODE_WORDS = {
+    "mesh": "every pair of the nodes it reached (a full mesh)",
+    "rail": "every pair of the nodes it reached, one rail after another",
+}
+
+
+def claim(check: Check, baseline: Baseline, suite: Mapping[str, Any]) -> str:
+    """What the check verified, in words generated from what was measured, never from what was hoped.
+
+    E.g. ``Link-test p99 latency <= 5 usec (2-byte RDMA writes) on 128 node pairs x rail it measured, of
+    3,968 in scope (3.2 %): 4 rounds of random disjoint pairs (sample mode), each node meeting 4 peers per
+    rail``. The coverage (parts measured of parts in scope) is a share of at most 100 %.
+    """
+    scope = check.scope
+    nodes = [n for n in baseline.shape.nodes if scope.covers_node(n)]
+    rails = [r for r in baseline.shape.rails if scope.rails is None or r in scope.rails]
+    rails_words = _rails_words(rails)
+    if check.kind == "latency_p99_max_usec":
+        measured = _pairs_measured(baseline, rails, scope)
+        total = len(nodes) * (len(nodes) - 1) // 2 * len(rails)
+        mode = str(suite.get("linktest_mode", "mesh"))
+        rounds = int(suite.get("sample_rounds", 4))
+        how = _MODE_WORDS.get(mode, f"{_count(rounds, 'round')} of random disjoint pairs (sample mode), each node "
+                                    f"meeting {_count(rounds, 'peer')} per rail")
+        return (f"Link-test p99 latency {check.threshold_words()} (2-byte RDMA writes) on {len(measured):,} node "
+                f"pairs x rail it measured on {rails_words}, of {total:,} in scope ({_share(len(measured), total)}): "
+                f"{how}")
+    nics = [n for n in baseline.shape.nics if scope.covers(f"nic/{n.replace(':', '/')}")]
+    if check.kind in ("bandwidth_min_gbps", "optics_rx_power_min_dbm", "link_loss_max"):
+        metric = {"bandwidth_min_gbps": "bw_avg_gbps", "optics_rx_power_min_dbm": "rx_power_dbm",
+                  "link_loss_max": "packets"}[check.kind]
+        measured_nics = sum(1 for n in nics if baseline.metric(f"nic/{n.replace(':', '/')}", metric) is not None)
+        what = {
+            "bandwidth_min_gbps": f"{suite.get('bw_test', 'ib_write_bw')} bandwidth of each NIC, node i against "
+                                  "node i + n/2 on the same rail (across the spines),",
+            "optics_rx_power_min_dbm": "The weakest lane's receive power of each NIC",
+            "link_loss_max": "Packets lost or dropped, over the packets moved plus those lost, on each NIC during "
+                             "the suite",
+        }[check.kind]
+        return (f"{what} {check.threshold_words()}: {measured_nics:,} of {len(nics):,} NICs in scope measured "
+                f"({_share(measured_nics, len(nics))}) on {rails_words}")
+    if check.kind in COLLECTIVE_KINDS:
+        collective = COLLECTIVE_KINDS[check.kind]
+        tool = f"{collective.replace('allreduce', 'all_reduce')}_perf"
+        if check.fleet:
+            part = baseline.parts.get(f"fleet/{collective}", {})
+            reached = [n for n in baseline.shape.nodes if n not in baseline.unreachable]
+            ran = "ran" if part else "did not run"
+            allow = "what their NICs allow" if collective == "allreduce" else \
+                "the theoretical figure of their NICs and the fabric's bisection"
+            return (f"One {tool} across the {len(reached):,} reachable nodes ({ran}) reaches "
+                    f"{check.threshold_words()} bus bandwidth of {allow}")
+        measured_nodes = sum(1 for n in nodes if baseline.metric(f"node/{n}", f"{collective}_efficiency") is not None)
+        return (f"{tool} on each node's {suite.get('gpus_per_node', 8)} GPUs (NVLink) reaches "
+                f"{check.threshold_words()} bus bandwidth: {measured_nodes:,} of {len(nodes):,} nodes in scope "
+                f"measured ({_share(measured_nodes, len(nodes))})")
+    if check.kind == "cabling_matches_plan":
+        compared = sum(1 for nic, cable in baseline.cabling.items()
+                       if cable.matches is not None and scope.covers(f"nic/{nic.replace(':', '/')}"))
+        return (f"The LLDP neighbour of each NIC is the switch port the cabling plan gives: {compared:,} of "
+                f"{len(nics):,} NICs in scope compared ({_share(compared, len(nics))})")
+    if check.kind == "config_checks_pass":
+        present = [c for c in (check.checks or tuple(baseline.config_checks)) if c in baseline.config_checks]
+        results = sum(int(baseline.config_checks[c].get(k, 0)) for c in present for k in ("pass", "warn", "fail"))
+        if not baseline.config_checks:
+            return "fleet check's configuration checks: the suite did not read the configuration"
+        return (f"fleet check's configuration checks ({', '.join(check.checks) or 'all of them'}) against its "
+                f"profile, on the {results:,} results the suite read from {len(nodes):,} nodes in scope and the "
+                f"switches they are cabled to")
+    return (f"The diagnosis over the suite's history and the link test's localization raise none of: "
+            f"{', '.join(check.kinds)} ({scope.words()}, {len(nodes):,} nodes)")
+
+
+def _pairs_measured(baseline: Baseline, rails: Sequence[int], scope: Scope) -> set[tuple[str, str, str]]:
+    """(rail, node, node) of every pair the link test measured in scope, either direction counted once."""
+    found: set[tuple[str, str, str]] = set()
+    for part in baseline.parts:
+        kind, names = split_part(part)
+        if kind == "pair" and len(names) == 3 and names[0].isdigit() and int(names[0]) in rails \
+                and scope.covers(part):
+            low, high = sorted(names[1:3])
+            found.add((names[0], low, high))
+    return found
+
+
+def _count(count: int, word: str) -> str:
+    """``1 round``, ``4 rounds``."""
+    return f"{count:,} {word}{'' if count == 1 else 's'}"
+
+
+def _share(part: int, whole: int) -> str:
+    """``3.2 %`` of a whole: never above 100 %."""
+    if whole <= 0:
+        return "nothing in scope"
+    return f"{100.0 * min(part, whole) / whole:.3g} %"
+
+
+def _rails_words(rails: Sequence[int]) -> str:
+    if not rails:
+        return "no rail"
+    if list(rails) == list(range(rails[0], rails[-1] + 1)) and len(rails) > 2:
+        return f"rails {rails[0]}-{rails[-1]}"
+    return f"rail{'s' if len(rails) > 1 else ''} {', '.join(map(str, rails))}"
 
 
 def _metric(name: str) -> Callable[[Baseline, str], float | None]:
@@ -288,6 +434,7 @@ def _metric(name: str) -> Callable[[Baseline, str], float | None]:
 
 _MEASURES: Mapping[str, tuple[str, Callable[[Baseline, str], float | None]]] = {
     "allreduce_efficiency_min": ("node", _metric("allreduce_efficiency")),
+    "alltoall_efficiency_min": ("node", _metric("alltoall_efficiency")),
     "link_loss_max": ("nic", loss_pct),
     "latency_p99_max_usec": ("pair", _metric("p99_usec")),
     "bandwidth_min_gbps": ("nic", _metric("bw_avg_gbps")),
@@ -298,7 +445,7 @@ _MEASURES: Mapping[str, tuple[str, Callable[[Baseline, str], float | None]]] = {
 def _parts_in_scope(check: Check, baseline: Baseline, kind: str) -> list[str]:
     """The parts the check judges: measured ones, plus in-scope nodes/NICs the suite could not measure."""
     if check.fleet:
-        return ["fleet/allreduce"]
+        return [f"fleet/{COLLECTIVE_KINDS[check.kind]}"]
     parts = {p for p in baseline.parts if split_part(p)[0] == kind and check.scope.covers(p)}
     if kind == "node":
         parts |= {f"node/{n}" for n in baseline.shape.nodes if check.scope.covers_node(n)}
@@ -370,6 +517,35 @@ def _cabling_check(check: Check, baseline: Baseline) -> CheckResult:
                        {"matching": float(len(results) - len(failures)), "count": float(len(results))})
 
 
+def _config_check(check: Check, baseline: Baseline) -> CheckResult:
+    """Every required ``fleet check`` check passes on every part in scope (a warning, a part that could not be
+    read, fails it: it was not verified)."""
+    if not baseline.config_checks:
+        missing = PartResult("fleet", None, False, "the suite did not read the configuration")
+        return CheckResult(check, False, 0, (missing,), missing, "the suite did not read the configuration")
+    wanted = check.checks or tuple(baseline.config_checks)
+    failures: list[PartResult] = []
+    checked = 0
+    for check_id in wanted:
+        entry = baseline.config_checks.get(check_id)
+        if entry is None:
+            failures.append(PartResult(f"config/{check_id}", None, False, "not run"))
+            continue
+        checked += sum(int(entry.get(k, 0)) for k in ("pass", "warn", "fail"))
+        for failed in entry.get("failed", ()):
+            part = str(failed.get("part", ""))
+            host = part.partition(":")[0]
+            if host in baseline.shape.nodes and not check.scope.covers_node(host):
+                continue
+            verdict = "not read" if failed.get("verdict") == "warn" else "expected"
+            failures.append(PartResult("/".join(("config", check_id, *part.split(":"))), None, False,
+                                       f"{verdict} {failed.get('expected', '')}, found {failed.get('found', '')}"))
+    summary = (f"{len(failures)} failed; " + "; ".join(f"{_short(f.part)}: {f.note}" for f in failures[:5])
+               + (" ..." if len(failures) > 5 else "")) if failures else f"all {checked} results pass"
+    return CheckResult(check, not failures, checked, tuple(failures), failures[0] if failures else None, summary,
+                       {"failed": float(len(failures)), "count": float(checked)})
+
+
 def _findings_check(check: Check, baseline: Baseline, findings: Sequence[Finding]) -> CheckResult:
     wanted = set(check.kinds)
     hits = [f for f in findings if f.kind in wanted and (not f.node or check.scope.covers_node(f.node))]
@@ -410,6 +586,6 @@ def _num(value: float) -> str:
 
 
 __all__ = [
-    "CHECK_KINDS", "SUITE_KEYS", "Check", "CheckResult", "Criteria", "CriteriaError", "KindSpec", "PartResult",
-    "Scope", "evaluate", "evaluate_check", "loss_pct", "parse_criteria", "parse_rails",
+    "CHECK_KINDS", "COLLECTIVE_KINDS", "SUITE_KEYS", "Check", "CheckResult", "Criteria", "CriteriaError", "KindSpec", "PartResult",
+    "Scope", "claim", "evaluate", "evaluate_check", "loss_pct", "parse_criteria", "parse_rails",
 ]  # fmt: skip

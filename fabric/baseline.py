@@ -10,9 +10,15 @@ Parts are named ``kind/name...`` (see :func:`part_id`):
 - ``pair/<rail>/<src>/<dst>``: a link-test pair on one rail: ``p99_usec``, ``p999_usec``;
 - ``nic/<node>/<mlx5_N>``: ``lat_p99_usec`` (median of the NIC's link-test pairs),
   ``bw_avg_gbps`` (perftest bandwidth), ``rx_power_dbm`` (weakest lane),
-  ``errors`` and ``packets`` (counter deltas over the suite), ``rate_gbps``;
-- ``node/<node>``: ``allreduce_busbw_gbytes_s``, ``allreduce_efficiency`` (single node, NVLink);
-- ``fleet/allreduce``: the same across every node.
+  ``errors``, ``lost`` (packets lost or dropped) and ``packets`` (counter deltas over the suite),
+  ``rate_gbps``;
+- ``node/<node>``: ``allreduce_busbw_gbytes_s``, ``allreduce_efficiency``,
+  ``allreduce_reference_gbytes_s`` (single node, NVLink); ``alltoall_busbw_gbytes_s``,
+  ``alltoall_efficiency``, ``alltoall_theoretical_gbytes_s`` (``fleet.fabric.alltoall``);
+  ``nvlink_errors`` (NVLink CRC, replay and recovery errors of its GPUs, as counted when the suite ran);
+- ``fleet/allreduce``, ``fleet/alltoall``: the same across every node; the all-to-all also
+  ``alltoall_rail<r>_busbw_gbytes_s``, each rail's figure with one GPU per node;
+- ``fleet/ep``: the expert-parallel benchmark's ``ep_<dispatch_fp8|dispatch_bf16|combine>_<rdma|nvl>_gbytes_s``.
 
 Units are in the metric names (usec, gbps = Gbit/s, gbytes_s = GB/s, dBm).
 Pure: no I/O.
@@ -118,6 +124,12 @@ class Baseline:
     """The link test's p99 matrix per rail (``LinktestReport.matrix``), for the report's pingmesh charts."""
     notes: tuple[str, ...] = ()
     """Steps that failed or were skipped, in words."""
+    configuration: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """part -> the RoCE, PCIe and driver settings the suite's ``fleet check`` read there
+    (``fleet.fabric.roce_config.configuration_summary``); {} when it did not read them."""
+    config_checks: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """check id -> ``{"pass": n, "warn": n, "fail": n, "failed": [{"part", "verdict", "expected", "found"}]}``:
+    the suite's ``fleet check`` (``fleet.fabric.config_checks``); {} when it did not run."""
 
     def metric(self, part: str, name: str) -> float | None:
         value = self.parts.get(part, {}).get(name)
@@ -141,6 +153,8 @@ class Baseline:
             "unreachable": dict(sorted(self.unreachable.items())),
             "matrices": [dict(m) for m in self.matrices],
             "notes": list(self.notes),
+            "configuration": {p: dict(v) for p, v in sorted(self.configuration.items())},
+            "config_checks": {c: dict(v) for c, v in sorted(self.config_checks.items())},
         }
 
     @classmethod
@@ -156,6 +170,8 @@ class Baseline:
             unreachable=dict(data.get("unreachable", {})),
             matrices=tuple(data.get("matrices", ())),
             notes=tuple(data.get("notes", ())),
+            configuration={p: dict(v) for p, v in data.get("configuration", {}).items()},
+            config_checks={c: dict(v) for c, v in data.get("config_checks", {}).items()},
         )  # fmt: skip
 
 
@@ -197,11 +213,17 @@ DEFAULT_THRESHOLDS: Mapping[str, Threshold] = {
     "bw_avg_gbps": Threshold(higher_is_better=True, relative=0.05),
     "allreduce_busbw_gbytes_s": Threshold(higher_is_better=True, relative=0.03),
     "allreduce_efficiency": Threshold(higher_is_better=True, relative=0.03),
+    "alltoall_busbw_gbytes_s": Threshold(higher_is_better=True, relative=0.05),
+    "alltoall_efficiency": Threshold(higher_is_better=True, relative=0.05),
+    "nvlink_errors": Threshold(higher_is_better=False, absolute=0.0, critical_factor=1.0),
+    **{f"ep_{kernel}_{link}_gbytes_s": Threshold(higher_is_better=True, relative=0.05)
+       for kernel in ("dispatch_fp8", "dispatch_bf16", "combine") for link in ("rdma", "nvl")},
     "rx_power_dbm": Threshold(higher_is_better=True, absolute=2.0),
     "rate_gbps": Threshold(higher_is_better=True, relative=0.0, critical_factor=1.0),
     "errors": Threshold(higher_is_better=False, absolute=0.0, critical_factor=1.0),
 }
-"""The issue's defaults: p99 latency +10 %, bandwidth -5 %, all-reduce -3 %, rx power -2 dB, any new errors.
+"""Default thresholds: p99 latency +10 %, bandwidth -5 %, all-reduce -3 %, all-to-all and the expert-parallel
+kernels -5 % (hashed flows vary more between runs than a ring), rx power -2 dB, any new errors (NVLink's too).
 Metrics without a threshold (``packets``) are context, never a change."""
 
 
@@ -263,6 +285,8 @@ class BaselineDiff:
     """``part metric`` measured before but not now (a probe failed): as bad as a gone part."""
     software: tuple[TextChange, ...]
     cabling: tuple[TextChange, ...]
+    configuration: tuple[TextChange, ...] = ()
+    """Configuration drift: a check that fails now and did not (or passes now), a setting that changed."""
 
     @property
     def regressions(self) -> tuple[Change, ...]:
@@ -287,6 +311,7 @@ class BaselineDiff:
             "lost_metrics": list(self.lost_metrics),
             "software": [c.to_json() for c in self.software],
             "cabling": [c.to_json() for c in self.cabling],
+            "configuration": [c.to_json() for c in self.configuration],
         }
 
 
@@ -335,6 +360,7 @@ def diff(
         lost_metrics=tuple(lost),
         software=tuple(_software_changes(before.software, after.software)),
         cabling=tuple(_cable_changes(before.cabling, after.cabling)),
+        configuration=tuple(_config_changes(before, after)),
     )  # fmt: skip
 
 
@@ -346,6 +372,27 @@ def _software_changes(
         for key in sorted(set(old) | set(new)):
             if old.get(key, "") != new.get(key, ""):
                 yield TextChange(f"{node} {key}", old.get(key, ""), new.get(key, ""), Rank.INFO)
+
+
+def _config_changes(before: Baseline, after: Baseline) -> Iterable[TextChange]:
+    """Drift between two ``fleet check`` readings: checks whose failures changed first (a new failure is
+    critical), then every setting that differs on a part both read (a warning: the check says whether it
+    matters). Nothing when either baseline did not read the configuration."""
+    if not before.config_checks or not after.config_checks:
+        return
+    for check in sorted(set(before.config_checks) & set(after.config_checks)):
+        old = {str(f.get("part", "")) for f in before.config_checks[check].get("failed", ())}
+        new = {str(f.get("part", "")) for f in after.config_checks[check].get("failed", ())}
+        if old != new:
+            rank = Rank.CRITICAL if new - old else Rank.INFO
+            yield TextChange(f"check {check}", ", ".join(sorted(old)) or "passes",
+                             ", ".join(sorted(new)) or "passes", rank)
+    for part in sorted(set(before.configuration) & set(after.configuration)):
+        old_values, new_values = before.configuration[part], after.configuration[part]
+        for key in sorted(set(old_values) | set(new_values)):
+            was, now = str(old_values.get(key, "")), str(new_values.get(key, ""))
+            if was != now:
+                yield TextChange(f"{part} {key}", was, now, Rank.WARNING)
 
 
 def _cable_changes(before: Mapping[str, CableCheck], after: Mapping[str, CableCheck]) -> Iterable[TextChange]:

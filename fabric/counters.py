@@ -1,6 +1,6 @@
 """Widths of the InfiniBand PortCounters, by their sysfs file names.
 
-IBA vol. 1, PortCounters attribute (DOMAIN.md lists the common ones). These
+IBA vol. 1, PortCounters attribute (docs/domain.md, "IB port counters"). These
 counters saturate (stick at 2^width - 1) instead of wrapping: a value at the
 maximum means "at least this many", never a rate. The data and packet
 counters are not listed: mlx5 exposes them 64-bit (PortCountersExtended).

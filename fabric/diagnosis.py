@@ -3,7 +3,8 @@
 ``diagnose(data, thresholds)`` runs the rule families of ``fleet.fabric.rules`` in
 an order where the root cause comes first: cables and optics, then congestion
 (a storm explains its neighbours' pauses), then spines (loss on NICs with their
-own cause is left out), GPUs and QPs, hosts, latency. Each finding has a kind
+own cause is left out), GPUs and QPs, hosts, latency, and last jobs (a stalled
+job names the member whose own finding holds it back). Each finding has a kind
 (the names below), the part (node, nic, switch, port, job), a severity, the
 numbers that show it (units in their keys) and a next step.
 
@@ -14,7 +15,7 @@ Pure: the input is plain data (``DiagnosisInput``, built from the store by
 from __future__ import annotations
 
 from fleet.fabric.events import Event, Finding, Severity
-from fleet.fabric.rules import congestion, gpus, hosts, latency, links, spine
+from fleet.fabric.rules import config, congestion, gpus, hosts, jobs, latency, links, spine
 from fleet.fabric.rules.context import Context, DiagnosisInput, Reading, SeriesId
 from fleet.fabric.rules.thresholds import Thresholds
 
@@ -22,9 +23,10 @@ __all__ = ["FINDING_KINDS", "DiagnosisInput", "Reading", "SeriesId", "Thresholds
            "finding_json"]
 
 FINDING_KINDS: tuple[str, ...] = (
-    "link_down", "link_flapping", "degraded_rate", "optics_low_rx_power", "high_ber", "miswired", "pfc_storm",
-    "ecn_not_working", "ecmp_imbalance", "spine_loss", "qp_errors", "gpu_xid", "gpu_thermal", "node_unreachable",
-    "node_unresponsive", "node_slow", "latency_regression",
+    "link_down", "link_flapping", "degraded_rate", "optics_low_rx_power", "optics_high_rx_power", "optics_tx_power",
+    "optics_tx_bias", "optics_temperature", "high_ber", "miswired", "pfc_storm", "ecn_not_working", "nic_rx_discards",
+    "ecmp_imbalance", "spine_loss", "qp_errors", "rnr_backpressure", "gpu_xid", "gpu_thermal", "node_unreachable",
+    "node_unresponsive", "node_slow", "latency_regression", "job_slow", "misconfigured",
 )
 
 _RANK = {Severity.CRITICAL: 0, Severity.WARNING: 1, Severity.INFO: 2}
@@ -36,6 +38,8 @@ def diagnose(data: DiagnosisInput, thresholds: Thresholds | None = None) -> list
     found: list[Finding] = []
     for family in (links, congestion, spine, gpus, hosts, latency):
         found += family.rules(ctx)
+    found = config.rules(ctx, found)  # a failed configuration check is the root cause of what it explains
+    found += jobs.rules(ctx, found)
     return sorted(found, key=lambda f: (_RANK[f.severity], f.kind, f.node, f.nic, f.switch, f.port, f.job))
 
 
@@ -43,7 +47,7 @@ def finding_json(finding: Finding) -> dict[str, object]:
     """A finding as the JSON object ``fleet diagnose --json`` prints."""
     return {"kind": finding.kind, "severity": finding.severity.value, "node": finding.node, "nic": finding.nic,
             "switch": finding.switch, "port": finding.port, "job": finding.job, "evidence": finding.evidence,
-            "next_step": finding.next_step}
+            "next_step": finding.next_step, "basis": finding.basis}
 
 
 def finding_event(finding: Finding, ts: float) -> Event:

@@ -1,6 +1,6 @@
 """Remedies for an imbalanced leaf, least disruptive first, with the exact switch commands.
 
-The order follows DOMAIN.md "ECMP on RoCE fabrics" (published fixes):
+The order follows the published fixes in docs/domain.md, "ECMP on RoCE fabrics":
 
 0. ``host-qps``: more QPs per NCCL connection (``NCCL_IB_QPS_PER_CONNECTION``)
    gives every ring several UDP source ports, i.e. several paths. Advice for
@@ -36,7 +36,7 @@ NVUE_EXTRA_FIELD = "ingress-interface"
 SONIC_EXTRA_FIELD = "RDMA_BTH_DEST_QP"
 QPS_PER_CONNECTION = 4
 """NCCL_IB_QPS_PER_CONNECTION to advise: 4 QPs per ring give 4 paths per connection; the NCCL
-default is 1 (DOMAIN.md)."""
+default is 1 (NCCL's environment variables documentation; docs/domain.md, "ECMP on RoCE fabrics")."""
 
 MESSAGE_PREFIX = "fleet ecmp"
 

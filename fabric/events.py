@@ -47,3 +47,7 @@ class Finding:
     evidence: dict[str, Any] = field(default_factory=dict)
     """Measured numbers, keys with units (``rx_power_dbm``, ``p99_usec``)."""
     next_step: str = ""
+    basis: str = "window"
+    """What the finding rests on: ``window`` (something happened in the judged window: counters rose,
+    a rate or ratio over it) or ``state`` (a state that persists by nature and holds until someone acts:
+    a port down now, a GPU that needs a reset, a miswired cable, a host that does not answer)."""

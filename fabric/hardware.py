@@ -1,8 +1,24 @@
-"""The hardware's theoretical figures an all-reduce is compared with, per GPU and NIC model.
+"""What an all-reduce is compared with: published nccl-tests figures per GPU and algorithm, and the bounds.
 
 Why a table: "380 GB/s bus bandwidth" means nothing until it is set against
-what the machine could do. The figures are the vendors' published numbers;
-a site with other parts passes its own table (``HardwareTable``), e.g. from
+what the machine does. Two figures, both printed beside a result:
+
+- the **reference** (``allreduce_reference``): what a healthy machine of that
+  GPU model reaches with that NCCL algorithm, as NVIDIA's NCCL maintainers
+  published it for nccl-tests. An efficiency is measured against it. The line
+  rate is not reachable: NVLink carries ~20 % protocol overhead, so an 8 x H100
+  node's ring all-reduce peaks at ~370 GB/s bus bandwidth while NVLink SHARP
+  (NVLS, NCCL's default on NVSwitch systems since 2.17) reaches ~480 GB/s, more
+  than the 450 GB/s per direction, because the switch does the reduction
+  (https://github.com/NVIDIA/nccl-tests/issues/212); an 8 x A100 node reaches
+  ~230 GB/s (https://github.com/NVIDIA/nccl-tests/issues/149). Across nodes a
+  ConnectX-7 at 400 Gb/s carries 48-49 GB/s of NCCL traffic
+  (https://github.com/NVIDIA/nccl-tests/issues/267), so the reference is the
+  node's NICs at 97 % of line rate, never above the ring's NVLink figure.
+- the **theoretical bound** (``allreduce_bound``): the vendors' datasheet line
+  rates, which no run reaches; kept to show the headroom.
+
+A site with other parts passes its own table (``HardwareTable``), e.g. from
 the config file.
 
 Bus bandwidth (nccl-tests' ``busbw``, GB/s = 1e9 bytes/s) is what each rank
@@ -67,6 +83,42 @@ NIC_MODELS: tuple[NicModel, ...] = (
 
 
 @dataclass(frozen=True, slots=True)
+class PublishedAllreduce:
+    """One published nccl-tests all-reduce figure: 8 GPUs of one node, one NCCL algorithm."""
+
+    match: str
+    """A substring of the GPU name (as ``GpuModel.match``)."""
+    algorithm: str
+    """NCCL_ALGO: ``NVLS`` (NVLink SHARP) or ``Ring``."""
+    busbw_gbytes_s: float
+    source: str
+
+
+PUBLISHED_ALLREDUCE: tuple[PublishedAllreduce, ...] = (
+    PublishedAllreduce("H200", "NVLS", 480.0, "as H100 (same NVLink 4 and NVSwitch): "
+                                              "https://github.com/NVIDIA/nccl-tests/issues/212"),
+    PublishedAllreduce("H200", "Ring", 370.0, "as H100 (same NVLink 4): https://github.com/NVIDIA/nccl-tests/issues/212"),
+    PublishedAllreduce("H100", "NVLS", 480.0, "NCCL maintainers, https://github.com/NVIDIA/nccl-tests/issues/212"),
+    PublishedAllreduce("H100", "Ring", 370.0, "NCCL maintainers, https://github.com/NVIDIA/nccl-tests/issues/212"),
+    PublishedAllreduce("A100", "Ring", 230.0, "NCCL maintainers, https://github.com/NVIDIA/nccl-tests/issues/149"),
+)
+"""Peak bus bandwidth (GB/s) of healthy 8-GPU nodes; checked in order, ``H200`` before ``H100``."""
+
+NIC_NCCL_SHARE = 0.97
+"""Share of a NIC's line rate NCCL traffic reaches: 48-49 GB/s on a 400 Gb/s ConnectX-7
+(https://github.com/NVIDIA/nccl-tests/issues/267)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    """The bus bandwidth (GB/s) a healthy machine reaches, the algorithm it assumes, and where it comes from."""
+
+    busbw_gbytes_s: float
+    algorithm: str
+    basis: str
+
+
+@dataclass(frozen=True, slots=True)
 class Theoretical:
     """The bound on bus bandwidth, GB/s, and how it was derived (for the report)."""
 
@@ -78,6 +130,7 @@ class Theoretical:
 class HardwareTable:
     gpus: tuple[GpuModel, ...] = GPU_MODELS
     nics: tuple[NicModel, ...] = NIC_MODELS
+    published: tuple[PublishedAllreduce, ...] = PUBLISHED_ALLREDUCE
     overrides: Mapping[str, float] = field(default_factory=dict)
     """Per model key (a GPU ``match`` or NIC ``ca_type``): a site's own figure, same unit."""
 
@@ -121,4 +174,41 @@ class HardwareTable:
         return Theoretical(network, basis)
 
 
-__all__ = ["GPU_MODELS", "NIC_MODELS", "GpuModel", "HardwareTable", "NicModel", "Theoretical"]
+    def allreduce_reference(self, gpu_name: str, nodes: int, nic_ca_types: tuple[str, ...] = (),
+                            algorithm: str | None = None) -> Reference | None:
+        """The published bus bandwidth a healthy run of ``nodes`` nodes reaches (see the module doc).
+
+        ``algorithm``: the NCCL_ALGO the run used; None: NCCL's default (NVLS inside an NVSwitch node where
+        a figure is published, else Ring; Ring across nodes). None when no figure is published for the
+        GPU (or a NIC of the node is unknown): no made-up reference.
+        """
+        lowered = gpu_name.lower()
+        figures = [p for p in self.published if p.match.lower() in lowered]
+        if figures:
+            figures = [p for p in figures if p.match == figures[0].match]
+        if not figures:
+            return None
+        wanted = algorithm or ("NVLS" if nodes <= 1 else "Ring")
+        chosen = next((p for p in figures if p.algorithm.lower() == wanted.lower()), None)
+        if chosen is None and algorithm is None:
+            chosen = next((p for p in figures if p.algorithm == "Ring"), None)
+        if chosen is None:
+            return None
+        node_figure = self.overrides.get(f"{chosen.match}/{chosen.algorithm}", chosen.busbw_gbytes_s)
+        basis = f"{chosen.match} x8 {chosen.algorithm} {node_figure:g} GB/s ({chosen.source})"
+        if nodes <= 1:
+            return Reference(node_figure, chosen.algorithm, basis)
+        nics = [self.nic(t) for t in nic_ca_types]
+        if not nics or any(n is None for n in nics):
+            return None
+        network = sum(n.line_rate_gbps for n in nics if n is not None) / 8.0 * NIC_NCCL_SHARE
+        names = sorted({f"{n.name} {n.line_rate_gbps:g} Gb/s" for n in nics if n is not None})
+        net_basis = (f"{len(nics)} x {', '.join(names)} at {NIC_NCCL_SHARE:.0%} of line rate = {network:.0f} GB/s "
+                     "(https://github.com/NVIDIA/nccl-tests/issues/267)")
+        if node_figure < network:
+            return Reference(node_figure, chosen.algorithm, f"{net_basis}, capped by {basis}")
+        return Reference(round(network, 1), chosen.algorithm, net_basis)
+
+
+__all__ = ["GPU_MODELS", "NIC_MODELS", "NIC_NCCL_SHARE", "PUBLISHED_ALLREDUCE", "GpuModel", "HardwareTable", "NicModel",
+           "PublishedAllreduce", "Reference", "Theoretical"]

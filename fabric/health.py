@@ -17,6 +17,7 @@ from enum import StrEnum
 from fleet.fabric.records import HostStatus
 from fleet.fabric.samples import METRICS, MetricKind, SeriesKey
 from fleet.fabric.states import HostState
+from fleet.fabric.xid import is_critical
 
 
 class Health(StrEnum):
@@ -32,8 +33,6 @@ class Health(StrEnum):
         return {Health.DOWN: 3, Health.DEGRADED: 2, Health.UNKNOWN: 1, Health.OK: 0}[self]
 
 
-CRITICAL_XIDS: frozenset[int] = frozenset({48, 63, 64, 74, 79, 92, 94, 95})
-"""XIDs that mean lost data or a lost GPU (DOMAIN.md, GPU section; NVIDIA XID catalogue)."""
 
 PORT_ACTIVE = 4.0
 """IB port state code for ACTIVE (``port_state`` metric)."""
@@ -62,24 +61,26 @@ class HealthThresholds:
     """Limits above (or below) which a node is degraded. Units in the names."""
 
     optics_rx_low_alarm_dbm: float = -10.0
-    """Low-alarm Rx power of common 400G SR8/DR4 modules (SFF-8636/CMIS defaults); margins are
+    """Low-alarm Rx power assumed for a module that publishes no thresholds of its own (a module's
+    EEPROM carries them, SFF-8636 / CMIS, and they win whenever the collector read them); margins are
     measured against it, because below it the receiver stops decoding reliably."""
     optics_margin_warn_db: float = 2.0
-    """A lane within 2 dB of the low alarm is at the module's low-warning level (-8 dBm): dirty
-    connector or bent fibre, the first step before CRC errors."""
+    """Without the module's own low warning: a lane within 2 dB of the low alarm is at the usual
+    low-warning distance: dirty connector or bent fibre, the first step before CRC errors."""
     optics_below_peers_db: float = 3.0
     """A NIC whose weakest lane is 3 dB (half the light) below the node's median NIC: healthy
     modules of one node sit within 1-2 dB of each other, so this is a dirty or damaged link
     even while it is still far from the alarm."""
     pause_warn_per_s: float = 1000.0
     """PFC pause frames per second per NIC. A DCQCN-tuned fabric pauses rarely; a sustained
-    thousand a second means head-of-line blocking that stalls collectives (DOMAIN.md, fault 1)."""
+    thousand a second means head-of-line blocking that stalls collectives (docs/domain.md, "PFC pause and pause storms")."""
     ecn_without_cnp_per_s: float = 100.0
     """ECN-marked packets per second received while no CNP is sent back: congestion control is
-    not working (DOMAIN.md, mlx5 hw_counters)."""
-    pre_fec_ber_warn: float = 1e-5
-    """RS-FEC on 400G PAM4 corrects up to about 2.4e-4; 1e-5 leaves an order of magnitude of
-    headroom and flags a link that is getting worse before it starts to drop."""
+    not working (docs/domain.md, "ECN, CNP and DCQCN")."""
+    pre_fec_ber_warn: float = 2.4e-5
+    """RS(544,514) FEC on 200G/400G PAM4 corrects up to a pre-FEC BER of 2.4e-4 (IEEE 802.3 clauses
+    119/120); a tenth of it leaves a decade of headroom and flags a link that is getting worse before
+    it starts to drop (the diagnosis rule warns at the same point)."""
     gpu_temp_warn_c: float = 85.0
     """H100/A100 slow their clocks from about 87 C; warn just before the job slows down."""
     link_error_delta_warn: float = 1.0
@@ -113,6 +114,10 @@ class NicSummary:
     error_delta: float = 0.0
     worst_rx_dbm: float | None = None
     """Lowest Rx power over the module's lanes."""
+    rx_low_alarm_dbm: float | None = None
+    """The module's own Rx power low alarm (its EEPROM), when the collector read it."""
+    rx_low_warning_dbm: float | None = None
+    """The module's own Rx power low warning."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,6 +246,8 @@ def summarize_node(
             discard_delta=sum(d for m, d in own.items() if m not in LINK_ERROR_METRICS),
             error_delta=sum(own.values()),
             worst_rx_dbm=rx_dbm.get(device),
+            rx_low_alarm_dbm=device_fields.get(device, {}).get("optics_rx_power_low_alarm_dbm"),
+            rx_low_warning_dbm=device_fields.get(device, {}).get("optics_rx_power_low_warning_dbm"),
         ))
     gpus = []
     for device, f in sorted(gpu_fields.items(), key=lambda item: _gpu_index(item[0])):
@@ -257,9 +264,12 @@ def _gpu_index(device: str) -> int:
     return int(digits) if digits.isdigit() else 0
 
 
-def optics_margin_db(rx_dbm: float | None, t: HealthThresholds) -> float | None:
-    """dB above the low alarm of the weakest lane (negative: below the alarm)."""
-    return None if rx_dbm is None else rx_dbm - t.optics_rx_low_alarm_dbm
+def optics_margin_db(rx_dbm: float | None, t: HealthThresholds, low_alarm_dbm: float | None = None) -> float | None:
+    """dB above the low alarm of the weakest lane (negative: below the alarm): the module's own alarm
+    when known, else ``t.optics_rx_low_alarm_dbm``."""
+    if rx_dbm is None:
+        return None
+    return rx_dbm - (low_alarm_dbm if low_alarm_dbm is not None else t.optics_rx_low_alarm_dbm)
 
 
 def _nic_problems(
@@ -271,8 +281,10 @@ def _nic_problems(
         problems.append(f"{name} port not active (state {nic.port_state:g})")
     if nic.rate_gbps is not None and best_rate_gbps and nic.rate_gbps < best_rate_gbps:
         problems.append(f"{name} trained at {nic.rate_gbps:g} Gb/s, others {best_rate_gbps:g}")
-    margin = optics_margin_db(nic.worst_rx_dbm, t)
-    if margin is not None and margin < t.optics_margin_warn_db:
+    margin = optics_margin_db(nic.worst_rx_dbm, t, nic.rx_low_alarm_dbm)
+    warn_db = (nic.rx_low_warning_dbm - nic.rx_low_alarm_dbm
+               if nic.rx_low_warning_dbm is not None and nic.rx_low_alarm_dbm is not None else t.optics_margin_warn_db)
+    if margin is not None and margin < warn_db:
         problems.append(f"{name} optics Rx {nic.worst_rx_dbm:.1f} dBm, margin {margin:.1f} dB")
     elif (nic.worst_rx_dbm is not None and median_rx_dbm is not None
           and nic.worst_rx_dbm <= median_rx_dbm - t.optics_below_peers_db):
@@ -326,7 +338,7 @@ def classify(
     ):
         return NodeHealth(Health.DOWN, ("every RDMA port is down", *reasons), summary.nics[0].device, nic_problems)
     for gpu in summary.gpus:
-        if gpu.xid_last in CRITICAL_XIDS:
+        if gpu.xid_last and is_critical(gpu.xid_last):
             reasons.append(f"{gpu.device} XID {gpu.xid_last}")
         if gpu.temp_c is not None and gpu.temp_c >= t.gpu_temp_warn_c:
             reasons.append(f"{gpu.device} at {gpu.temp_c:.0f} C")

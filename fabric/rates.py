@@ -4,7 +4,7 @@ No I/O, no clock (time comes from the samples' ``ts``, unix seconds). One
 derivation, ``RateTracker.derive``, for every caller: a collector's batch of
 many nodes' lines, one switch poll, one command-mode tick.
 
-Rules:
+Rules (docs/domain.md, "IB port counters"):
 - ``tx_bytes``/``rx_bytes`` are already ``port_xmit_data``/``port_rcv_data`` x 4
   (the counters count 4-byte words), so their modulus is 4 x 2^64 bytes.
 - Counters that WRAP (64-bit sysfs and ethtool counters, 32-bit switch ones): a

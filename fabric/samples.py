@@ -230,7 +230,9 @@ METRICS: dict[str, MetricSpec] = {
         "tx_discards_phy": "packets dropped on transmit",
         "rx_prio3_discards": "priority-3 packets dropped",
         "rx_pcs_symbol_err_phy": "symbol errors FEC could not fix",
+        "rx_crc_errors_phy": "received frames dropped for a bad FCS (lost to bit errors)",
         "link_down_events_phy": "link down events seen by the PHY",
+        "carrier_changes": "netdev carrier losses and returns (two per flap)",
         "tx_pause_storm_warning_events": "pause storm warnings",
         "tx_pause_storm_error_events": "pause storm errors: pause is then disabled and drops follow",
     }),
@@ -261,6 +263,12 @@ METRICS: dict[str, MetricSpec] = {
     "optics_tx_bias_ma": MetricSpec("optics_tx_bias_ma", G, "mA", "laser bias current per lane"),
     "optics_temp_c": MetricSpec("optics_temp_c", G, "C", "module temperature"),
     "optics_voltage_v": MetricSpec("optics_voltage_v", G, "V", "module supply voltage"),
+    # --- optics thresholds, the module's own (EEPROM, SFF-8636 / CMIS), per NIC
+    **{f"optics_{quantity}_{level}_{suffix}": MetricSpec(
+        f"optics_{quantity}_{level}_{suffix}", G, unit, f"module's {text} {level.replace('_', ' ')} threshold")
+       for quantity, suffix, unit, text in (("rx_power", "dbm", "dBm", "Rx power"), ("tx_power", "dbm", "dBm", "Tx power"),
+                                            ("tx_bias", "ma", "mA", "laser bias"), ("temp", "c", "C", "temperature"))
+       for level in ("low_alarm", "low_warning", "high_warning", "high_alarm")},
     # --- GPU (NVML)
     "gpu_util_pct": MetricSpec("gpu_util_pct", G, "%", "SM utilization"),
     "gpu_mem_used_bytes": MetricSpec("gpu_mem_used_bytes", G, "bytes", "framebuffer memory used"),
@@ -289,7 +297,10 @@ METRICS: dict[str, MetricSpec] = {
     **_specs(E, "packets", {
         "sw_rx_drops": "packets dropped on receive",
         "sw_tx_drops": "packets dropped on transmit",
+        "sw_rx_errors": "frames received with errors (FCS, symbol): the far end's transmitter or the cable",
     }),
+    "sw_carrier_transitions": MetricSpec("sw_carrier_transitions", E, "events",
+                                         "link state changes of the switch port (two per flap)"),
     **_specs(C, "frames", {
         "sw_rx_pfc_pause": "PFC pause frames received (priority 3)",
         "sw_tx_pfc_pause": "PFC pause frames sent (priority 3)",

@@ -9,6 +9,7 @@ every number stays a pure function of the scenario and the simulated time.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -31,8 +32,10 @@ watchdog raises an error event, stops the NIC's pause frames, and drops follow."
 FLAP_DOWN_MAX_S = 5.0
 """A flapping link stays down this long (or a third of its period, if shorter) per period."""
 
-CRITICAL_XIDS = (48, 63, 64, 74, 79, 92, 94, 95)
-ECC_XIDS = (48, 63, 64, 94, 95)
+ECC_XIDS = (48, 64, 94, 95, 140)
+"""XIDs that come with uncorrected memory errors (the driver's ECC counters rise): a double-bit error,
+a failed row remap, contained and uncontained ECC errors, an unrecovered one (NVIDIA's XID catalog).
+XIDs 63 and 92 record corrected errors and leave the uncorrected counters alone."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +52,9 @@ class FaultEffects:
     storm_escalated: frozenset[NicKey] = frozenset()
     ecn_off_nics: frozenset[NicKey] = frozenset()
     ecn_off_switches: frozenset[str] = frozenset()
+    pfc_off: frozenset[CableKey] = frozenset()
+    """Ends (node, mlx5_N) and (switch, port) where RoCE has no working PFC (misconfigured: see
+    ``fleet.simulator.qos_state``): they neither pause nor honour pauses, so congestion drops there."""
     ecmp_collision: dict[str, float] = field(default_factory=dict)  # leaf -> fault start
     spine_loss: dict[str, float] = field(default_factory=dict)  # spine -> drop fraction
     qp_exhaustion: dict[NicKey, int] = field(default_factory=dict)  # NIC -> QPs held
@@ -158,7 +164,7 @@ def effects(faults: Sequence[FaultSpec], topology: Topology, t: float) -> FaultE
             hung.add(fault.target)
         elif kind == "slow_node":
             slow[fault.target] = fault.param("delay")
-        # gpu_xid is an event, counted by xid_events()
+        # gpu_xid is an event, counted by xid_events(); misconfigurations act through qos_state
     return FaultEffects(
         down=frozenset(down),
         flapping=flapping,
@@ -209,11 +215,12 @@ def link_down_events(faults: Sequence[FaultSpec], topology: Topology, cable: Cab
             continue
         if cable_of(topology, fault.target) != cable:
             continue
-        end = t if fault.until is None else min(t, fault.until)
         if fault.kind == "link_down":
             count += 1
+        elif fault.until is not None and t >= fault.until:  # flaps that began before the fault ended
+            count += math.ceil((fault.until - fault.at) / fault.param("period"))
         else:
-            count += int((end - fault.at) // fault.param("period")) + 1
+            count += int((t - fault.at) // fault.param("period")) + 1
     return count
 
 

@@ -36,10 +36,9 @@ def collection_interval_s(nodes: int) -> float:
     """Agent interval the inventory suggests: 1 s up to 1,024 nodes, 5 s beyond, so one 2-core machine
     can both simulate and collect the fleet.
 
-    Measured on the shared 2-core machine (``bench collect``'s stream, 8 s window, bench scenario,
-    1,024 nodes at 1 s): agent lines built from node parts cost the simulator 0.6-0.7 ms each with SSH,
-    0.58-0.65 CPU-s/s for 930-1,024 lines/s next to the collector's 0.72 CPU-s/s. Built from whole node
-    views (1.9 ms a line) the simulator saturated at about 500 lines/s, hence 5 s past 256 nodes before."""
+    An agent line costs the simulator about 0.6-0.7 ms of CPU with SSH, so 1,024 nodes at 1 s take
+    about 0.6 CPU-s/s next to the collector's ~0.7 (``python -m benchmarks collect`` on 2 cores);
+    at twice the nodes and 1 s the two would not fit on two cores."""
     return 1.0 if nodes <= 1024 else 5.0
 
 
@@ -142,7 +141,7 @@ def run(scenario: Scenario, state_dir: Path) -> int:
 
     def ready(line: str) -> None:
         # The model, listeners and host keys live as long as the process: out of the collector's
-        # sight, so that a full collection (tens of ms on one CPU at 1,024 nodes) no longer walks
+        # sight, so that a full collection (tens of ms on one CPU at 1,024 nodes) does not walk
         # them while every session waits. (``fleet sim`` sets the collector's thresholds.)
         gc.freeze()
         print(line, flush=True)

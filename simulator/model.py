@@ -13,12 +13,13 @@ counters, as on the real switch). Views are computed on demand, per command.
 from __future__ import annotations
 
 import bisect
+import fnmatch
 import itertools
 import math
 import time
 import uuid
 from collections.abc import Callable, Hashable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 import hostlist
@@ -27,7 +28,18 @@ from fleet.fabric.counters import IB_SATURATING_COUNTER_BITS
 from fleet.fabric.naming import RAILS_PER_NODE, nic_name
 from fleet.simulator import faults as fault_rules
 from fleet.simulator.faults import ECC_XIDS, FaultEffects, NicKey
-from fleet.simulator.scenario import Scenario
+from fleet.simulator.optics_modules import ModuleType, module_type
+from fleet.simulator.qos_state import (
+    FW_VERSION,
+    GPU_PCI_BUSES,
+    KERNEL,
+    NIC_PCI_BUSES,
+    NVIDIA_DRIVER,
+    NodeQos,
+    QosPhysics,
+    QosState,
+)
+from fleet.simulator.scenario import FaultSpec, Scenario
 from fleet.simulator.state import (
     GidView,
     GpuView,
@@ -64,16 +76,10 @@ GPU_NAME = "NVIDIA H100 80GB HBM3"
 GPU_MEM_MIB = 81559
 GPU_MAX_SM_MHZ = 1980
 GPU_POWER_LIMIT_W = 700.0
-GPU_PCI_BUSES = (0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB)
-NIC_PCI_BUSES = (0x0C, 0x1F, 0x3B, 0x4C, 0x8C, 0x9F, 0xBC, 0xCC)
 NVLINKS_PER_GPU = 18
 HCA_TYPE = "MT4129"
-FW_VERSION = "28.39.1002"
 BOARD_ID = "MT_0000000838"
-KERNEL = "5.15.0-119-generic"
-NVIDIA_DRIVER = "550.90.07"
 CUDA_VERSION = "12.4"
-OFED_VERSION = "MLNX_OFED_LINUX-24.04-0.7.0.0"
 CUMULUS_VERSION = "5.9.1"
 SONIC_VERSION = "SONiC.202311.1"
 
@@ -315,6 +321,7 @@ class _OpticsFixed:
     """The seeded constants of one optical module; only drift (time) and attenuation (faults) move its readings."""
 
     serial: str
+    kind: ModuleType
     drift_phase: float  # radians
     temp_c: float  # before drift
     voltage_v: float
@@ -349,6 +356,7 @@ class StateKey(NamedTuple):
     configs: tuple[tuple[str, SwitchConfig], ...]  # switches whose applied config differs from default
     collision: frozenset[str]  # leaves whose ECMP collision is in effect
     restarting: frozenset[str]  # switches restarting switchd
+    qos: QosPhysics  # where RoCE has no working PFC or DCQCN (misconfigurations, and fixes of them)
 
 
 @dataclass(frozen=True, slots=True)
@@ -375,6 +383,14 @@ class FleetModel:
         """Staged, not yet applied switch settings (NVUE ``nv set``), per switch."""
         self.history: dict[str, list[tuple[int, str, str]]] = {}
         """Applied configuration revisions per switch: (revision, date, message)."""
+        reported = scenario.reported
+        self.qos = QosState(
+            self.topology, scenario.faults, self.roce,
+            firmware=reported.nic_firmware if reported.nic_firmware is not None else FW_VERSION,
+            kernel=reported.kernel if reported.kernel is not None else KERNEL,
+            driver=reported.gpu_driver if reported.gpu_driver is not None else NVIDIA_DRIVER,
+        )
+        """Every machine's RoCE/PCIe/driver configuration: faults misconfigure it, commands write it."""
         self._fault_times = fault_rules.boundaries(scenario.faults)
         self._active_faults: dict[int, frozenset[int]] = {}
         """The faults active between two of ``_fault_times``, by how many of them have passed."""
@@ -385,12 +401,22 @@ class FleetModel:
         self._neighbors: dict[TxEnd, LldpNeighbor] = {}
         self._gpu_constants: dict[tuple[str, int], _GpuFixed] = {}
         self._baselines: dict[tuple[TxEnd, str], dict[str, float]] = {}
-        self._effects: dict[tuple[frozenset[int], frozenset[int]], FaultEffects] = {}
+        self._effects: dict[tuple[tuple[frozenset[int], frozenset[int]], QosPhysics], FaultEffects] = {}
         self._phases: dict[TxEnd, float] = {}
         self._config_revision = 0
         self._last_segments: tuple[tuple[float, float, int], list[tuple[float, float, Solution]]] | None = None
         self.memo: dict[Hashable, object] = {}
         """Run-long store for renderers: what depends only on the fleet's fixed shape (sysfs paths)."""
+        self._hostile: dict[str, tuple[FaultSpec, ...]] = {}
+        """``hostile_output`` faults by the machine they target."""
+        for fault in scenario.faults:
+            if fault.kind == "hostile_output":
+                self._hostile[fault.target] = (*self._hostile.get(fault.target, ()), fault)
+        reported = scenario.reported
+        self.gpu_name = reported.gpu_name if reported.gpu_name is not None else GPU_NAME
+        self.gpu_driver = reported.gpu_driver if reported.gpu_driver is not None else NVIDIA_DRIVER
+        self.nic_firmware = reported.nic_firmware if reported.nic_firmware is not None else FW_VERSION
+        self.kernel = reported.kernel if reported.kernel is not None else KERNEL
 
     # ------------------------------------------------------------------ time
 
@@ -440,6 +466,13 @@ class FleetModel:
         self._config_revision += 1
         return revision
 
+    def switch_config_at_revision(self, switch: str, revision: int) -> SwitchConfig:
+        """The hash configuration NVUE revision ``revision`` applied (0: the switch's default)."""
+        applied = self._applied.get(switch, [])
+        if revision <= 0 or revision > len(applied):
+            return self.fabric.default_config(switch)
+        return applied[revision - 1].config
+
     def restarting(self, t: float) -> frozenset[str]:
         return frozenset(
             switch
@@ -454,13 +487,18 @@ class FleetModel:
     # ------------------------------------------------------------------ network state
 
     def effects(self, t: float) -> FaultEffects:
-        """The faults' effects at ``t``: folded once per set of active (and escalated) faults."""
+        """The faults' effects at ``t``, with the RoCE configuration in force then (``self.qos``): folded once
+        per set of active (and escalated) faults and configuration."""
         key = self._fault_key(t)
-        effects = self._effects.get(key)
+        qos = self.qos.physics(t, key[0])
+        effects = self._effects.get((key, qos))
         if effects is None:
             if len(self._effects) > 64:
                 self._effects.clear()
-            effects = self._effects[key] = fault_rules.effects(self.scenario.faults, self.topology, t)
+            effects = replace(fault_rules.effects(self.scenario.faults, self.topology, t),
+                              ecn_off_nics=qos.ecn_off_nics, ecn_off_switches=qos.ecn_off_switches,
+                              pfc_off=qos.pfc_off)
+            self._effects[(key, qos)] = effects
         return effects
 
     def _fault_key(self, t: float) -> tuple[frozenset[int], frozenset[int]]:
@@ -496,7 +534,7 @@ class FleetModel:
             and _same_hash(self.switch_config(f.target, t), self.switch_config(f.target, f.at),
                            ignore_fields=f.param("survives_hash_fields") > 0)
         )
-        return StateKey(active, escalated, configs, collision, self.restarting(t))
+        return StateKey(active, escalated, configs, collision, self.restarting(t), self.qos.physics(t, active))
 
     def solution(self, t: float) -> tuple[NetState, Solution]:
         """The traffic model's steady state at ``t`` (cached per distinct network state)."""
@@ -514,7 +552,7 @@ class FleetModel:
 
     def segments(self, t: float, since: float = 0.0) -> list[tuple[float, float]]:
         """Stretches of [since, t] during which the network state was constant."""
-        cuts = set(self._fault_times)
+        cuts = set(self._fault_times) | set(self.qos.write_times)
         for applied in self._applied.values():
             for a in applied:
                 cuts.add(a.t)
@@ -528,7 +566,7 @@ class FleetModel:
     def _segment_solutions(self, t: float, since: float) -> list[tuple[float, float, Solution]]:
         """``segments(t, since)`` with each stretch's solution; the last answer is kept, as a node's
         8 NICs (and a switch's ports) ask for the same instant one after the other."""
-        key = (t, since, self._config_revision)
+        key = (t, since, self._config_revision + len(self.qos.write_times))
         last = self._last_segments
         if last is not None and last[0] == key:
             return last[1]
@@ -692,30 +730,40 @@ class FleetModel:
             )
             for rx_offset, tx_dbm, bias_ma in fixed.lanes
         )
+        kind = fixed.kind
         return OpticsView(
             identifier="0x19 (OSFP 8X Pluggable Transceiver)",
-            vendor_name="NVIDIA",
-            vendor_pn="MMA4Z00-NS400",
+            vendor_name=kind.vendor_name,
+            vendor_pn=kind.vendor_pn,
             vendor_sn=fixed.serial,
             temp_c=round(fixed.temp_c + 20 * drift, 2),
             voltage_v=fixed.voltage_v,
             lanes=lanes,
+            rx_power_thresholds_dbm=kind.rx_power_dbm,
+            tx_power_thresholds_dbm=kind.tx_power_dbm,
+            bias_thresholds_ma=kind.bias_ma,
+            temp_thresholds_c=kind.temp_c,
+            voltage_thresholds_v=kind.voltage_v,
         )
 
     def _optics_fixed(self, node: str, rail: int) -> _OpticsFixed:
         """A module's seeded constants (serial, per-lane offsets, bias), drawn once per run."""
         fixed = self._optics_constants.get((node, rail))
         if fixed is None:
+            kind = module_type(unit_random(self.seed, "module", node, rail))
+            (tx_low, tx_high), (bias_low, bias_high) = kind.tx_range_dbm, kind.bias_range_ma
+            temp_low, temp_high = kind.temp_range_c
             fixed = _OpticsFixed(
                 serial=f"MT2330FT{int(unit_random(self.seed, 'sn', node, rail) * 99999):05d}",
+                kind=kind,
                 drift_phase=6.283 * unit_random(self.seed, "drift", node, rail),
-                temp_c=41.0 + 12.0 * unit_random(self.seed, "otemp", node, rail),
+                temp_c=temp_low + (temp_high - temp_low) * unit_random(self.seed, "otemp", node, rail),
                 voltage_v=round(3.29 + 0.03 * unit_random(self.seed, "volt", node, rail), 4),
                 lanes=tuple(
                     (
                         0.6 * (unit_random(self.seed, "lane", node, rail, lane) - 0.5),
-                        0.2 + 1.2 * unit_random(self.seed, "tx", node, rail, lane),
-                        round(7.4 + 1.2 * unit_random(self.seed, "bias", node, rail, lane), 3),
+                        tx_low + (tx_high - tx_low) * unit_random(self.seed, "tx", node, rail, lane),
+                        round(bias_low + (bias_high - bias_low) * unit_random(self.seed, "bias", node, rail, lane), 3),
                     )
                     for lane in range(4)
                 ),
@@ -723,24 +771,25 @@ class FleetModel:
             self._optics_constants[(node, rail)] = fixed
         return fixed
 
-    def _gids(self, node: str, rail: int, mac: str, guid: str) -> tuple[GidView, ...]:
+    def _gids(self, node: str, rail: int, mac: str, guid: str, extra_ipv6: bool = False) -> tuple[GidView, ...]:
         netdev = self.netdev(rail)
         if not self.roce:
             raw = guid.removeprefix("0x")
             groups = ":".join(raw[i : i + 4] for i in range(0, 16, 4))
             return (GidView(0, f"fe80:0000:0000:0000:{groups}", "", "", netdev),)
-        octets = [int(x, 16) for x in mac.split(":")]
-        eui = [octets[0] ^ 0x02, octets[1], octets[2], 0xFF, 0xFE, octets[3], octets[4], octets[5]]
-        link_local = "fe80:0000:0000:0000:" + ":".join(f"{eui[i]:02x}{eui[i + 1]:02x}" for i in range(0, 8, 2))
+        eui = port_guid(mac).removeprefix("0x")
+        link_local = "fe80:0000:0000:0000:" + ":".join(eui[i : i + 4] for i in range(0, 16, 4))
         ip = nic_ip(self.topology, node, rail)
         a, b, c, d = (int(x) for x in ip.split("."))
         mapped = f"0000:0000:0000:0000:0000:ffff:{a:02x}{b:02x}:{c:02x}{d:02x}"
-        return (
-            GidView(0, link_local, "", "v1", netdev),
-            GidView(1, link_local, "", "v2", netdev),
-            GidView(2, mapped, ip, "v1", netdev),
-            GidView(3, mapped, ip, "v2", netdev),
-        )
+        gids = [GidView(0, link_local, "", "v1", netdev), GidView(1, link_local, "", "v2", netdev)]
+        if extra_ipv6:  # a global IPv6 address takes the next two GID entries, ahead of the IPv4 one
+            index = self.topology.node_index(node)
+            v6 = f"fd00:0000:0000:{rail:04x}:0000:0000:0000:{index + 1:04x}"
+            gids += [GidView(2, v6, "", "v1", netdev), GidView(3, v6, "", "v2", netdev)]
+        first = len(gids)
+        gids += [GidView(first, mapped, ip, "v1", netdev), GidView(first + 1, mapped, ip, "v2", netdev)]
+        return tuple(gids)
 
     def _qps(
         self, node: str, rail: int, effects: FaultEffects, down: bool, totals: Mapping[str, float]
@@ -786,12 +835,13 @@ class FleetModel:
         else:
             descr = f"Cumulus Linux version {CUMULUS_VERSION} running on Nvidia SN5600"
         alias = f"etp{index + 1}" if os_name == "sonic" else port
+        reported = self.scenario.reported
         return LldpNeighbor(
-            switch=switch,
+            switch=_reported(reported.switch_system_name, switch, port),
             switch_port=port,
             chassis_mac=self._switch_mac(switch),
             mgmt_ip=self.topology.addresses[switch],
-            port_descr=alias,
+            port_descr=_reported(reported.switch_port_description, switch, alias),
             system_descr=descr,
         )
 
@@ -821,7 +871,7 @@ class FleetModel:
         mem = fixed.busy_mem_mib if running else 0
         return GpuView(
             index=index,
-            name=GPU_NAME,
+            name=self.gpu_name,
             uuid=fixed.uuid,
             pci_bus_id=f"00000000:{GPU_PCI_BUSES[index]:02X}:00.0",
             util_pct=max(0, min(100, util)),
@@ -887,6 +937,7 @@ class FleetModel:
             adaptive_routing=config.adaptive_routing,
             pending_config=dict(self.pending.get(switch, {})),
             config_history=tuple(self.history.get(switch, ())),
+            qos=self.qos.switch(switch, t),
         )
 
     def _port_peer(self, switch: str, index: int, effects: FaultEffects) -> tuple[str, str, str] | None:
@@ -916,13 +967,16 @@ class FleetModel:
         totals: dict[str, float] = {} if restart is not None else self._baseline(end, switch)
         for name, value in self._totals(end, t, since).items():
             totals[name] = totals.get(name, 0.0) + value
+        downs = 0
         if peer is None:
             up = False
             speed = self.scenario.fabric.link_gbps
         else:
             host, peer_port, _ = peer
             if host in self.topology.nodes:
-                up = not self._nic_down(host, int(peer_port.removeprefix("mlx5_")), t, effects)
+                rail = int(peer_port.removeprefix("mlx5_"))
+                up = not self._nic_down(host, rail, t, effects)
+                downs = self._link_down_steps(host, rail, t, effects)
                 speed = effects.rate_gbps.get((host, peer_port), self.scenario.fabric.link_gbps)
             else:
                 cable = self.fabric.cable_key(end, {})
@@ -942,7 +996,7 @@ class FleetModel:
             speed_gbps=speed,
             oper_up=up,
             admin_up=True,
-            mtu=9216,
+            mtu=self.qos.switch(switch, t).ports[port].mtu,
             rx_bytes=int(totals.get("rx_bytes", 0.0)),
             tx_bytes=int(totals.get("tx_bytes", 0.0)),
             rx_packets=int(totals.get("rx_pkts", 0.0)),
@@ -959,6 +1013,7 @@ class FleetModel:
             tx_bps=tx_gbps * 1e9,
             lldp=self._peer_neighbor(peer) if up and peer is not None else None,
             description=peer[2] if peer is not None else "",
+            carrier_transitions=(1 + 2 * downs - (0 if up else 1)) if peer is not None else 0,
         )
 
     def _peer_neighbor(self, peer: tuple[str, str, str]) -> LldpNeighbor:
@@ -966,12 +1021,12 @@ class FleetModel:
         if host in self.topology.nodes:
             rail = int(port.removeprefix("mlx5_"))
             return LldpNeighbor(
-                switch=host,
+                switch=_reported(self.scenario.reported.node_system_name, host, ""),
                 switch_port=self.netdev(rail),
                 chassis_mac=self._mac(host, rail),
                 mgmt_ip=self.topology.addresses[host],
                 port_descr=self.netdev(rail),
-                system_descr=f"Ubuntu 22.04.4 LTS Linux {KERNEL} #129-Ubuntu SMP x86_64",
+                system_descr=f"Ubuntu 22.04.4 LTS Linux {self.kernel} #129-Ubuntu SMP x86_64",
             )
         return self._switch_neighbor(host, port)
 
@@ -997,6 +1052,18 @@ class FleetModel:
             )
         return tuple(views)
 
+    def hostile_output(self, host: str, words: list[str], t: float) -> str | None:
+        """The form of output ``host`` prints instead of the command ``words`` at ``t`` (its
+        ``hostile_output`` faults, ``fleet.simulator.hostile``), or None: the real output."""
+        faults = self._hostile.get(host)
+        if faults is None:
+            return None
+        line = " ".join(words)
+        for fault in faults:
+            if fault.active(t) and fnmatch.fnmatchcase(line, fault.words["command"]):
+                return fault.words["form"]
+        return None
+
     def behaviour(self, host: str, t: float) -> HostBehaviour:
         effects = self.effects(t)
         return HostBehaviour(
@@ -1011,6 +1078,12 @@ class FleetModel:
         """What a perftest pair between two NICs measures at ``t``."""
         state, solution = self.solution(t)
         return self.fabric.probe(state, solution, src, dst, qpn, size_bytes=size_bytes, flow_label=flow_label)
+
+    def ecmp_egress(self, switch: str, t: float, ingress: str, src: NicKey, dst: NicKey, sport: int,
+                    dport: int, protocol: int) -> str:
+        """The port ``switch`` forwards that packet out of at ``t`` (see ``Fabric.ecmp_egress``)."""
+        state, solution = self.solution(t)
+        return self.fabric.ecmp_egress(state, solution, switch, ingress, src, dst, sport, dport, protocol)
 
     def job_factor(self, job_id: int, t: float) -> float:
         """Pace of a job's collectives at ``t`` (1: as fast as it offers)."""
@@ -1044,6 +1117,7 @@ class NodeParts:
         self._hw: dict[int, dict[str, int]] = {}
         self._ethtool: dict[int, dict[str, int]] = {}
         self._view: NodeView | None = None
+        self._qos: NodeQos | None = None
 
     @property
     def effects(self) -> FaultEffects:
@@ -1126,6 +1200,12 @@ class NodeParts:
         model = self.model
         return model._gpu_view(self.name, index, self.t, self.effects, model.solution(self.t)[1])
 
+    def qos(self) -> NodeQos:
+        """The node's RoCE, PCIe and driver configuration now (``fleet.simulator.qos_state``)."""
+        if self._qos is None:
+            self._qos = self.model.qos.node(self.name, self.t)
+        return self._qos
+
     def rail_of(self, netdev: str) -> int | None:
         """The rail of the NIC whose netdev is ``netdev`` (its fixed identity), None when there is none."""
         return next((r for r in self.rails if self.model.nic_identity(self.name, r).netdev == netdev), None)
@@ -1147,6 +1227,10 @@ class NodeParts:
         rate = effects.rate_gbps.get(end, model.scenario.fabric.link_gbps)
         identity = model.nic_identity(node, rail)
         guid = identity.guid
+        qos = self.qos().nics[rail] if model.roce else None
+        gids = identity.gids
+        if qos is not None and qos.extra_ipv6:
+            gids = model._gids(node, rail, identity.mac, guid, extra_ipv6=True)
         return NicView(
             name=identity.name,
             port=1,
@@ -1159,22 +1243,23 @@ class NodeParts:
             width="4X",
             speed_name=_speed_name(rate),
             hca_type=HCA_TYPE,
-            fw_version=FW_VERSION,
+            fw_version=qos.firmware if qos is not None else self.qos().nics[rail].firmware,
             board_id=BOARD_ID,
             node_guid=guid,
-            port_guid=guid,
+            port_guid=port_guid(identity.mac) if model.roce else guid,
             sys_image_guid=guid,
             lid=identity.lid,
             sm_lid=0 if model.roce else 1,
             mac=identity.mac,
-            mtu=identity.mtu,
+            mtu=qos.active_mtu if qos is not None else identity.mtu,
             counters=self.counters(rail) if full else {},
             hw_counters=self.hw_counters(rail) if full else {},
             ethtool=self.ethtool(rail) if full else {},
             optics=self.optics(rail) if full else None,
-            gids=identity.gids,
+            gids=gids,
             qps=model._qps(node, rail, effects, down, self.totals(rail)) if full else (),
             lldp=self.lldp(rail) if full else None,
+            qos=qos,
         )
 
     def lldp(self, rail: int) -> LldpNeighbor | None:
@@ -1197,15 +1282,30 @@ class NodeParts:
             self._view = NodeView(
                 name=node,
                 hostname_fqdn=f"{node}.cluster.local",
-                kernel=KERNEL,
-                driver_version=NVIDIA_DRIVER,
+                kernel=self.qos().kernel,
+                driver_version=self.qos().driver,
                 cuda_version=CUDA_VERSION,
-                ofed_version=OFED_VERSION,
+                ofed_version=self.qos().ofed,
                 mgmt_ip=model.topology.addresses[node],
                 nics=tuple(self.nic(rail) for rail in self.rails),
                 gpus=tuple(model._gpu_view(node, index, t, effects, solution) for index in range(8)),
+                qos=self.qos(),
             )
         return self._view
+
+
+def port_guid(mac: str) -> str:
+    """A RoCE port's GUID as ibstat prints it: the interface identifier of GID[0], the modified EUI-64 of
+    the port's MAC (RFC 4291 appendix A: ff:fe in the middle, the universal/local bit flipped), as a
+    real ConnectX-7 Ethernet port shows (MAC 94:6d:ae:c2:b6:90, Port GUID 0x966daefffec2b690)."""
+    octets = [int(x, 16) for x in mac.split(":")]
+    eui = [octets[0] ^ 0x02, octets[1], octets[2], 0xFF, 0xFE, octets[3], octets[4], octets[5]]
+    return "0x" + "".join(f"{b:02x}" for b in eui)
+
+
+def _reported(template: str | None, name: str, port: str) -> str:
+    """A name as the machine reports it: the scenario's template (``[reported]``) or, without one, ``name``."""
+    return name if template is None else template.format(name=name, port=port)
 
 
 def _speed_name(rate_gbps: int) -> str:

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import asyncio
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from fleet.fabric.naming import RAILS_PER_NODE, nic_name
+from fleet.simulator import alltoall
 from fleet.simulator.model import FleetModel, NicIdentity
 from fleet.simulator.session import Machine, StreamIO
 from fleet.simulator.tools.nccl_format import (
@@ -43,7 +44,8 @@ from fleet.simulator.tools.perftest_format import (
 from fleet.simulator.traffic import ProbeEstimate, fresh_random, unit_random
 
 PERFTEST_COMMANDS = frozenset({"ib_send_lat", "ib_write_lat", "ib_send_bw", "ib_write_bw"})
-NCCL_COMMANDS = frozenset({"all_reduce_perf", "mpirun"})
+NCCL_TESTS = frozenset({"all_reduce_perf", "alltoall_perf", "sendrecv_perf"})
+NCCL_COMMANDS = NCCL_TESTS | {"mpirun"}
 
 DEFAULT_PORT = 18515
 MAX_RUN_S = 10.0
@@ -68,8 +70,15 @@ creating the QPs and exchanging them over TCP depend on the host and the NIC
 and are not modelled, so a simulated run is still shorter than a real one.
 Set to 0 to time only the iterations."""
 
-NVLINK_BUSBW_GBS = 430.0
-"""Single-node 8 x H100 all-reduce bus bandwidth, GB/s (NVLink 4, ~96% of 450 GB/s per GPU)."""
+NVLS_BUSBW_GBS = 480.0
+"""Peak all-reduce bus bandwidth of 8 x H100 in one node with NVLink SHARP, GB/s: NCCL's default
+algorithm on NVSwitch systems (NCCL maintainers, https://github.com/NVIDIA/nccl-tests/issues/212)."""
+RING_BUSBW_GBS = 370.0
+"""... and with the ring, GB/s: NVLink's 450 GB/s less ~20 % protocol overhead (same source). Across
+nodes NCCL rings through every node, so this caps a multi-node all-reduce."""
+NIC_NCCL_SHARE = 0.97
+"""Share of a NIC's bandwidth NCCL reaches: 48-49 GB/s on a 400 Gb/s ConnectX-7
+(https://github.com/NVIDIA/nccl-tests/issues/267)."""
 
 MAX_MPPS = 30.0
 """Message rate one RC QP reaches with small messages, millions per second."""
@@ -274,9 +283,8 @@ async def _run_pair(
     is pure and done half way through the run: a link test's round of probes
     starts and ends together (64 pairs on 128 nodes), and each pair's work
     there queues the others' starts and ends; a round lasts as long as its
-    last pair. (Formatted after the calibration, 7 ms before the end, the
-    texts queued the ends: 0.5 ms more formatting per probe made a round
-    ~12 ms longer.)
+    last pair. (Formatted near the end instead, the texts would queue the
+    ends, and every probe's formatting would lengthen the round.)
     """
     loop = asyncio.get_running_loop()
     started = loop.time() if io.asked_at is None else io.asked_at
@@ -448,17 +456,28 @@ def parse_nccl(argv: list[str]) -> NcclArgs:
     while i < len(argv):
         flag = argv[i]
         if flag not in _NCCL_FLAGS or i + 1 >= len(argv):
-            raise UsageError(f"all_reduce_perf: invalid option -- '{flag}'")
+            raise UsageError(f"{argv[0]}: invalid option -- '{flag}'")
         key = _NCCL_FLAGS[flag]
         values[key] = _size(argv[i + 1]) if key in ("min_bytes", "max_bytes") else int(argv[i + 1])
         i += 2
     return NcclArgs(**values)
 
 
-def parse_mpirun(argv: list[str]) -> tuple[list[tuple[str, int]], int | None, list[str]]:
-    """``mpirun -H a:8,b:8 [-np N] [-N k] [-x VAR] [--map-by X] ... all_reduce_perf ...``."""
+@dataclass(frozen=True)
+class MpirunArgs:
+    """``mpirun -H a:8,b:8 [-np N] [-x VAR=value]... PROGRAM ...``: hosts with slots, ranks, exported variables."""
+
+    hosts: list[tuple[str, int]]
+    np: int | None
+    program: list[str]
+    env: dict[str, str]
+
+
+def parse_mpirun(argv: list[str]) -> MpirunArgs:
+    """``mpirun -H a:8,b:8 [-np N] [-N k] [-x VAR[=value]] [--map-by X] ... all_reduce_perf ...``."""
     hosts: list[tuple[str, int]] = []
     np: int | None = None
+    env: dict[str, str] = {}
     i = 1
     while i < len(argv) and argv[i].startswith("-"):
         flag = argv[i]
@@ -469,36 +488,39 @@ def parse_mpirun(argv: list[str]) -> tuple[list[tuple[str, int]], int | None, li
                 hosts.append((name, int(slots) if slots.isdigit() else 8))
         elif flag in ("-np", "-n", "--np"):
             np = int(value)
+        elif flag == "-x":
+            name, sep, exported = value.partition("=")
+            if sep:
+                env[name] = exported
         elif flag in ("--mca", "-mca"):
             i += 1
         elif flag in ("--allow-run-as-root", "--oversubscribe", "--tag-output", "-v", "--verbose"):
             i += 1
             continue
         i += 2
-    return hosts, np, argv[i:]
+    return MpirunArgs(hosts, np, argv[i:], env)
 
 
 async def run_nccl(machine: Machine, argv: list[str], io: StreamIO) -> int:
-    """``all_reduce_perf`` on this node, or ``mpirun ... all_reduce_perf`` across nodes."""
+    """An nccl-tests program (``all_reduce_perf``, ``alltoall_perf``, ``sendrecv_perf``) on this node,
+    or under ``mpirun`` across nodes; the two all-to-all tests run in ``fleet.simulator.alltoall``."""
     model = machine.model
-    hosts = [(machine.host, 1)]  # all_reduce_perf alone: one process driving -g GPUs
-    np_total: int | None = None
-    program = argv
+    launch = MpirunArgs([(machine.host, 1)], None, argv, {})  # alone: one process driving -g GPUs
     try:
         if argv[0] == "mpirun":
-            hosts, np_total, program = parse_mpirun(argv)
-            if not hosts:
-                hosts = [(machine.host, 8)]
-            if not program or program[0] != "all_reduce_perf":
-                io.stderr("mpirun: this simulated cluster runs only all_reduce_perf under mpirun\n")
+            launch = parse_mpirun(argv)
+            if not launch.hosts:
+                launch = replace(launch, hosts=[(machine.host, 8)])
+            if not launch.program or launch.program[0] not in NCCL_TESTS:
+                io.stderr(f"mpirun: this simulated cluster runs only {', '.join(sorted(NCCL_TESTS))} under mpirun\n")
                 return 1
-        args = parse_nccl(program)
+        args = parse_nccl(launch.program)
     except (UsageError, ValueError) as error:
         io.stderr(f"{error}\n")
         return 1
     t = model.now()
     nodes: list[str] = []
-    for name, _ in hosts:
+    for name, _ in launch.hosts:
         resolved = resolve_host(model, name)
         if resolved is None:
             io.stderr(f"ssh: Could not resolve hostname {name}: Name or service not known\n")
@@ -507,9 +529,14 @@ async def run_nccl(machine: Machine, argv: list[str], io: StreamIO) -> int:
             io.stderr(f"ssh: connect to host {name} port 22: Connection refused\n")
             return 1
         nodes.append(resolved[0])
+    hosts, np_total = launch.hosts, launch.np
     slots = [s for _, s in hosts]
+    if launch.program[0] != "all_reduce_perf":
+        ranks = _ranks(model, nodes, slots, np_total if np_total is not None else sum(slots), args.gpus_per_proc,
+                       t, launch.env)
+        return await alltoall.run_exchange_test(machine, launch.program[0], args, ranks, launch.env, io)
     procs = np_total if np_total is not None else sum(slots)
-    ranks = _ranks(model, nodes, slots, procs, args.gpus_per_proc, t)
+    ranks = _ranks(model, nodes, slots, procs, args.gpus_per_proc, t, launch.env)
     busbw = _busbw_gbs(model, nodes, t)
     sizes = []
     size = max(1, args.min_bytes)
@@ -541,16 +568,20 @@ async def run_nccl(machine: Machine, argv: list[str], io: StreamIO) -> int:
 
 
 def _ranks(
-    model: FleetModel, nodes: list[str], slots: list[int], procs: int, gpus_per_proc: int, t: float
+    model: FleetModel, nodes: list[str], slots: list[int], procs: int, gpus_per_proc: int, t: float,
+    env: dict[str, str] | None = None,
 ) -> list[NcclRank]:
+    """Each rank's host and GPU; ``CUDA_VISIBLE_DEVICES`` (exported with ``mpirun -x``) picks the GPUs."""
     ranks: list[NcclRank] = []
     assigned = 0
+    visible = [int(d) for d in (env or {}).get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip().isdigit()]
     for node, slot in zip(nodes, slots, strict=True):
         view = model.node_view(node, t)
         for local in range(min(slot, procs - assigned)):
             pid = 4000 + int(unit_random(model.seed, "nccl-pid", node, local) * 60000)
             for g in range(gpus_per_proc):
-                device = (local * gpus_per_proc + g) % len(view.gpus)
+                index = local * gpus_per_proc + g
+                device = (visible[index % len(visible)] if visible else index) % len(view.gpus)
                 gpu = view.gpus[device]
                 ranks.append(NcclRank(len(ranks), pid, node, device, gpu.pci_bus_id, gpu.name))
             assigned += 1
@@ -568,7 +599,7 @@ def _busbw_gbs(model: FleetModel, nodes: list[str], t: float) -> float:
         if any(g.throttle_reasons & 0x60 for g in view.gpus):
             penalty = min(penalty, 0.85)
     if len(unique) == 1:
-        return NVLINK_BUSBW_GBS * penalty
+        return NVLS_BUSBW_GBS * penalty
     slowest = float("inf")
     for k, node in enumerate(unique):
         peer = unique[(k + 1) % len(unique)]
@@ -577,4 +608,5 @@ def _busbw_gbs(model: FleetModel, nodes: list[str], t: float) -> float:
             if not estimate.reachable:
                 return 0.0
             slowest = min(slowest, estimate.bw_gbps)
-    return min(NVLINK_BUSBW_GBS, 8 * slowest / 8 * 0.955) * penalty
+    per_nic = slowest / 8 / 0.985 * NIC_NCCL_SHARE  # the probe's bandwidth carries perftest's own 98.5 %
+    return min(RING_BUSBW_GBS, 8 * per_nic) * penalty

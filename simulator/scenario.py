@@ -42,8 +42,36 @@ FAULT_KINDS: dict[str, dict[str, tuple[type, Any]]] = {
     "node_unreachable": {},
     "node_hang": {},
     "slow_node": {"delay": (float, 2.0)},
+    "hostile_output": {"form": (str, "required"), "command": (str, "*")},
+    # misconfigurations (fleet.simulator.qos_state): what `fleet check` finds and `fleet check fix` restores
+    "pfc_disabled": {},
+    "trust_pcp": {},
+    "dscp_map_mismatch": {"dscp": (int, 26), "priority": (int, 0)},
+    "mtu_mismatch": {"mtu": (int, 1500)},
+    "gid_index_mismatch": {},
+    "peermem_missing": {},
+    "acs_enabled": {},
+    "pcie_downtrained": {"gts": (float, 16.0), "width": (int, 16)},
+    "nic_far_from_gpu": {},
+    "firmware_drift": {},
+    "pfc_watchdog_disabled": {},
 }
-"""Each fault kind and its parameters (units: seconds, dB, bit error ratio, Gb/s, fraction)."""
+"""Each fault kind and its parameters (units: seconds, dB, bit error ratio, Gb/s, fraction; MTU in bytes,
+PCIe speed in GT/s, width in lanes; words for ``hostile_output``: which of ``HOSTILE_FORMS`` it prints, and
+for which commands)."""
+
+HOSTILE_FORMS = ("deep_json", "wrong_table", "binary", "long_line", "huge")
+"""What a ``hostile_output`` fault makes a machine print instead of a command's output
+(``fleet.simulator.hostile``): JSON nested 100,000 deep, a one-column table, binary bytes,
+a 2 MiB line, 16 MiB of output. ``command`` is a shell-style pattern (``fnmatch``) over the
+command's words joined by spaces: ``lldpctl *``, ``nv show interface * counters -o json``,
+``python3 *`` (the node agent: each of its lines), ``*`` (every command)."""
+
+MISCONFIG_KINDS = frozenset({
+    "pfc_disabled", "trust_pcp", "dscp_map_mismatch", "mtu_mismatch", "gid_index_mismatch", "peermem_missing",
+    "acs_enabled", "pcie_downtrained", "nic_far_from_gpu", "firmware_drift", "pfc_watchdog_disabled",
+})  # fmt: skip
+"""Fault kinds that misconfigure a machine rather than break a part (``ecn_disabled`` does both)."""
 
 TARGET_KINDS: dict[str, tuple[str, ...]] = {
     # which target forms a fault kind accepts: nic = node:mlx5_N, port = switch:port,
@@ -64,6 +92,18 @@ TARGET_KINDS: dict[str, tuple[str, ...]] = {
     "node_unreachable": ("host",),
     "node_hang": ("host",),
     "slow_node": ("host",),
+    "hostile_output": ("host",),
+    "pfc_disabled": ("nic", "port"),
+    "trust_pcp": ("nic", "switch"),
+    "dscp_map_mismatch": ("nic", "switch"),
+    "mtu_mismatch": ("nic", "port"),
+    "gid_index_mismatch": ("nic", "node"),
+    "peermem_missing": ("node",),
+    "acs_enabled": ("node", "gpu"),
+    "pcie_downtrained": ("nic", "gpu"),
+    "nic_far_from_gpu": ("nic",),
+    "firmware_drift": ("nic", "node"),
+    "pfc_watchdog_disabled": ("switch", "port"),
 }
 
 
@@ -114,6 +154,8 @@ class FaultSpec:
     until: float | None = None  # seconds after start; None: for ever
     params: Mapping[str, float] = field(default_factory=dict)
     targets: tuple[str, ...] = ()
+    words: Mapping[str, str] = field(default_factory=dict)
+    """Parameters that are words (``hostile_output``'s ``form`` and ``command``), defaults filled in."""
 
     def param(self, name: str) -> float:
         """A parameter with its default filled in (see ``FAULT_KINDS``)."""
@@ -128,6 +170,45 @@ class FaultSpec:
         return self.at <= t and (self.until is None or t < self.until)
 
 
+EP_BENCHES = ("uccl-ep", "deepep")
+"""Expert-parallel benchmarks a scenario can install on its nodes (``[software] ep_bench``): whose
+``test_internode.py`` layout their ``torchrun`` prints (``fleet.simulator.ep_bench``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SoftwareSpec:
+    """What the nodes have installed beyond the standard tools: ``ep_bench`` (one of ``EP_BENCHES``, ""
+    for none) on ``ep_nodes`` (None: every node)."""
+
+    ep_bench: str = ""
+    ep_nodes: frozenset[str] | None = None
+
+    def has_ep_bench(self, node: str) -> bool:
+        return bool(self.ep_bench) and (self.ep_nodes is None or node in self.ep_nodes)
+
+
+@dataclass(frozen=True, slots=True)
+class ReportedSpec:
+    """What the machines say about themselves, where a scenario changes it (``[reported]``).
+
+    None keeps the simulator's own (an HGX H100 node with ConnectX-7 NICs, see
+    ``fleet.simulator.model``). In a template, ``{name}`` is the machine's name and
+    ``{port}`` the switch port's. Any text goes, escape sequences included: the
+    ``hostile-names`` scenario rehearses what a broken or malicious machine prints.
+    """
+
+    gpu_name: str | None = None
+    gpu_driver: str | None = None
+    nic_firmware: str | None = None
+    kernel: str | None = None
+    node_system_name: str | None = None
+    """Template of the LLDP system name a node announces (the switches' neighbour tables show it)."""
+    switch_system_name: str | None = None
+    """Template of the LLDP system name a switch announces (a node's ``lldpctl`` shows it)."""
+    switch_port_description: str | None = None
+    """Template of the LLDP port description a switch port announces."""
+
+
 @dataclass(frozen=True, slots=True)
 class Scenario:
     name: str
@@ -136,6 +217,8 @@ class Scenario:
     jobs: tuple[JobSpec, ...] = ()
     faults: tuple[FaultSpec, ...] = ()
     description: str = ""
+    software: SoftwareSpec = field(default_factory=SoftwareSpec)
+    reported: ReportedSpec = field(default_factory=ReportedSpec)
 
 
 # --------------------------------------------------------------------------- locating keys
@@ -251,7 +334,7 @@ def parse_scenario(text: str, *, source: str = "<scenario>", name: str = "custom
         raise ScenarioError(f"{where}: not valid TOML: {reason}") from None
     lines = _Lines(text)
     check = _Checker(source, lines)
-    top_allowed = {"fabric", "switch_os", "jobs", "faults", "description"}
+    top_allowed = {"fabric", "switch_os", "jobs", "faults", "description", "software", "reported"}
     for key in data:
         if key not in top_allowed:
             raise ScenarioError(
@@ -270,7 +353,46 @@ def parse_scenario(text: str, *, source: str = "<scenario>", name: str = "custom
     jobs = tuple(_job(check, i, entry, names) for i, entry in enumerate(_array(check, data, "jobs")))
     _no_shared_nodes(check, jobs)
     faults = tuple(_fault(check, i, entry, names) for i, entry in enumerate(_array(check, data, "faults")))
-    return Scenario(name=name, fabric=fabric, switch_os=switch_os, jobs=jobs, faults=faults, description=description)
+    software = _software(check, data.get("software", {}), names)
+    reported = _reported(check, data.get("reported", {}))
+    return Scenario(name=name, fabric=fabric, switch_os=switch_os, jobs=jobs, faults=faults, description=description,
+                    software=software, reported=reported)
+
+
+def _software(check: _Checker, raw: Any, names: _Names) -> SoftwareSpec:
+    t = "software"
+    if not isinstance(raw, dict):
+        raise check.fail(t, 0, None, "must be a [software] table")
+    check.keys(t, 0, raw, {"ep_bench", "ep_nodes"})
+    bench = check.get(t, 0, raw, "ep_bench", str, "")
+    if bench and bench not in EP_BENCHES:
+        raise check.fail(t, 0, "ep_bench", f"must be one of {', '.join(EP_BENCHES)}, got {bench!r}")
+    nodes: frozenset[str] | None = None
+    if "ep_nodes" in raw:
+        expression = check.get(t, 0, raw, "ep_nodes", str)
+        expanded = _expand(check, t, 0, "ep_nodes", expression, names)
+        unknown = [n for n in expanded if n not in names.nodes]
+        if unknown:
+            raise check.fail(t, 0, "ep_nodes", f"not a node of the fabric: {', '.join(unknown[:5])}")
+        nodes = frozenset(expanded)
+    return SoftwareSpec(bench, nodes)
+
+
+def _reported(check: _Checker, raw: Any) -> ReportedSpec:
+    t = "reported"
+    if not isinstance(raw, dict):
+        raise check.fail(t, 0, None, "must be a table ([reported])")
+    keys = set(ReportedSpec.__dataclass_fields__)
+    check.keys(t, 0, raw, keys)
+    spec = ReportedSpec(**{key: check.get(t, 0, raw, key, str, None) for key in keys})
+    for key in ("node_system_name", "switch_system_name", "switch_port_description"):
+        template = getattr(spec, key)
+        if template is not None:
+            try:
+                template.format(name="x", port="x")
+            except (KeyError, IndexError, ValueError) as error:
+                raise check.fail(t, 0, key, f"not a template of {{name}} and {{port}}: {error}") from None
+    return spec
 
 
 def _array(check: _Checker, data: Mapping[str, Any], table: str) -> list[dict[str, Any]]:
@@ -402,16 +524,22 @@ def _fault(check: _Checker, index: int, raw: Mapping[str, Any], names: _Names) -
     if until is not None and until <= at:
         raise check.fail(t, index, "until", f"must be after 'at' ({at})")
     params: dict[str, float] = {}
+    words: dict[str, str] = {}
     for key, (kind_type, default) in parameters.items():
+        if kind_type is str:
+            words[key] = check.get(t, index, raw, key, str, default)
+            continue
         value = check.get(t, index, raw, key, float if kind_type is float else int, default)
         if value is not None and not isinstance(value, str):
             params[key] = float(value)
-            if value < 0 or (key in ("period", "gbps", "qps", "delay") and value <= 0):
+            if value < 0 or (key in ("period", "gbps", "qps", "delay", "mtu", "gts", "width") and value <= 0):
                 raise check.fail(t, index, key, f"must be positive, got {value}")
     if kind in ("high_ber", "spine_loss"):
         key = "ber" if kind == "high_ber" else "rate"
         if not 0 < params[key] < 1:
             raise check.fail(t, index, key, f"must be a fraction between 0 and 1, got {params[key]}")
+    if "form" in words and words["form"] not in HOSTILE_FORMS:
+        raise check.fail(t, index, "form", f"must be one of {', '.join(HOSTILE_FORMS)}, got {words['form']!r}")
     targets = _targets(check, index, kind, raw_target, names)
     return FaultSpec(
         kind=kind,
@@ -420,6 +548,7 @@ def _fault(check: _Checker, index: int, raw: Mapping[str, Any], names: _Names) -
         until=until,
         params=params,
         targets=targets,
+        words=words,
     )
 
 

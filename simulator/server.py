@@ -133,6 +133,7 @@ class FleetServer:
             authorized_client_keys=self._authorized,
             server_factory=self._server_factory(listener.host),
             encoding="utf-8",
+            errors="surrogateescape",  # a hostile_output fault's binary bytes travel as they are
             allow_scp=False,
             x11_forwarding=False,
             agent_forwarding=False,

@@ -15,10 +15,15 @@ from fleet.simulator.model import FleetModel
 
 @dataclass
 class Rendezvous:
-    """perftest servers waiting for a client, per (host, TCP port): the fleet's one meeting place."""
+    """perftest servers waiting for a client, and distributed launches waiting for their nodes, per
+    (host, TCP port): the fleet's one meeting place."""
 
     servers: dict[tuple[str, int], tuple[object, asyncio.Future[object]]] = field(default_factory=dict)
     """(host, port) -> (the server's own parsed arguments, a future the client resolves on arrival)."""
+    groups: dict[tuple[str, int], dict[int, str]] = field(default_factory=dict)
+    """(master address, port) -> node rank -> node: the ``torchrun`` nodes that have joined so far."""
+    joined: dict[tuple[str, int], asyncio.Event] = field(default_factory=dict)
+    """(master address, port) -> set once every node of the launch has joined."""
 
 
 @dataclass(frozen=True)

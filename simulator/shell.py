@@ -19,7 +19,8 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 
-from fleet.simulator import agent_stream, perftest, probe_runner, switch_cli
+from fleet.simulator import agent_stream, ep_bench, perftest, probe_runner, roce_cli, switch_cli
+from fleet.simulator.hostile import hostile_output
 from fleet.simulator.pipes import FILTERS
 from fleet.simulator.session import Handler, Machine, StreamIO
 from fleet.simulator.tools import REGISTRY, ToolContext, ToolOutput, load_all
@@ -27,12 +28,14 @@ from fleet.simulator.tools import REGISTRY, ToolContext, ToolOutput, load_all
 NODE_COMMANDS = frozenset(
     {
         "ibstat", "ibstatus", "ibv_devinfo", "cat", "grep", "ls", "ethtool", "rdma", "show_gids",
-        "nvidia-smi", "lldpctl", "lldpcli", "squeue", "scontrol", "python3",
+        "nvidia-smi", "lldpctl", "lldpcli", "squeue", "scontrol", "python3", "mlnx_qos", "cma_roce_mode",
+        "cma_roce_tos", "lsmod", "ofed_info", "lspci", "ip", "modprobe", "setpci",
         *perftest.PERFTEST_COMMANDS, *perftest.NCCL_COMMANDS,
     }
 )  # fmt: skip
 IB_ONLY_COMMANDS = frozenset({"perfquery", "ibnetdiscover", "iblinkinfo", "ibqueryerrors"})
-SWITCH_COMMANDS = {"cumulus": frozenset({"nv", "lldpctl", "lldpcli"}), "sonic": frozenset({"show", "config"})}
+SWITCH_COMMANDS = {"cumulus": frozenset({"nv", "lldpctl", "lldpcli", "cl-ecmpcalc"}),
+                   "sonic": frozenset({"show", "config", "ecnconfig", "sonic-cfggen"})}
 HEAD_COMMANDS = frozenset({"squeue", "scontrol"})
 COMMON_COMMANDS = frozenset({"hostname", "uname", "date", "echo", "true", "false"})
 BUILTINS = frozenset({"exit", "cd", "command", "timeout", "sudo", "read"})
@@ -51,6 +54,8 @@ class _Command:
     stderr_to_stdout: bool = False
     stdout_to_stderr: bool = False
     bad_redirect: str = ""
+    write_to: str = ""
+    """``> /sys/...``: the command's output is written to that file (``roce_cli.write_sysfs``)."""
 
 
 @dataclass
@@ -151,6 +156,8 @@ def _redirect(command: _Command, stream: str, target: str) -> None:
         command.drop_stdout = False
     elif target == f"&{stream}":  # a stream onto itself
         pass
+    elif stream == "1" and target.startswith("/sys/"):
+        command.write_to = target
     elif target == "/dev/null":
         if stream == "2":
             command.drop_stderr = True
@@ -190,6 +197,8 @@ class Shell:
         if name in COMMON_COMMANDS or name in BUILTINS:
             return True
         if machine.role == "node":
+            if name == "torchrun":  # only where the scenario installs the expert-parallel benchmark
+                return machine.model.scenario.software.has_ep_bench(machine.host)
             return name in NODE_COMMANDS or (name in IB_ONLY_COMMANDS and not machine.model.roce)
         if machine.role == "head":
             return name in HEAD_COMMANDS
@@ -230,7 +239,8 @@ class Shell:
         an event loop round trip, through the very same code.
         """
         pipeline = parsed(line)
-        if not pipeline.error and not all(self._immediate(c.argv) for _, cs in pipeline.steps for c in cs):
+        if not pipeline.error and not all(self._immediate(c.argv) and not c.write_to
+                                          for _, cs in pipeline.steps for c in cs):
             return None
         chunks: list[tuple[int, str]] = []
 
@@ -325,6 +335,15 @@ class Shell:
         if command.bad_redirect:
             io.stderr(command.bad_redirect)
             return 2
+        if command.write_to:
+            if self.machine.role != "node":
+                io.stderr(f"sh: 1: cannot create {command.write_to}: Permission denied\n")
+                return 2
+            written: list[str] = []
+            status = await self.run_argv(command.argv, StreamIO(written.append, io.stderr, io.closed, io.stdin_eof))
+            if status != 0:
+                return status
+            return roce_cli.write_sysfs(self.machine, command.write_to, "".join(written), io)
         stderr = (lambda _text: None) if command.drop_stderr else io.stderr
         out = (lambda _text: None) if command.drop_stdout else stderr if command.stdout_to_stderr else io.stdout
         err = out if command.stderr_to_stdout else stderr
@@ -352,6 +371,9 @@ class Shell:
         if name == "command":
             return self._command_v(argv, io)
         handler = self._handler(argv)
+        form = self.machine.model.hostile_output(self.machine.host, argv, self.machine.model.now())
+        if form is not None:
+            return await self._hostile(form, handler, argv, io)
         if handler is not None:
             try:
                 return await handler(self.machine, argv, io)
@@ -370,6 +392,16 @@ class Shell:
             io.stderr(output.stderr)
         return output.exit_status
 
+    async def _hostile(self, form: str, handler: Handler | None, argv: list[str], io: StreamIO) -> int:
+        """A command under a ``hostile_output`` fault: a tool prints the form instead of its output;
+        a stateful command (the node agent) runs, each of its writes replaced by the form."""
+        text = hostile_output(form)
+        if handler is None:
+            io.stdout(text)
+            return 0
+        return await handler(self.machine, argv, StreamIO(lambda _line: io.stdout(text), io.stderr, io.closed,
+                                                          io.stdin_eof, io.drain, io.stdin))
+
     def run_tool(self, argv: list[str]) -> ToolOutput:
         """A stateless renderer, on this command line's snapshot of the machine (a fresh one outside a line)."""
         snapshot = _LINE.get()
@@ -385,13 +417,27 @@ class Shell:
             return perftest.run_perftest
         if name in perftest.NCCL_COMMANDS:
             return perftest.run_nccl
+        if name == "torchrun":
+            return ep_bench.run_torchrun
         if name == "python3":
             return self._probe_runner if "--probe-runner" in argv else agent_stream.run_python
         if name == "nv" and switch_cli.is_nv_change(argv):
             return switch_cli.run_nv
         if name == "config":
             return switch_cli.run_sonic_config
-        return None
+        if name == "cl-ecmpcalc":
+            return switch_cli.run_ecmpcalc
+        if name == "ecnconfig" and argv[-1:] in (["on"], ["off"]):
+            return switch_cli.run_ecnconfig
+        if name == "sonic-cfggen" and "--write-to-db" in argv:
+            return switch_cli.run_sonic_cfggen_write
+        if name == "mlnx_qos" and roce_cli.is_mlnx_qos_change(argv):
+            return roce_cli.run_mlnx_qos
+        if name == "cma_roce_mode" and "-m" in argv:
+            return roce_cli.run_cma_roce_mode
+        if name == "cma_roce_tos" and "-t" in argv:
+            return roce_cli.run_cma_roce_tos
+        return _NODE_CHANGES.get(name)
 
     async def run_words(self, argv: list[str], io: StreamIO) -> int:
         """One command given as words, as a line of its own: a program the probe runner starts without a shell."""
@@ -437,7 +483,12 @@ class Shell:
         return status
 
 
-_OUTPUT_ONLY_HANDLERS: frozenset[Handler] = frozenset({perftest.run_perftest, perftest.run_nccl})
+_NODE_CHANGES: dict[str, Handler] = {"ip": roce_cli.run_ip, "modprobe": roce_cli.run_modprobe,
+                                     "setpci": roce_cli.run_setpci}
+"""Node tools that only ever change (or read a register, as setpci does) through the model's state."""
+
+_OUTPUT_ONLY_HANDLERS: frozenset[Handler] = frozenset({perftest.run_perftest, perftest.run_nccl,
+                                                     ep_bench.run_torchrun})
 """Stateful commands that only write their output and watch for the client's close (``Shell.output_only``)."""
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from fleet.simulator.qos_state import NicQos, NodeQos, SwitchQos
+
 
 @dataclass(frozen=True, slots=True)
 class OpticsLane:
@@ -29,12 +31,13 @@ class OpticsView:
     temp_c: float
     voltage_v: float
     lanes: tuple[OpticsLane, ...]
-    # alarm/warning thresholds: (high alarm, low alarm, high warning, low warning)
-    rx_power_thresholds_dbm: tuple[float, float, float, float] = (6.0, -10.0, 5.0, -8.0)
-    tx_power_thresholds_dbm: tuple[float, float, float, float] = (6.0, -8.0, 5.0, -6.0)
-    bias_thresholds_ma: tuple[float, float, float, float] = (15.0, 2.0, 13.0, 3.0)
-    temp_thresholds_c: tuple[float, float, float, float] = (80.0, -5.0, 75.0, 0.0)
-    voltage_thresholds_v: tuple[float, float, float, float] = (3.6, 3.0, 3.5, 3.1)
+    # alarm/warning thresholds, the module type's own (simulator.optics_modules):
+    # (high alarm, low alarm, high warning, low warning)
+    rx_power_thresholds_dbm: tuple[float, float, float, float]
+    tx_power_thresholds_dbm: tuple[float, float, float, float]
+    bias_thresholds_ma: tuple[float, float, float, float]
+    temp_thresholds_c: tuple[float, float, float, float]
+    voltage_thresholds_v: tuple[float, float, float, float]
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +102,7 @@ class NicView:
     gids: tuple[GidView, ...]
     qps: tuple[QpView, ...]
     lldp: LldpNeighbor | None  # who this NIC's cable reaches (after any miswire)
+    qos: NicQos | None = None  # its RoCE configuration (mlnx_qos, ECN, RDMA-CM, MTU, PCIe); None on InfiniBand
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +142,7 @@ class NodeView:
     nics: tuple[NicView, ...]
     gpus: tuple[GpuView, ...]
     has_python3: bool = True
+    qos: NodeQos | None = None  # node-wide configuration: peer memory, ACS, GPU PCIe links
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +169,7 @@ class SwitchPortView:
     tx_bps: float
     lldp: LldpNeighbor | None  # the neighbour on this port
     description: str = ""  # "uplink to spine01", "gpu003:mlx5_2"
+    carrier_transitions: int = 1  # link state changes since boot: up once, then a down and an up per flap
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,6 +186,7 @@ class SwitchView:
     adaptive_routing: bool
     pending_config: dict[str, str] = field(default_factory=dict)  # staged, not applied (NVUE)
     config_history: tuple[tuple[int, str, str], ...] = ()  # (revision, date, message)
+    qos: SwitchQos | None = None  # RoCE QoS: trust, DSCP map, PFC, ECN, watchdog, MTU, buffers
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,8 +24,10 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
+from typing import NamedTuple
 
 from fleet.fabric.naming import RAILS_PER_NODE, nic_name
+from fleet.fabric.roce import ROCE_UDP_PORT, flow_label_sport
 from fleet.simulator.faults import CableKey, FaultEffects, NicKey, flap_down_s
 from fleet.simulator.scenario import JobSpec
 from fleet.simulator.topology import Topology
@@ -36,7 +38,6 @@ CHANNELS = 4
 PKT_BYTES = 4174
 """Wire bytes of one RoCEv2 packet at 4096-byte MTU (payload + Eth/IP/UDP/BTH/ICRC/FCS)."""
 
-ROCE_UDP_PORT = 4791
 SWITCHD_RESTART_S = 4.0
 """How long a switch forwards nothing while switchd restarts after a hash-seed or AR change."""
 
@@ -63,8 +64,54 @@ PAUSE_USEC = 5.0
 XMIT_WAIT_TICKS_PER_S = 250e6
 """``port_xmit_wait`` ticks per second of being blocked."""
 
+TAIL_LOSS_SHARE = 1.0 / 128
+"""Share of losses with no packet behind them on the connection: NCCL moves data in chunks of 512 KiB
+(NCCL_BUFFSIZE 4 MiB in 8 steps), 128 packets of 4 KiB, and only a chunk's last packet has no successor."""
+
+MAX_OUTSTANDING_PKTS = 256.0
+"""Cap of packets one QP keeps in flight (a window of 1 MiB at 4 KiB MTU)."""
+
 LOS_DBM = -14.0
 """Receive power below which the receiver loses signal: the link is down."""
+
+
+RS_N = 544
+RS_K = 514
+RS_T = 15
+RS_SYMBOL_BITS = 10
+"""RS(544,514) over 10-bit symbols ("KP4" FEC, IEEE 802.3 clause 91 / 119): 544 symbols a codeword, 514
+of them data, up to (544 - 514) / 2 = 15 symbol errors corrected per codeword."""
+
+
+class FecOutcome(NamedTuple):
+    codeword_failure: float
+    """Probability a codeword holds more symbol errors than the code corrects."""
+    uncorrected_per_bit: float
+    """Symbol errors left in failed codewords, per received bit (what ``rx_pcs_symbol_err_phy`` counts)."""
+
+
+def rs_fec_failures(pre_fec_ber: float) -> FecOutcome:
+    """What RS(544,514) leaves at a pre-FEC bit error ratio, with bit errors independent.
+
+    A 10-bit symbol is wrong with p = 1 - (1 - BER)^10; a codeword fails when more than 15 of its 544
+    symbols are wrong: the binomial tail P[X > 15], X ~ Bin(544, p). This puts the cliff where the code
+    puts it: ~1e-12 of codewords at 2.4e-4 (the BER 802.3 specifies the PMA to), ~1e-4 at 1e-3.
+    """
+    if pre_fec_ber <= 0.0:
+        return FecOutcome(0.0, 0.0)
+    p = 1.0 - (1.0 - min(pre_fec_ber, 0.5)) ** RS_SYMBOL_BITS
+    log_p, log_q = math.log(p), math.log1p(-p)
+    failure = expected = 0.0
+    for k in range(RS_T + 1, RS_N + 1):
+        term = math.exp(math.lgamma(RS_N + 1) - math.lgamma(k + 1) - math.lgamma(RS_N - k + 1)
+                        + k * log_p + (RS_N - k) * log_q)
+        failure += term
+        expected += k * term
+        if k > RS_N * p and term < 1e-18 * failure:
+            break  # past the peak, and the rest cannot matter
+        if failure == 0.0 and term < 1e-300:
+            break
+    return FecOutcome(min(1.0, failure), expected / (RS_N * RS_SYMBOL_BITS))
 
 
 @lru_cache(maxsize=1 << 18)
@@ -131,6 +178,8 @@ class Solution:
     flows_on: dict[TxEnd, int] = field(default_factory=lambda: defaultdict(int))
     queue_usec: dict[TxEnd, float] = field(default_factory=dict)
     loss: dict[TxEnd, float] = field(default_factory=dict)
+    dropping: set[TxEnd] = field(default_factory=set)
+    """Ends whose loss is the receiver dropping for lack of buffer (counted as discards, not as bad frames)."""
     job_factor: dict[int, float] = field(default_factory=dict)
     rates: dict[TxEnd, dict[str, float]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(float)))
     spine_of_flow: list[str | None] = field(default_factory=list)
@@ -168,16 +217,22 @@ def roce_sport(lqpn: int, rqpn: int) -> int:
     return flow_label_sport(v & 0xFFFFF)
 
 
-def flow_label_sport(flow_label: int) -> int:
-    """UDP source port of a RoCEv2 packet with a non-zero GRH flow label (rdma_flow_label_to_udp_sport)."""
-    low = (flow_label & 0x3FFF) ^ ((flow_label & 0xFC000) >> 14)
-    return (low | 0xC000) & 0xFFFF
-
-
 def nic_ip(topology: Topology, node: str, rail: int) -> str:
     """IPv4 address of a node's RoCE NIC: one /16 per rail."""
     index = topology.node_index(node) + 1
     return f"10.{rail + 1}.{index // 200}.{index % 200 + 1}"
+
+
+def nic_of_ip(topology: Topology, address: str) -> NicKey | None:
+    """The NIC with RoCE address ``address`` (the inverse of :func:`nic_ip`), None when no NIC has it."""
+    parts = address.split(".")
+    if len(parts) != 4 or parts[0] != "10" or not all(p.isdigit() for p in parts):
+        return None
+    rail, index = int(parts[1]) - 1, int(parts[2]) * 200 + int(parts[3]) - 1
+    if not 0 <= rail < RAILS_PER_NODE or not 1 <= index <= len(topology.nodes):
+        return None
+    node = topology.nodes[index - 1]
+    return (node, rail) if nic_ip(topology, node, rail) == address else None
 
 
 class Fabric:
@@ -306,10 +361,14 @@ class Fabric:
 
     @staticmethod
     def post_fec_ber(pre_fec_ber: float) -> float:
-        """Errors RS(544,514) FEC cannot correct: none below 2e-5, then steeply more."""
-        if pre_fec_ber < 2e-5:
-            return 0.0
-        return min(1e-3, 1e-12 * (pre_fec_ber / 2e-5) ** 5)
+        """Symbols RS(544,514) FEC leaves uncorrected, per received bit (see ``rs_fec_failures``)."""
+        return rs_fec_failures(pre_fec_ber).uncorrected_per_bit
+
+    @staticmethod
+    def frame_loss(pre_fec_ber: float) -> float:
+        """Share of packets lost because a codeword they span was beyond the FEC's reach."""
+        codewords = PKT_BYTES * 8 / (RS_K * RS_SYMBOL_BITS)
+        return 1.0 - (1.0 - rs_fec_failures(pre_fec_ber).codeword_failure) ** codewords
 
     def cable_capacity(
         self, cable: CableKey, ends: tuple[str, str], effects: FaultEffects, restarting: frozenset[str]
@@ -327,13 +386,14 @@ class Fabric:
 
     # ------------------------------------------------------------------ routing
 
-    def _hash_index(self, config: SwitchConfig, flow: Flow, ingress: str, members: int) -> int:
+    def _hash_index(self, config: SwitchConfig, flow: Flow, ingress: str, members: int,
+                    dport: int = ROCE_UDP_PORT, protocol: int = 17) -> int:
         values = {
             "source-ip": nic_ip(self.topology, flow.src, flow.rail),
             "destination-ip": nic_ip(self.topology, flow.dst, flow.rail),
-            "ip-protocol": "17",
+            "ip-protocol": str(protocol),
             "source-port": str(flow.sport),
-            "destination-port": str(ROCE_UDP_PORT),
+            "destination-port": str(dport),
             "ingress-interface": ingress,
             "rdma-bth-dest-qp": str(flow.rqpn),
         }
@@ -356,6 +416,28 @@ class Fabric:
         if src_leaf == dst_leaf:
             return (first, (dst_leaf, dst_port)), None
         uplinks = self.topology.uplinks
+        choice = self.uplink_choice(flow, state, configs[src_leaf], src_leaf, dst_leaf, src_port, up, uplink_load)
+        out = uplinks[src_leaf][choice]
+        back = uplinks[dst_leaf][choice]
+        uplink_load[(src_leaf, out.leaf_port)] += flow.offered_gbps
+        return (first, (src_leaf, out.leaf_port), (out.spine, back.spine_port), (dst_leaf, dst_port)), out.spine
+
+    def uplink_choice(
+        self,
+        flow: Flow,
+        state: NetState,
+        config: SwitchConfig,
+        src_leaf: str,
+        dst_leaf: str,
+        ingress: str,
+        up: Mapping[TxEnd, bool],
+        uplink_load: Mapping[TxEnd, float],
+        dport: int = ROCE_UDP_PORT,
+        protocol: int = 17,
+    ) -> int:
+        """Which spine (index) ``src_leaf`` sends ``flow`` to, entering on ``ingress``: its ECMP hash over
+        the members whose both links are up (adaptive routing: the least loaded; a collision fault: one)."""
+        uplinks = self.topology.uplinks
         members = [
             s
             for s, (out, back) in enumerate(zip(uplinks[src_leaf], uplinks[dst_leaf], strict=True))
@@ -363,17 +445,27 @@ class Fabric:
         ]
         if not members:
             members = list(range(len(self.topology.spines)))
-        config = configs[src_leaf]
         if config.adaptive_routing:
-            choice = min(members, key=lambda s: (uplink_load[(src_leaf, uplinks[src_leaf][s].leaf_port)], s))
-        elif src_leaf in state.collision:
-            choice = members[zlib.crc32(f"collide|{config.hash_seed}|{src_leaf}".encode()) % len(members)]
-        else:
-            choice = members[self._hash_index(config, flow, src_port, len(members))]
-        out = uplinks[src_leaf][choice]
-        back = uplinks[dst_leaf][choice]
-        uplink_load[(src_leaf, out.leaf_port)] += flow.offered_gbps
-        return (first, (src_leaf, out.leaf_port), (out.spine, back.spine_port), (dst_leaf, dst_port)), out.spine
+            return min(members, key=lambda s: (uplink_load.get((src_leaf, uplinks[src_leaf][s].leaf_port), 0.0), s))
+        if src_leaf in state.collision:
+            return members[zlib.crc32(f"collide|{config.hash_seed}|{src_leaf}".encode()) % len(members)]
+        return members[self._hash_index(config, flow, ingress, len(members), dport, protocol)]
+
+    def ecmp_egress(
+        self, state: NetState, sol: Solution, leaf: str, ingress: str, src: NicKey, dst: NicKey, sport: int,
+        dport: int = ROCE_UDP_PORT, protocol: int = 17,
+    ) -> str:
+        """The port ``leaf`` sends a RoCE packet from NIC ``src`` to NIC ``dst`` with UDP source port ``sport``
+        out of, entering on ``ingress``: what the switch's own hash calculator (``cl-ecmpcalc``) answers,
+        from the same choice the traffic takes. A destination on the leaf itself leaves by its downlink."""
+        context = self.probe_context(state, sol)
+        dst_leaf, dst_port = context.nic_port[dst]
+        if dst_leaf == leaf:
+            return dst_port
+        flow = Flow(0, src[1], 0, src[0], dst[0], 0, 0, sport, 0.0)
+        choice = self.uplink_choice(flow, state, context.configs[leaf], leaf, dst_leaf, ingress, context.up, {},
+                                    dport, protocol)
+        return self.topology.uplinks[leaf][choice].leaf_port
 
     # ------------------------------------------------------------------ the solve
 
@@ -395,7 +487,7 @@ class Fabric:
             capacity = self.cable_capacity(cables[end], (end[0], peer[0]), effects, state.restarting)
             sol.nominal[end] = float(effects.rate_gbps.get(cables[end], self.link_gbps))
             sol.capacity[end] = capacity
-            sol.loss[end] = min(0.5, self.post_fec_ber(self.pre_fec_ber(cables[end], effects)) * PKT_BYTES * 8)
+            sol.loss[end] = min(0.5, self.frame_loss(self.pre_fec_ber(cables[end], effects)))
             if end[0] in effects.spine_loss:
                 sol.loss[end] = 1 - (1 - sol.loss[end]) * (1 - effects.spine_loss[end[0]])
         self._storm_capacity(sol, effects, nic_port)
@@ -448,6 +540,7 @@ class Fabric:
         for nic in effects.storm_escalated:
             end = nic_port[nic]
             sol.loss[end] = 1 - (1 - sol.loss.get(end, 0.0)) * 0.02
+            sol.dropping.add(end)
 
     def _job_factors(
         self, sol: Solution, paths: Sequence[tuple[TxEnd, ...]], scale: Mapping[TxEnd, float], effects: FaultEffects
@@ -512,7 +605,7 @@ class Fabric:
                     rates[receiver]["rx_bytes"] += share * PKT_BYTES
                     rates[receiver]["rx_pkts"] += share
                 loss = sol.loss.get(end, 0.0)
-                if loss and receiver is not None and end[0] not in effects.spine_loss:
+                if loss and receiver is not None and end[0] not in effects.spine_loss and end not in sol.dropping:
                     rates[receiver]["rcv_errors"] += share * loss
                 delivered *= 1.0 - loss
                 if index == 0:
@@ -526,9 +619,18 @@ class Fabric:
                 else:
                     pause = 4e-4 * util**6 + (1e-2 * (min(over, 10.0) - 1.0) if over > 1.0 else 0.0)
                 upstream = path[index - 1]
+                ingress = peers[upstream]
+                if upstream in effects.pfc_off or ingress in effects.pfc_off:
+                    # no pause on this hop for RoCE (IEEE 802.1Qbb needs both ends): what PFC would have
+                    # held back overflows the congested queue instead
+                    dropped = share * min(0.5, pause)
+                    rates[end]["tx_drops"] += dropped
+                    if ingress is not None:
+                        rates[ingress]["rx_discards"] += dropped
+                    delivered *= 1.0 - min(0.5, pause)
+                    continue
                 frames = share * pause
                 rates[upstream]["rx_pause"] += frames
-                ingress = peers[upstream]
                 if ingress is not None:
                     rates[ingress]["tx_pause"] += frames
             marked = pkts * delivered * (1.0 - unmarked)
@@ -540,11 +642,7 @@ class Fabric:
                 rates[src][key] += cnps
             lost = pkts * (1.0 - delivered)
             if lost:
-                rates[dst]["out_of_sequence"] += lost
-                rates[dst]["dup_requests"] += lost * 0.2
-                rates[src]["seq_naks"] += lost * 0.9
-                rates[src]["ack_timeouts"] += lost * 0.05
-                rates[src]["retrans"] += lost * 0.1
+                self._go_back_n(sol, path, src, dst, gbps, lost)
             rates[src]["rdma_writes"] += pkts / 64.0
             rates[dst]["rx_write_requests"] += pkts / 64.0
         for values in rates.values():
@@ -552,6 +650,31 @@ class Fabric:
             values["rx_pause_usec"] = values.get("rx_pause", 0.0) * PAUSE_USEC
             values["tx_pause_usec"] = values.get("tx_pause", 0.0) * PAUSE_USEC
             values["xmit_wait"] = paused * XMIT_WAIT_TICKS_PER_S
+
+    def _go_back_n(self, sol: Solution, path: Sequence[TxEnd], src: TxEnd, dst: TxEnd, gbps: float,
+                   lost: float) -> None:
+        """What ``lost`` packets per second cost a reliable connection that retransmits go-back-N.
+
+        The receiver answers the first packet after a gap with one NAK (the sender's ``packet_seq_err``) and
+        drops every packet of the window in flight behind the gap (its ``out_of_sequence``); the sender
+        resends from the lost one, the whole window again. A loss with nothing behind it (the last packet
+        of a message) draws no NAK: the sender's ACK timer fires (``local_ack_timeout_err``) and the
+        responder may see the resent packets twice (``duplicate_request``).
+        """
+        rates = sol.rates
+        one_way = (1.55 if self.roce else 1.0) + 0.55 * (len(path) - 2)
+        rtt_usec = 2 * one_way + sum(sol.queue_usec.get(end, 0.0) for end in path[1:])
+        in_flight = min(MAX_OUTSTANDING_PKTS, max(1.0, gbps * 1e9 / 8 * rtt_usec * 1e-6 / PKT_BYTES))
+        naked = lost * (1.0 - TAIL_LOSS_SHARE)
+        timed_out = lost * TAIL_LOSS_SHARE
+        rates[src]["seq_naks"] += naked
+        rates[src]["ack_timeouts"] += timed_out
+        rates[src]["retrans"] += timed_out
+        rates[dst]["out_of_sequence"] += naked * in_flight
+        rates[dst]["dup_requests"] += timed_out * in_flight
+        resent = lost * in_flight
+        rates[src]["tx_pkts"] += resent
+        rates[src]["tx_bytes"] += resent * PKT_BYTES
 
     def _phy(
         self,

@@ -9,7 +9,14 @@ from typing import Any
 
 import sqlite_utils
 
-from fleet.store.schema import SCHEMA_VERSION, check_not_newer, connect, schema_version
+from fleet.store.schema import (
+    SCHEMA_VERSION,
+    check_fleet_history,
+    check_not_newer,
+    connect,
+    connect_history,
+    schema_version,
+)
 
 COUNTED_TABLES = ("hosts", "ports", "series", "frames", "chunks", "changes", "latest", "rollup_1m",
                   "rollup_1h", "events", "probes", "jobs", "host_status", "baselines", "actions")
@@ -46,12 +53,9 @@ def _file_bytes(path: Path) -> int:
 def db_info(path: Path | str) -> DbInfo:
     """Inspect the history at ``path`` without writing to it."""
     path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"no fleet history at {path}")
-    conn = connect(path, read_only=True)
+    conn = connect_history(path, older_ok=True)
     try:
         db = sqlite_utils.Database(conn)
-        check_not_newer(db, path)
         present = set(db.table_names())
         rows = {t: int(conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0])
                 for t in COUNTED_TABLES if t in present}
@@ -91,8 +95,10 @@ def vacuum(path: Path | str) -> tuple[int, int]:
     if not path.exists():
         raise FileNotFoundError(f"no fleet history at {path}")
     before = _file_bytes(path)
+    connect_history(path, older_ok=True).close()  # one line, not a traceback, for a file that is not ours
     conn = connect(path, timeout_s=60.0)
     try:
+        check_fleet_history(sqlite_utils.Database(conn), path)
         check_not_newer(sqlite_utils.Database(conn), path)
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         conn.execute("VACUUM")

@@ -19,13 +19,20 @@ from fleet.fabric.records import (
     ProbeRecord,
 )
 from fleet.fabric.samples import HostSample, PackedValues
-from fleet.store import rows
+from fleet.store import audit, rows
 from fleet.store.catalog import Catalog, HostSeries, Layout, insert_rows
 from fleet.store.codec import encode_frame, frame_size, merge_frames
 from fleet.store.latest import MAX_DEFER_MS, MAX_DEFERRED, MAX_GAP_MS
 from fleet.store.pending import Item
 
 NEVER = 2**62
+
+
+class Written(NamedTuple):
+    """What one batch wrote: sample values (one per series and time) and records (events, probes, ...)."""
+
+    samples: int
+    records: int
 
 
 def ts_to_ms(ts: float) -> int:
@@ -48,22 +55,22 @@ class Ingestor:
         self._recheck_ms = min((hs.deferred_since + MAX_DEFER_MS for hs in self._deferred.values()), default=NEVER)
         """When the store's clock passes this, a host's oldest sample left out of its row is due."""
 
-    def write(self, batch: list[Item]) -> int:
-        """Write every item of ``batch``; returns the number of samples and records written."""
-        written = 0
+    def write(self, batch: list[Item]) -> Written:
+        """Write every item of ``batch``; returns how many sample values and records it wrote."""
+        samples = records = 0
         changes: list[tuple[int, int, float]] = []
         frames: list[_Frame] = []
         for item in batch:
             if item.kind == "samples":
                 assert isinstance(item.payload, HostSample)
-                written += self._sample(item.payload, frames, changes)
+                samples += self._sample(item.payload, frames, changes)
             else:
-                written += getattr(self, f"_put_{item.kind}")(item.payload)
+                records += getattr(self, f"_put_{item.kind}")(item.payload)
         if frames:
             self.conn.executemany(_INSERT_FRAME, _merged(frames))
         insert_rows(self.conn, "INSERT OR REPLACE INTO changes", changes)
         self._write_latest()
-        return written
+        return Written(samples, records)
 
     def _sample(
         self,
@@ -176,8 +183,7 @@ class Ingestor:
         return 1
 
     def _put_action(self, action: ActionRecord) -> int:
-        self.conn.execute(f"INSERT INTO actions ({rows.ACTION_COLUMNS}) VALUES ({_marks(10)})",
-                          rows.action_row(action))
+        audit.append(self.conn, rows.action_row(action))
         return 1
 
     def _put_status(self, status: HostStatus) -> int:
@@ -231,8 +237,8 @@ _INSERT_FRAME = (
 )
 """Two samples of one host at one instant (a collector's counters and the rates derived from them)
 share a frame: the second adds its series rather than replacing the first's. Against a frame
-already sealed (its points are in chunks) the late one is a frame of its own, as before: the
-next seal merges its points into the chunks."""
+already sealed (its points are in chunks) the late one is a frame of its own: the next seal
+merges its points into the chunks."""
 
 
 class _Frame(NamedTuple):

@@ -34,7 +34,7 @@ from fleet.store.codec import F64, I64, decode_frame
 
 MAX_GAP_MS = 2_500
 """Only a host that streams (samples at most this far apart) leaves samples out of its row: one
-sampled less often gets its row with every sample, as before, so that rows never all fall due
+sampled less often gets its row with every sample, so that rows never all fall due
 (:data:`MAX_DEFER_MS`) at once when the store's clock jumps a whole collection interval."""
 MAX_DEFERRED = 8
 """Samples of a host left out of its row before the row is written again: bounds a new reader's work."""

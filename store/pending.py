@@ -129,11 +129,14 @@ class PendingQueue:
                 self._make_room(self._samples - self.max_samples)
             self.cond.notify_all()
 
-    def wait_idle(self, timeout_s: float, also: Callable[[], bool] = lambda: True) -> bool:
-        """Block until nothing is queued or being written (and ``also()``); False on timeout."""
+    def wait_idle(self, timeout_s: float, also: Callable[[], bool] = lambda: True,
+                  give_up: Callable[[], bool] = lambda: False) -> bool:
+        """Block until nothing is queued or being written (and ``also()``); False on timeout or
+        when ``give_up()`` turns true first (checked whenever the queue is woken)."""
         with self.cond:
-            return self.cond.wait_for(
-                lambda: not self._items and not self._busy and also(), timeout_s)
+            self.cond.wait_for(
+                lambda: (not self._items and not self._busy and also()) or give_up(), timeout_s)
+            return not self._items and not self._busy and also()
 
     def wait_for(self, predicate: Callable[[], bool], timeout_s: float) -> bool:
         with self.cond:

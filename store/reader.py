@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import sqlite_utils
 
 from fleet.fabric.events import Event
 from fleet.fabric.records import (
@@ -29,8 +28,10 @@ from fleet.fabric.records import (
     PortRecord,
     ProbeRecord,
 )
-from fleet.store import rows
+from fleet.store import audit, rows
+from fleet.store.audit import AuditHead, AuditRow, ChainVerdict
 from fleet.store.codec import F64, I64
+from fleet.store.errors import HistoryFileError
 from fleet.store.ingest import ts_to_ms
 from fleet.store.latest import MAX_DEFER_MS, HostLatest
 from fleet.store.maintenance import ROLLUP_ROWS
@@ -54,7 +55,7 @@ from fleet.store.rollup import (
     STAT_SUM,
     rollup_kind,
 )
-from fleet.store.schema import check_current, connect
+from fleet.store.schema import connect_history
 from fleet.store.series_index import SeriesIndex
 from fleet.store.types import Point, PointArrays, PointList, SeriesData
 
@@ -75,9 +76,8 @@ class StoreReader:
         self.path = Path(path)
         if not self.path.exists():
             raise FileNotFoundError(f"no fleet history at {self.path}")
-        self._conn = connect(self.path, read_only=True)
+        self._conn = connect_history(self.path)
         self._lock = threading.RLock()
-        check_current(sqlite_utils.Database(self._conn), self.path)
         self._index = SeriesIndex()  # loaded on first use: opening stays cheap
         self._latest: dict[str, _HostLatest] = {}
         self._errors: Points | None = None
@@ -599,12 +599,37 @@ class StoreReader:
             return [rows.row_action(r) for r in self._conn.execute(
                 f"SELECT {rows.ACTION_COLUMNS} FROM actions ORDER BY id")]
 
+    def audit_rows(self) -> list[AuditRow]:
+        """Every audit row as stored, with its id and place in the hash chain, oldest first."""
+        with self._lock:
+            return list(audit.rows(self._conn))
+
+    def audit_head(self) -> AuditHead:
+        """Where the audit's hash chain ends now (rows, last id, SHA-256): what reports print."""
+        with self._lock:
+            return audit.read_head(self._conn)
+
+    def verify_audit(self) -> ChainVerdict:
+        """Walk the audit's hash chain (:func:`fleet.store.audit.verify_chain`); names the first break."""
+        with self._lock:
+            return audit.verify_chain(self._conn)
+
     def baselines(self, name: str | None = None) -> list[tuple[float, str, dict[str, Any]]]:
         """Stored baselines as (ts, name, numbers), oldest first."""
         where, args = _filters(("name = ?", name))
         with self._lock:
             return [(r[0], r[1], json.loads(r[2])) for r in self._conn.execute(
                 f"SELECT ts, name, data FROM baselines{where} ORDER BY ts", args)]
+
+
+def audit_head_at(path: Path | str) -> AuditHead | None:
+    """The audit head of the history at ``path`` for a report, on a fresh connection; None when there is no
+    history there or the file is not one."""
+    try:
+        with StoreReader(path) as reader:
+            return reader.audit_head()
+    except (FileNotFoundError, HistoryFileError):
+        return None
 
 
 @dataclass(slots=True)

@@ -1,4 +1,11 @@
-"""Records to table rows and back; JSON for the free-form dict and tuple fields."""
+"""Records to table rows and back; JSON for the free-form dict and tuple fields.
+
+Text read back into events, hosts, ports, states and jobs is made inert (``clean_text``)
+whoever wrote the file: the collector cleans what it stores, but a store written by an
+older version, or by hand, must not put an escape sequence on a screen or in a report
+(docs/hostile-input.md). Probes and audit rows are read as stored: the
+audit's hashes cover their exact text.
+"""
 
 from __future__ import annotations
 
@@ -15,12 +22,22 @@ from fleet.fabric.records import (
     ProbeRecord,
 )
 from fleet.fabric.states import HostState
+from fleet.fabric.text import clean_text
 
 Row = tuple[Any, ...]
 
 
 def _dump(value: object) -> str:
     return json.dumps(value, sort_keys=True, default=str)
+
+
+def _text(value: str) -> str:
+    return clean_text(value, one_line=True)
+
+
+def _texts(data: dict[str, Any]) -> dict[str, Any]:
+    """A record's free-form dict with its keys and string values inert (values keep their line breaks)."""
+    return {_text(str(k)): clean_text(v) if isinstance(v, str) else v for k, v in data.items()}
 
 
 EVENT_COLUMNS = "ts, kind, severity, message, host, device, port, switch, job, data"
@@ -31,7 +48,8 @@ def event_row(e: Event) -> Row:
 
 
 def row_event(r: Row) -> Event:
-    return Event(r[0], r[1], Severity(r[2]), r[3], r[4], r[5], r[6], r[7], r[8], json.loads(r[9]))
+    return Event(r[0], _text(r[1]), Severity(r[2]), clean_text(r[3]), _text(r[4]), _text(r[5]), _text(r[6]),
+                 _text(r[7]), _text(r[8]), _texts(json.loads(r[9])))
 
 
 PROBE_COLUMNS = "ts, kind, src, dst, src_nic, dst_nic, ok, params, result, raw, job, run_id"
@@ -68,7 +86,7 @@ def host_row(h: HostRecord, ts: float) -> Row:
 
 
 def row_host(r: Row) -> HostRecord:
-    return HostRecord(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]))
+    return HostRecord(_text(r[0]), _text(r[1]), _text(r[2]), _text(r[3]), r[4], _texts(json.loads(r[5])))
 
 
 PORT_COLUMNS = "host, device, port, netdev, link_layer, peer_host, peer_port"
@@ -79,7 +97,7 @@ def port_row(p: PortRecord, ts: float) -> Row:
 
 
 def row_port(r: Row) -> PortRecord:
-    return PortRecord(r[0], r[1], r[2], r[3], r[4], r[5], r[6])
+    return PortRecord(_text(r[0]), _text(r[1]), _text(r[2]), _text(r[3]), _text(r[4]), _text(r[5]), _text(r[6]))
 
 
 def status_row(s: HostStatus) -> Row:
@@ -87,14 +105,15 @@ def status_row(s: HostStatus) -> Row:
 
 
 def row_status(r: Row) -> HostStatus:
-    return HostStatus(r[0], HostState(r[2]), r[1], r[3])
+    return HostStatus(_text(r[0]), HostState(r[2]), r[1], _text(r[3]))
 
 
 JOB_COLUMNS = "job_id, name, user, account, state, nodes, partition, start_ts"
 
 
 def row_job(r: Row, ts: float) -> JobRecord:
-    return JobRecord(ts, r[0], r[1], r[2], r[3], r[4], tuple(json.loads(r[5])), r[6], r[7])
+    return JobRecord(ts, _text(r[0]), _text(r[1]), _text(r[2]), _text(r[3]), _text(r[4]),
+                     tuple(_text(node) for node in json.loads(r[5])), _text(r[6]), r[7])
 
 
 def dump_nodes(nodes: tuple[str, ...]) -> str:

@@ -8,26 +8,42 @@ written by a newer fleet (a migration this code does not know) is refused.
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from pathlib import Path
 
 import sqlite_utils
 from sqlite_utils.migrations import Migrations
 
+from fleet.store.errors import HistoryFileError, StoreWriteError, open_failure, write_failure
+
 MIGRATION_SET = "fleet.store"
 MIGRATIONS = Migrations(MIGRATION_SET)
 
 
-class SchemaTooNewError(RuntimeError):
+class SchemaTooNewError(HistoryFileError):
     """The file was written by a newer fleet; this version must not touch it."""
 
 
-class SchemaTooOldError(RuntimeError):
+class SchemaTooOldError(HistoryFileError):
     """The file predates this fleet's schema and no writer has upgraded it yet (readers never write)."""
 
 
+def check_fleet_history(db: sqlite_utils.Database, path: Path | str) -> None:
+    """Raise :class:`HistoryFileError` when ``db`` holds tables but none of this store's migrations:
+    another program's database, which fleet must neither read as a history nor add its tables to."""
+    if MIGRATIONS.applied(db):
+        return
+    tables = [name for name in db.table_names() if not name.startswith("sqlite_")]
+    if tables:
+        shown = ", ".join(tables[:5]) + (f" and {len(tables) - 5} more" if len(tables) > 5 else "")
+        raise HistoryFileError(f"{path} is an SQLite database of another program (tables: {shown}), "
+                               "not a fleet history; point --db at another file")
+
+
 def check_current(db: sqlite_utils.Database, path: Path | str) -> None:
-    """For readers: raise unless ``db`` is at exactly this code's schema version."""
+    """For readers: raise unless ``db`` is a fleet history at exactly this code's schema version."""
+    check_fleet_history(db, path)
     check_not_newer(db, path)
     found = schema_version(db)
     if found < SCHEMA_VERSION:
@@ -156,7 +172,7 @@ def _m005_frames_by_rowid(db: sqlite_utils.Database) -> None:
     A thousand nodes each add a ~8 KB frame a second. Keyed by (host, ts_ms) in a
     WITHOUT ROWID table, each lands in its host's place in the B-tree, a different
     leaf for every host; in rowid order they are appended, and only the small index
-    entries scatter: the store's share of a line fell 23% (docs/benchmarks.md, Collect).
+    entries scatter, which costs the store about 23 % less per line (``python -m benchmarks collect``).
     Only frames not sealed yet are copied (in time order): a sealed frame's points are in
     chunks already and it is kept only to make replay of the last hour fast. A big store
     (a 1,024-node fleet at 1 s holds ~20 GB of frames) then copies the ~11 minutes not
@@ -178,7 +194,51 @@ def _m005_frames_by_rowid(db: sqlite_utils.Database) -> None:
     )
 
 
-SCHEMA_VERSION = len(MIGRATIONS._migrations)
+@MIGRATIONS(name="m006_audit_chain")
+def _m006_audit_chain(db: sqlite_utils.Database) -> None:
+    """The audit as a hash chain (:mod:`fleet.store.audit`): each row's previous-row hash and its own,
+    the head of the chain, and a trigger that refuses a row without them. Rows already there are
+    chained in id order, the update trigger lifted for that and put back."""
+    from fleet.store.audit import GENESIS, AuditRow, row_hash
+
+    for statement in (
+        "ALTER TABLE actions ADD COLUMN prev_hash TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE actions ADD COLUMN hash TEXT NOT NULL DEFAULT ''",
+        "CREATE TABLE audit_head (id INTEGER PRIMARY KEY CHECK (id = 1), rows INTEGER NOT NULL, "
+        "last_id INTEGER NOT NULL, hash TEXT NOT NULL)",
+        "DROP TRIGGER actions_no_update",
+    ):
+        db.execute(statement)
+    prev, last_id, count = GENESIS, 0, 0
+    found = db.execute("SELECT id, ts, actor, target, action, step, commands, output, before, after, verdict "
+                       "FROM actions ORDER BY id").fetchall()
+    for values in found:
+        row = AuditRow._make((*values, prev, ""))
+        digest = row_hash(row, prev)
+        db.execute("UPDATE actions SET prev_hash = ?, hash = ? WHERE id = ?", (prev, digest, row.id))
+        prev, last_id, count = digest, row.id, count + 1
+    db.execute("INSERT INTO audit_head (id, rows, last_id, hash) VALUES (1, ?, ?, ?)", (count, last_id, prev))
+    for statement in (
+        "CREATE TRIGGER actions_no_update BEFORE UPDATE ON actions "
+        "BEGIN SELECT RAISE(ABORT, 'actions is append-only: rows cannot be changed'); END",
+        "CREATE TRIGGER actions_chained BEFORE INSERT ON actions WHEN NEW.hash = '' OR NEW.prev_hash = '' "
+        "BEGIN SELECT RAISE(ABORT, 'actions rows carry their chain hash: write them through fleet'); END",
+    ):
+        db.execute(statement)
+
+
+def _known_migrations() -> tuple[str, ...]:
+    """The names of the migrations this code knows, in order: on an empty database every one of
+    them is pending (sqlite-utils' public API; its list of registered migrations is private)."""
+    empty = sqlite_utils.Database(memory=True)
+    try:
+        return tuple(migration.name for migration in MIGRATIONS.pending(empty))
+    finally:
+        empty.close()
+
+
+KNOWN_MIGRATIONS = _known_migrations()
+SCHEMA_VERSION = len(KNOWN_MIGRATIONS)
 """The schema version this code writes: the number of migrations it knows."""
 
 
@@ -189,8 +249,7 @@ def schema_version(db: sqlite_utils.Database) -> int:
 
 def check_not_newer(db: sqlite_utils.Database, path: Path | str) -> None:
     """Raise :class:`SchemaTooNewError` when ``db`` holds migrations this code does not know."""
-    known = {migration.name for migration in MIGRATIONS._migrations}
-    unknown = [m.name for m in MIGRATIONS.applied(db) if m.name not in known]
+    unknown = [m.name for m in MIGRATIONS.applied(db) if m.name not in KNOWN_MIGRATIONS]
     user_version = int(db.execute("PRAGMA user_version").fetchone()[0])
     if unknown or user_version > SCHEMA_VERSION:
         found = max(user_version, len(MIGRATIONS.applied(db)))
@@ -216,13 +275,73 @@ def connect(path: Path | str, *, read_only: bool = False, timeout_s: float = 10.
     return conn
 
 
+def connect_history(path: Path | str, *, older_ok: bool = False, empty_ok: bool = False) -> sqlite3.Connection:
+    """A read-only connection to the fleet history at ``path``, at this code's schema version
+    (or, with ``older_ok``, any version up to it: ``fleet db info`` describes old files too;
+    with ``empty_ok`` also an SQLite file without tables, which a writer would make a history).
+
+    Raises FileNotFoundError when there is no file, :class:`HistoryFileError` (one line) when
+    the file is not a fleet history this fleet can read: not SQLite, unreadable, another
+    program's database, an older or newer schema.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"no fleet history at {path}")
+    if path.is_dir():
+        raise HistoryFileError(f"{path} is a folder, not a fleet history")
+    try:
+        conn = connect(path, read_only=True)
+    except sqlite3.Error as error:
+        raise open_failure(error, path) from None
+    try:
+        db = sqlite_utils.Database(conn)
+        if older_ok:
+            check_fleet_history(db, path)
+            check_not_newer(db, path)
+            if not schema_version(db) and not empty_ok:
+                raise HistoryFileError(f"{path} is an empty SQLite database: no fleet history in it yet")
+        else:
+            check_current(db, path)
+    except HistoryFileError:
+        conn.close()
+        raise
+    except sqlite3.Error as error:
+        conn.close()
+        raise open_failure(error, path) from None
+    return conn
+
+
 def open_for_writing(path: Path | str) -> sqlite_utils.Database:
-    """Open (creating it and its folder if needed) and migrate the store at ``path``."""
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    db = sqlite_utils.Database(connect(path))
-    check_not_newer(db, path)
-    if MIGRATIONS.pending(db):
-        MIGRATIONS.apply(db)
-    if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
-        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    """Open (creating it and its folder if needed) and migrate the store at ``path``.
+
+    Raises :class:`HistoryFileError` when ``path`` is not a fleet history (not SQLite, another
+    program's tables, a newer schema) and :class:`StoreWriteError` when it cannot be written.
+    """
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise StoreWriteError(f"cannot create the folder of {path}: {error.strerror or error}") from None
+    if Path(path).exists():  # judged read-only first: WAL mode would change another program's file
+        with contextlib.suppress(FileNotFoundError):  # removed in between: created below
+            connect_history(path, older_ok=True, empty_ok=True).close()
+    conn: sqlite3.Connection | None = None
+    try:
+        conn = connect(path)
+        db = sqlite_utils.Database(conn)
+        check_fleet_history(db, path)
+        check_not_newer(db, path)
+        if MIGRATIONS.pending(db):
+            MIGRATIONS.apply(db)
+        if db.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+            db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    except HistoryFileError:
+        if conn is not None:
+            conn.close()
+        raise
+    except sqlite3.DatabaseError as error:
+        if conn is not None:
+            conn.close()
+        if "not a database" in str(error):
+            raise HistoryFileError(f"{path} is not an SQLite database, so not a fleet history") from None
+        raise StoreWriteError(write_failure(error, Path(path))) from None
     return db

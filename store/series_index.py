@@ -6,7 +6,8 @@ dicts took 0.7 s (2.4 s on a busy machine) on every ``StoreReader`` open,
 before the console could draw anything. Here nothing is read until a query
 needs it; then one query fetches the new rows and the per-host and per-metric
 id lists are built with numpy (a sort of codes, not a Python loop per row).
-Names are interned, so 434,000 keys share a few thousand strings.
+Names are interned, so 434,000 keys share a few thousand strings, each cleaned once
+(``clean_text``: a device or port name is what a machine reported).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from itertools import count
 import numpy as np
 import numpy.typing as npt
 
+from fleet.fabric.text import clean_text
 from fleet.store.codec import I64
 from fleet.store.types import SeriesName
 
@@ -83,7 +85,12 @@ class SeriesIndex:
         self._place(ids, keys, errors, gids)
 
     def _share(self, name: str) -> str:
-        return self._names.setdefault(name, name)
+        """The one copy of ``name``, made inert: a device or port name is the machine's word
+        (``clean_text``; docs/hostile-input.md), cleaned once per distinct name."""
+        shared = self._names.get(name)
+        if shared is None:
+            shared = self._names[name] = clean_text(name, one_line=True)
+        return shared
 
     def _place(self, ids: I64, keys: list[SeriesName], errors: npt.NDArray[np.bool_], gids: I64) -> None:
         top = int(ids[-1])

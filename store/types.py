@@ -121,7 +121,8 @@ class WriterStats:
     """What the writer has done and whether it can write now.
 
     ``queued``: samples plus records waiting for the writer thread;
-    ``written``: samples plus records committed; ``dropped``: gauge (then
+    ``written``: samples plus records committed; ``samples_written``: sample
+    values committed (what a collector may say it stored); ``dropped``: gauge (then
     counter) samples discarded by back-pressure; ``failing``: why writing fails
     right now, in words, or None; ``in_memory``: items held in memory because
     the last write failed (disk full, read-only file), retried until it works;
@@ -135,6 +136,7 @@ class WriterStats:
     dropped: int
     failing: str | None
     in_memory: int
+    samples_written: int = 0
     busy_s: float = 0.0
     longest_step_s: float = 0.0
 

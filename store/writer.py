@@ -7,10 +7,14 @@ it, writes each batch in one transaction, and between batches runs the
 maintenance steps (sealing, rollups, retention) in slices of at most
 ``step_budget_s`` so that no write waits longer than that.
 
-When a commit fails (disk full, read-only or moved file) the batch goes back to
-the front of the queue, ``stats().failing`` says why, and the thread retries
-every ``retry_s`` seconds on a fresh connection until it works; meanwhile the
-queue keeps accepting items, bounded as usual.
+When a commit fails (disk full, read-only or moved file, I/O error) the batch
+goes back to the front of the queue and the thread retries every ``retry_s``
+seconds on a fresh connection until it works; meanwhile the queue keeps
+accepting items, bounded as usual. After ``attempts`` failures in a row the
+failure is surfaced: ``stats().failing`` says why in one line, :meth:`flush`
+stops waiting for what cannot be written, and callers decide (``fleet collect``
+stops with exit 3; the console shows STORE FAILING and keeps retrying, since
+space may come back). What was committed before stays readable.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from fleet.fabric.records import (
     ProbeRecord,
 )
 from fleet.fabric.samples import HostSample
+from fleet.store.errors import write_failure
 from fleet.store.ingest import Ingestor
 from fleet.store.maintenance import Maintenance
 from fleet.store.pending import Item, PendingQueue
@@ -53,20 +58,23 @@ class StoreWriter:
         replay_s: float = 3600.0,
         step_budget_s: float = 0.03,
         retry_s: float = 1.0,
+        attempts: int = 3,
         page_limit: int | None = None,
         linger_s: float = 0.25,
     ) -> None:
         """``max_queued_samples``: sample values held before back-pressure drops gauges;
         ``block_s``: seconds of points per sealed chunk; ``replay_s``: seconds host
         frames are kept after sealing, for fast whole-fleet replay; ``page_limit``: a cap on the
-        file size in pages (``PRAGMA max_page_count``), e.g. for a disk quota; ``linger_s``: how long
+        file size in pages (``PRAGMA max_page_count``), e.g. for a disk quota; ``attempts``: failed
+        writes in a row (``retry_s`` apart) before ``stats().failing`` reports it: a transient error
+        (a lock held past the busy timeout, a brief I/O hiccup) is retried quietly; ``linger_s``: how long
         the thread lets items gather after the first one before it commits (``flush``, ``settle`` and
         ``close`` cut it short): a collector puts one sample per line, and one commit per few
         lines instead of per line saves most of the writer's fixed cost per transaction. A
         quarter second (~250 lines of a 1,024-node fleet at 1 s) writes each B-tree page a
-        commit touches once for more lines than 0.05 s did: the writer's CPU per line fell
-        ~15% (``fleet bench collect``, docs/benchmarks.md), and the console, which redraws
-        every second, sees a line at most that much later.
+        commit touches once for more lines, about 15 % less of the writer's CPU per line than
+        0.05 s (``python -m benchmarks collect``), and the console, which redraws every
+        second, sees a line at most that much later.
         """
         self.path = Path(path)
         self.retention = retention or Retention()
@@ -76,6 +84,9 @@ class StoreWriter:
         self.replay_s = replay_s
         self.step_budget_s = step_budget_s
         self.retry_s = retry_s
+        if attempts < 1:
+            raise ValueError(f"attempts must be at least 1, not {attempts}")
+        self.attempts = attempts
         self.batch_samples = batch_samples
         self.linger_s = linger_s
         self._hurry = threading.Event()
@@ -86,7 +97,12 @@ class StoreWriter:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._written = 0
+        self._samples_written = 0
         self._failing: str | None = None
+        """Why writing fails, once it failed ``attempts`` times in a row; None while it works."""
+        self._failures_in_row = 0
+        self._failures = 0
+        """Failed attempts since start: :meth:`flush` gives up after one more once failing."""
         self._maintaining = True
         self._busy_s = 0.0
         self._longest_step_s = 0.0
@@ -101,8 +117,12 @@ class StoreWriter:
         return self
 
     def close(self, timeout: float = 10.0) -> bool:
-        """Write what is queued (up to ``timeout`` seconds), then stop; False if items were left."""
-        flushed = self.flush(timeout) if self._thread is not None else self._queue.queued == 0
+        """Write what is queued (up to ``timeout`` seconds), then stop; False if items were left.
+        While writing is failing it does not wait for another retry: whoever closes has been told."""
+        if self._thread is None or self._failing is not None:
+            flushed = self._queue.queued == 0
+        else:
+            flushed = self.flush(timeout)
         self._stop.set()
         self._hurry.set()
         self._queue.wake()
@@ -155,14 +175,19 @@ class StoreWriter:
         self._queue.wake()
 
     def flush(self, timeout: float = 10.0) -> bool:
-        """Wait until everything queued so far is committed; False on timeout."""
+        """Wait until everything queued so far is committed; False on timeout, or as soon as a
+        retry fails while writing is failing (a full disk is not waited out)."""
         self._hurry.set()
-        return self._queue.wait_idle(timeout)
+        since = self._failures
+        return self._queue.wait_idle(
+            timeout, give_up=lambda: self._failing is not None and self._failures > since)
 
     def settle(self, timeout: float = 30.0) -> bool:
         """Wait until everything is committed and sealing, rollups and expiry have caught up."""
         self._hurry.set()
-        return self._queue.wait_idle(timeout, lambda: not self._maintaining)
+        since = self._failures
+        return self._queue.wait_idle(timeout, lambda: not self._maintaining,
+                                     give_up=lambda: self._failing is not None and self._failures > since)
 
     def wait_failing(self, timeout: float) -> str | None:
         """Wait until writing fails (disk full, read-only file); the reason, or None on timeout."""
@@ -175,6 +200,7 @@ class StoreWriter:
         return WriterStats(
             queued=queued,
             written=self._written,
+            samples_written=self._samples_written,
             dropped=self._queue.dropped,
             failing=failing,
             in_memory=queued if failing else 0,
@@ -212,7 +238,10 @@ class StoreWriter:
                 if self._failing is None and maintenance.has_work():
                     self._maintain(conn, maintenance)
             except Exception as error:
-                self._failing = _describe(error, self.path)
+                self._failures_in_row += 1
+                self._failures += 1
+                if self._failures_in_row >= self.attempts:
+                    self._failing = write_failure(error, self.path)
                 self._queue.wake()
                 if conn is not None:
                     _safe_close(conn)
@@ -245,8 +274,10 @@ class StoreWriter:
                     conn.execute("ROLLBACK")
             self._queue.give_back(batch)
             raise
-        self._written += written
+        self._written += written.samples + written.records
+        self._samples_written += written.samples
         self._busy_s += time.perf_counter() - began
+        self._failures_in_row = 0
         self._failing = None
         self._queue.done(batch)
 
@@ -264,15 +295,6 @@ class StoreWriter:
             took = time.perf_counter() - began
             self._busy_s += took
             self._longest_step_s = max(self._longest_step_s, took)
-
-
-def _describe(error: Exception, path: Path) -> str:
-    text = str(error)
-    if "full" in text:
-        return f"cannot write {path}: the disk (or its size cap) is full; holding data in memory"
-    if "readonly" in text or "read-only" in text:
-        return f"cannot write {path}: the file is read-only or was moved; holding data in memory"
-    return f"cannot write {path}: {text}; holding data in memory"
 
 
 def _safe_close(conn: sqlite3.Connection) -> None:

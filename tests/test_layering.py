@@ -8,6 +8,7 @@ installs beside the Fabric SSH library or the ``console`` package without breaki
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -64,6 +65,15 @@ def _imported_names(tree: ast.AST) -> list[str]:
     return names
 
 
+_CODE_IN_STRING = re.compile(rf"\b(?:from|import) ({'|'.join(PACKAGES)})[.\s]")
+
+
+def _imports_in_strings(tree: ast.AST) -> list[str]:
+    """Python code held in strings (``python -c "from fleet.console.cli import main"``)."""
+    return [m[1] for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            for m in _CODE_IN_STRING.finditer(node.value)]
+
+
 def _python_files() -> list[Path]:
     roots = [ROOT / p for p in (*PACKAGES, "tests", "benchmarks")]
     return [path for root in roots if root.is_dir() for path in root.rglob("*.py")
@@ -74,7 +84,8 @@ def test_every_module_imports_the_project_as_fleet() -> None:
     offenders = sorted(
         f"{path.relative_to(ROOT)}: {name}"
         for path in _python_files()
-        for name in _imported_names(ast.parse(path.read_text(encoding="utf-8")))
+        for tree in [ast.parse(path.read_text(encoding="utf-8"))]
+        for name in _imported_names(tree) + _imports_in_strings(tree)
         if name.split(".")[0] in PACKAGES
     )
     assert offenders == []

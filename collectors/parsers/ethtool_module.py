@@ -3,22 +3,39 @@
 ethtool decodes SFF-8472 (SFP), SFF-8636 (QSFP+/QSFP28) and CMIS (QSFP-DD/OSFP)
 into ``"%-41s : %s"`` lines. Per-lane readings carry ``(Channel N)``,
 ``(Chan N)`` or ``(Lane N)``; SFP modules have a single lane, numbered 1 here.
-Units follow the names: ``tx_bias_ma`` (mA), ``*_power_mw`` (mW), ``*_power_dbm``
-(dBm; ``-inf`` when the lane sees no light, exactly as ethtool prints a 0 mW
-reading), ``temp_c`` (degrees Celsius), ``voltage_v`` (V). Alarm/warning flags
-are booleans (``On`` = raised). Every printed pair is also kept, in order, in
-``fields``, so fields this parser does not name are never lost.
+Readings outside what the SFF/CMIS fields can encode (``values``: temperature
+-128..128 degC, voltage 0..6.5535 V, bias 0..524.28 mA, power 0..6.5535 mW) are
+listed as problems and left out. Units follow the names: ``tx_bias_ma`` (mA),
+``*_power_mw`` (mW), ``*_power_dbm`` (dBm; ``-inf`` when the lane sees no light,
+exactly as ethtool prints a 0 mW reading), ``temp_c`` (degrees Celsius),
+``voltage_v`` (V). Alarm/warning flags are booleans (``On`` = raised). Every
+printed pair is also kept, in order, in ``fields``, so fields this parser does
+not name are never lost.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 
-from fleet.collectors.parsers.base import ParseProblem
-from fleet.collectors.parsers.problem_log import ProblemLog, to_float, to_int
+from fleet.collectors.parsers.base import ParseProblem, parser
+from fleet.collectors.parsers.problem_log import ProblemLog
+from fleet.collectors.parsers.values import (
+    MODULE_BIAS_MA,
+    MODULE_POWER_DBM,
+    MODULE_POWER_MW,
+    MODULE_TEMP_C,
+    MODULE_VOLTAGE_V,
+    U8,
+    WAVELENGTH_NM,
+    is_digits,
+    read_float,
+    read_int,
+)
 
-_LANE_RE = re.compile(r"^(.*?)\s*\((?:Channel|Chan|Lane)\s*(\d+)\)$")
+_LANE_WORDS = ("Channel", "Chan", "Lane")
+_MAX_LANE = 32  # CMIS: up to 4 banks of 8 lanes
 _POWER_RE = re.compile(r"^([-+0-9.eE]+)\s*mW\s*/\s*([-+0-9.a-zA-Z]+)\s*dBm")
 _TEMP_RE = re.compile(r"^([-+0-9.]+)\s*degrees C")
 _UNIT_RE = re.compile(r"^([-+0-9.]+)\s*(mA|V)\b")
@@ -98,14 +115,24 @@ def measurement_key(key: str) -> tuple[str, int | None] | None:
     ``(quantity, lane as printed or None)`` with quantity ``temp``, ``voltage``,
     ``tx_bias``, ``tx_power`` or ``rx_power``; None for any other key (flags,
     thresholds, identification). For fast readers of the measurements alone."""
-    base, lane = key, None
-    m = _LANE_RE.match(key)
-    if m is not None:
-        base, lane = m.group(1), int(m.group(2))
+    base, lane = split_lane(key)
     quantity = _quantity(base)
     if quantity is None or _level(base) is not None:
         return None
     return quantity, lane
+
+
+def split_lane(key: str) -> tuple[str, int | None]:
+    """``"Laser tx bias current (Channel 2)"`` -> (``"Laser tx bias current"``, 2); no lane -> (key, None)."""
+    start = key.rfind("(")
+    if start < 0 or not key.endswith(")"):
+        return key, None
+    inner = key[start + 1 : -1].strip()
+    word = next((w for w in _LANE_WORDS if inner.startswith(w)), None)
+    number = inner[len(word) :].strip() if word else ""
+    if not is_digits(number) or not 0 < int(number) <= _MAX_LANE:
+        return key, None
+    return key[:start].rstrip(), int(number)
 
 
 class _Reading:
@@ -117,19 +144,29 @@ class _Reading:
         self.mw = self.dbm = self.c = self.ma = self.v = None
         m = _POWER_RE.match(value)
         if m is not None:
-            self.mw, self.dbm = to_float(m.group(1)), to_float(m.group(2))
+            dbm = m.group(2)
+            self.mw, self.dbm = read_float(m.group(1)), -math.inf if dbm == "-inf" else read_float(dbm)
             return
         m = _TEMP_RE.match(value)
         if m is not None:
-            self.c = to_float(m.group(1))
+            self.c = read_float(m.group(1))
             return
         m = _UNIT_RE.match(value)
         if m is not None:
-            number = to_float(m.group(1))
+            number = read_float(m.group(1))
             if m.group(2) == "mA":
                 self.ma = number
             else:
                 self.v = number
+
+    def check(self, log: ProblemLog, line_no: int, line: str, key: str) -> None:
+        """Leave out (and list) every reading its SFF/CMIS field cannot encode."""
+        self.mw = MODULE_POWER_MW.check(self.mw, log, line_no, line, key)
+        if self.dbm != -math.inf:
+            self.dbm = MODULE_POWER_DBM.check(self.dbm, log, line_no, line, key)
+        self.c = MODULE_TEMP_C.check(self.c, log, line_no, line, key)
+        self.ma = MODULE_BIAS_MA.check(self.ma, log, line_no, line, key)
+        self.v = MODULE_VOLTAGE_V.check(self.v, log, line_no, line, key)
 
     def empty(self) -> bool:
         return self.mw is None and self.dbm is None and self.c is None and self.ma is None and self.v is None
@@ -153,10 +190,7 @@ class _Builder:
     def add(self, key: str, value: str, line_no: int, line: str) -> None:
         self.fields.append((key, value))
         self.first.setdefault(key, value)
-        base, lane = key, None
-        m = _LANE_RE.match(key)
-        if m is not None:
-            base, lane = m.group(1), int(m.group(2))
+        base, lane = split_lane(key)
         quantity = _quantity(base)
         if quantity is None:
             return
@@ -169,6 +203,7 @@ class _Builder:
                 self.lane_flags.setdefault(lane, {})[flag] = value == "On"
             return
         reading = _Reading(value)
+        reading.check(self.log, line_no, line, key)
         if reading.empty():
             if level is not None or base.lower().startswith(("laser", "transmit", "rcvr", "receiver", "module")):
                 self.log.add(line_no, line, f"{key}: value not understood")
@@ -199,6 +234,7 @@ class _Builder:
             entry[f"{quantity}_dbm"] = r.dbm
 
 
+@parser
 def parse_ethtool_module(text: str) -> EthtoolModule:
     """Parse ``ethtool -m`` output; never raises."""
     log = ProblemLog()
@@ -239,7 +275,7 @@ def parse_ethtool_module(text: str) -> EthtoolModule:
     )
     return EthtoolModule(
         identifier=identifier,
-        identifier_code=to_int(code_text) if code_text else None,
+        identifier_code=U8.check(read_int(code_text), log, 0, identifier, "identifier") if code_text else None,
         module_type=type_text.strip().removeprefix("(").removesuffix(")"),
         connector=f.get("Connector", ""),
         transceiver_types=tuple(v for k, v in b.fields if k == "Transceiver type"),
@@ -249,7 +285,11 @@ def parse_ethtool_module(text: str) -> EthtoolModule:
         vendor_rev=f.get("Vendor rev", ""),
         vendor_sn=f.get("Vendor SN", ""),
         date_code=f.get("Date code", ""),
-        wavelength_nm=to_float(wavelength.removesuffix("nm")) if wavelength else None,
+        wavelength_nm=WAVELENGTH_NM.check(
+            read_float(wavelength.removesuffix("nm")), log, 0, wavelength, "laser wavelength"
+        )
+        if wavelength
+        else None,
         temp_c=b.temp_c,
         voltage_v=b.voltage_v,
         flags_implemented=None if flags_impl is None else flags_impl == "Yes",

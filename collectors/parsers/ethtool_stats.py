@@ -3,7 +3,7 @@
 Accepts the full output (``NIC statistics:`` header then indented
 ``name: value`` lines), captures without the header or indentation, and
 ``grep``-filtered excerpts. Values are the driver's raw u64 counters (frames,
-bytes, events; ``*_pause_duration`` in microseconds on mlx5, see DOMAIN.md).
+bytes, events; ``*_pause_duration`` in microseconds on mlx5, see docs/domain.md).
 Per-priority counters (mlx5 ``rx_prio3_pause``, mlx4 ``rx_pause_prio_3``) are
 reachable through :meth:`EthtoolStats.priority` and :meth:`EthtoolStats.pause_frames`.
 A headerless text with at least as many unrecognised lines as counter lines is not
@@ -15,12 +15,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from fleet.collectors.parsers.base import ParseProblem
+from fleet.collectors.parsers.base import ParseProblem, parser
 from fleet.collectors.parsers.problem_log import ProblemLog
+from fleet.collectors.parsers.values import U64, read_int
 
 # mlx5: rx_prio3_pause, tx_prio3_pause_duration; mlx4: rx_pause_prio_3, rx_pause_duration_prio_3
-_PRIO_MLX5 = re.compile(r"^(rx|tx)_prio(\d+)_(\w+)$")
-_PRIO_MLX4 = re.compile(r"^(rx|tx)_(\w+?)_prio_(\d+)$")
+_PRIO_MLX5 = re.compile(r"^(rx|tx)_prio([0-9]{1,3})_(\w+)$", re.ASCII)
+_PRIO_MLX4 = re.compile(r"^(rx|tx)_(\w+?)_prio_([0-9]{1,3})$", re.ASCII)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +74,7 @@ class EthtoolStats:
         return out
 
 
+@parser
 def parse_ethtool_stats(text: str) -> EthtoolStats:
     """Parse ``ethtool -S`` output or an excerpt of it; never raises."""
     log = ProblemLog()
@@ -96,10 +98,11 @@ def parse_ethtool_stats(text: str) -> EthtoolStats:
         if " " in name or "\t" in name:
             log.unknown(line_no, line)
             continue
-        try:
-            number = int(value)
-        except ValueError:
+        number = read_int(value)
+        if number is None or value[:2] in ("0x", "0X"):
             log.unknown(line_no, line, "value is not an integer")
+            continue
+        if U64.check(number, log, line_no, line, name) is None:  # ethtool prints u64 (%llu)
             continue
         if name in counters:
             log.add(line_no, line, f"repeated counter {name!r}; last value kept")

@@ -1,7 +1,7 @@
 """InfiniBand value formats shared by ibstatus, sysfs, perfquery, ibqueryerrors and topology.
 
-Counter widths come from the IBA PortCounters attribute (see DOMAIN.md, "Counters
-and what they mean"): IB error counters saturate, they stick at their maximum
+Counter widths come from the IBA PortCounters attribute (see docs/domain.md, "IB port
+counters"): IB error counters saturate, they stick at their maximum
 instead of wrapping, so a counter at its maximum means "at least this many" and
 must never be turned into a rate.
 """
@@ -11,10 +11,13 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from fleet.collectors.parsers.values import LINK_RATE_GBPS, U8, is_digits, read_float
 from fleet.fabric.counters import IB_SATURATING_COUNTER_BITS
 
-_RATE_RE = re.compile(r"^\s*([0-9.]+)\s*Gb/sec(?:\s*\((\d+X)\s*([A-Za-z0-9]*)\))?", re.IGNORECASE)
-_STATE_RE = re.compile(r"^\s*(\d+)\s*:\s*(\S.*?)\s*$")
+_RATE_RE = re.compile(
+    r"^[ \t]*([0-9.]{1,40})[ \t]*Gb/sec(?:[ \t]*\(([0-9]{1,2}X)[ \t]*([A-Za-z0-9]{0,16})\))?",
+    re.IGNORECASE,
+)
 
 
 class Rate(NamedTuple):
@@ -26,23 +29,25 @@ class Rate(NamedTuple):
 
 
 def parse_rate(text: str) -> Rate:
-    """Read a sysfs/ibstatus rate string; ``Rate(None, "", "")`` when it is not one."""
+    """Read a sysfs/ibstatus rate string; ``Rate(None, "", "")`` when it is not one, or
+    when the rate is one no link can have (``values.LINK_RATE_GBPS``)."""
     m = _RATE_RE.match(text)
     if m is None:
         return Rate(None, "", "")
-    try:
-        gbps = float(m.group(1))
-    except ValueError:
+    gbps = read_float(m.group(1))
+    if gbps is None or not LINK_RATE_GBPS.holds(gbps):
         return Rate(None, "", "")
     return Rate(gbps, m.group(2) or "", m.group(3) or "")
 
 
 def parse_state(text: str) -> tuple[int | None, str]:
-    """``"4: ACTIVE"`` -> ``(4, "ACTIVE")``; text without a code -> ``(None, text)``."""
-    m = _STATE_RE.match(text)
-    if m is None:
+    """``"4: ACTIVE"`` -> ``(4, "ACTIVE")``; text without a code (or a code past 8 bits) ->
+    ``(None, text)``."""
+    code, sep, name = text.partition(":")
+    code, name = code.strip(), name.strip()
+    if not sep or not name or not is_digits(code) or not U8.holds(int(code)):
         return None, text.strip()
-    return int(m.group(1)), m.group(2)
+    return int(code), name
 
 
 # Per-lane data rate in Gb/s of each IB speed name (after encoding overhead, as
@@ -64,7 +69,7 @@ def link_rate_gbps(width: str, speed: str) -> float | None:
     """Nominal rate of a link from ``"4x"`` and ``"EDR"``; None when either is unknown."""
     lanes = width.upper().rstrip("X")
     per_lane = LANE_GBPS.get(speed.upper())
-    if per_lane is None or not lanes.isdigit():
+    if per_lane is None or not is_digits(lanes) or not 1 <= int(lanes) <= 32:
         return None
     return int(lanes) * per_lane
 

@@ -21,30 +21,87 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
-from fleet.collectors.parsers.base import ParseProblem
+from fleet.collectors.parsers.base import ParseProblem, parser
 from fleet.collectors.parsers.ibfields import link_rate_gbps
 from fleet.collectors.parsers.problem_log import ProblemLog
+from fleet.collectors.parsers.values import LID, LMC, PORT, U8, Range
 
 _KIND = {"Switch": "SW", "Ca": "CA", "Rt": "RT", "S": "SW", "H": "CA", "R": "RT"}
 
+# Numbers are ASCII and bounded (a LID has 5 digits, a port 3): a 5,000-digit "LID" is no
+# line of ibnetdiscover's. Values past their field's width are refused below (``_fits``).
 _NODE_RE = re.compile(
-    r'^(Switch|Ca|Rt)\s+(\d+)\s+"([SHR])-([0-9a-fA-F]+)"\s*(?:#\s*"(.*)"\s*(.*))?$'
+    r'^(Switch|Ca|Rt)\s+([0-9]{1,3})\s+"([SHR])-([0-9a-fA-F]{1,16})"\s*(?:#\s*"(.*)"\s*(.*))?$', re.ASCII
 )
 _PORT_RE = re.compile(
-    r"^\[(\d+)\](?:\[ext (\d+)\])?(?:\(([0-9a-fA-F]+)\))?\s+"
-    r'"([SHR])-([0-9a-fA-F]+)"\[(\d+)\](?:\[ext (\d+)\])?(?:\(([0-9a-fA-F]+)\))?'
-    r"\s*(?:#\s*(.*))?$"
+    r"^\[([0-9]{1,3})\](?:\[ext ([0-9]{1,3})\])?(?:\(([0-9a-fA-F]{1,16})\))?\s+"
+    r'"([SHR])-([0-9a-fA-F]{1,16})"\[([0-9]{1,3})\](?:\[ext ([0-9]{1,3})\])?(?:\(([0-9a-fA-F]{1,16})\))?'
+    r"\s*(?:#\s*(.*))?$",
+    re.ASCII,
 )
 _PORT_COMMENT_RE = re.compile(
-    r'^(?:lid\s+(\d+)\s+lmc\s+(\d+)\s+)?"(.*)"\s+lid\s+(\d+)\s+(\d+x)(\w+)'
+    r'^(?:lid\s+([0-9]{1,5})\s+lmc\s+([0-9]{1,3})\s+)?"(.*)"\s+lid\s+([0-9]{1,5})\s+([0-9]{1,2}x)(\w+)', re.ASCII
 )
-_LID_RE = re.compile(r"\blid\s+(\d+)")
-_PORTS_LINE_RE = re.compile(
-    r"^(CA|SW|RT)\s+(\d+)\s+(\d+)\s+(0x[0-9a-fA-F]+)\s+(\d+x)\s+(\S+)\s*"
-    r"(?:-\s+(CA|SW|RT)\s+(\d+)\s+(\d+)\s+(0x[0-9a-fA-F]+)\s+\(\s*'(.*)'\s+-\s+'(.*)'\s*\)"
-    r"|'(.*)')?\s*$"
+_LID_RE = re.compile(r"\blid\s+([0-9]{1,5})\b", re.ASCII)
+# -p: the fixed head of a port line; the rest (peer, descriptions) is read by _ports_fields.
+_PORTS_HEAD_RE = re.compile(
+    r"^(CA|SW|RT)\s+([0-9]{1,5})\s+([0-9]{1,3})\s+(0x[0-9a-fA-F]{1,16})\s+([0-9]{1,2}x)\s+(\S+)", re.ASCII
 )
+_PORTS_PEER_RE = re.compile(
+    r"^-\s+(CA|SW|RT)\s+([0-9]{1,5})\s+([0-9]{1,3})\s+(0x[0-9a-fA-F]{1,16})\s+\((.*)\)$", re.ASCII
+)
+_DESCRIPTIONS_SEPARATOR_RE = re.compile(r"'\s+-\s+'")
+
+
+class _PortsLine(NamedTuple):
+    """One ``ibnetdiscover -p`` port line read apart (``peer_kind`` "" when there is no peer)."""
+
+    kind: str
+    lid: int
+    port: int
+    guid: str
+    width: str
+    speed: str
+    description: str
+    peer_kind: str
+    peer_lid: int | None
+    peer_port: int | None
+    peer_guid: str
+    peer_description: str
+
+
+def _ports_fields(stripped: str) -> _PortsLine | None:
+    """``CA 134 1 0x... 4x EDR - SW 1719 10 0x... ( 'desc' - 'peer desc' )``, or with
+    ``'desc'`` (or nothing) after the speed for a port without a peer; None for anything else."""
+    head = _PORTS_HEAD_RE.match(stripped)
+    if head is None:
+        return None
+    kind, lid, port, guid, width, speed = head.groups()
+    rest = stripped[head.end() :].strip()
+    if not rest or (len(rest) >= 2 and rest[0] == rest[-1] == "'"):
+        line = _PortsLine(kind, int(lid), int(port), guid, width, speed, rest[1:-1], "", None, None, "", "")
+    else:
+        peer = _PORTS_PEER_RE.match(rest)
+        inner = peer.group(5).strip() if peer else ""
+        separators = list(_DESCRIPTIONS_SEPARATOR_RE.finditer(inner))
+        if peer is None or len(inner) < 2 or inner[0] != "'" or inner[-1] != "'" or not separators:
+            return None
+        cut = separators[-1]  # as a greedy "'(.*)' - '(.*)'": the last separator splits
+        line = _PortsLine(
+            kind, int(lid), int(port), guid, width, speed, inner[1 : cut.start()],
+            peer.group(1), int(peer.group(2)), int(peer.group(3)), peer.group(4), inner[cut.end() : -1],
+        )  # fmt: skip
+    fits = LID.holds(line.lid) and PORT.holds(line.port)
+    if line.peer_kind:
+        fits = fits and LID.holds(line.peer_lid or 0) and PORT.holds(line.peer_port or 0)
+    return line if fits else None
+
+
+def _fits(m: re.Match[str], groups: dict[int, Range]) -> bool:
+    """True when every matched numeric group is within its field's range."""
+    return all(m.group(g) is None or where.holds(int(m.group(g))) for g, where in groups.items())
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +170,7 @@ class _Topology:
             kind=_KIND[m.group(1)],
             guid=_guid(m.group(4)),
             description=m.group(5) or "",
-            lid=int(lid.group(1)) if lid else None,
+            lid=int(lid.group(1)) if lid and LID.holds(int(lid.group(1))) else None,
             ports_count=int(m.group(2)),
             vendor_id=self.header.get("vendid", ""),
             device_id=self.header.get("devid", ""),
@@ -128,6 +185,9 @@ class _Topology:
             self.log.unknown(line_no, line, "port line before any node line")
             return
         comment = _PORT_COMMENT_RE.match(m.group(9) or "")
+        if comment is not None and not _fits(comment, {1: LID, 2: LMC, 4: LID}):
+            self.log.add(line_no, line, "LID or LMC outside its field's width")
+            comment = None
         if comment is None:
             self.log.add(line_no, line, "port line without 'lid N WxSPEED' comment")
         local_lid = node.lid
@@ -156,36 +216,34 @@ class _Topology:
         )
 
 
-def _ports_line(m: re.Match[str], nodes: dict[tuple[str, str], IbNode]) -> IbLink:
-    kind, lid, guid = m.group(1), int(m.group(2)), _guid(m.group(4))
-    peer = m.group(7) is not None
-    description = m.group(11) if peer else (m.group(13) or "")
-    nodes.setdefault((kind, guid), IbNode(kind, guid, description, lid, None))
-    if peer:
-        peer_guid = _guid(m.group(10))
+def _ports_line(p: _PortsLine, nodes: dict[tuple[str, str], IbNode]) -> IbLink:
+    guid = _guid(p.guid)
+    nodes.setdefault((p.kind, guid), IbNode(p.kind, guid, p.description, p.lid, None))
+    peer_guid = _guid(p.peer_guid) if p.peer_kind else ""
+    if p.peer_kind:
         nodes.setdefault(
-            (m.group(7), peer_guid), IbNode(m.group(7), peer_guid, m.group(12), int(m.group(8)), None)
+            (p.peer_kind, peer_guid), IbNode(p.peer_kind, peer_guid, p.peer_description, p.peer_lid, None)
         )
-    width, speed = m.group(5), m.group(6)
     return IbLink(
-        kind=kind,
+        kind=p.kind,
         guid=guid,
-        description=description,
-        lid=lid,
-        port=int(m.group(3)),
-        port_guid=guid if kind == "CA" else "",
-        peer_kind=m.group(7) or "",
-        peer_guid=_guid(m.group(10)) if peer else "",
-        peer_description=m.group(12) if peer else "",
-        peer_lid=int(m.group(8)) if peer else None,
-        peer_port=int(m.group(9)) if peer else None,
-        peer_port_guid=_guid(m.group(10)) if peer and m.group(7) == "CA" else "",
-        width=width,
-        speed=speed,
-        rate_gbps=link_rate_gbps(width, speed),
+        description=p.description,
+        lid=p.lid,
+        port=p.port,
+        port_guid=guid if p.kind == "CA" else "",
+        peer_kind=p.peer_kind,
+        peer_guid=peer_guid,
+        peer_description=p.peer_description,
+        peer_lid=p.peer_lid,
+        peer_port=p.peer_port,
+        peer_port_guid=peer_guid if p.peer_kind == "CA" else "",
+        width=p.width,
+        speed=p.speed,
+        rate_gbps=link_rate_gbps(p.width, p.speed),
     )
 
 
+@parser
 def parse_ibnetdiscover(text: str) -> IbnetdiscoverResult:
     """Parse ``ibnetdiscover`` in the default or ``-p`` layout; never raises."""
     log = ProblemLog()
@@ -199,17 +257,17 @@ def parse_ibnetdiscover(text: str) -> IbnetdiscoverResult:
         first = stripped[0]
         if first == "[":
             m = _PORT_RE.match(stripped)
-            if m is not None:
+            if m is not None and _fits(m, {1: PORT, 2: PORT, 6: PORT, 7: PORT}):
                 topo.port_line(m, line_no, line)
                 continue
         elif first in "SCR":
             m = _NODE_RE.match(stripped)
-            if m is not None:
+            if m is not None and _fits(m, {2: U8}):
                 topo.node_line(m)
                 continue
-            m = _PORTS_LINE_RE.match(stripped)
-            if m is not None:
-                ports_links.append(_ports_line(m, ports_nodes))
+            ports = _ports_fields(stripped)
+            if ports is not None:
+                ports_links.append(_ports_line(ports, ports_nodes))
                 continue
         key, sep, value = stripped.partition("=")
         if sep and key in ("vendid", "devid", "sysimgguid", "switchguid", "caguid", "rtguid"):

@@ -11,9 +11,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from fleet.collectors.parsers.base import ParseProblem
+from fleet.collectors.parsers.base import ParseProblem, parser
 from fleet.collectors.parsers.ibfields import parse_rate, parse_state
-from fleet.collectors.parsers.problem_log import ProblemLog, to_float, to_int
+from fleet.collectors.parsers.problem_log import ProblemLog
+from fleet.collectors.parsers.values import (
+    CAPABILITY_MASK,
+    LID,
+    LINK_RATE_GBPS,
+    LMC,
+    PORT,
+    U8,
+    Range,
+    float_in,
+    int_in,
+    read_int,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +82,12 @@ _PORT_KEYS = {
     "Port GUID": "port_guid",
     "Link layer": "link_layer",
 }
-_PORT_INT_FIELDS = ("base_lid", "lmc", "sm_lid", "capability_mask")
+_PORT_INT_FIELDS: dict[str, Range] = {
+    "base_lid": LID,
+    "lmc": LMC,
+    "sm_lid": LID,
+    "capability_mask": CAPABILITY_MASK,
+}
 
 
 def _indent(line: str) -> int:
@@ -88,15 +105,11 @@ def _build_port(number: int, raw: dict[str, str], log: ProblemLog, line_no: int)
         else:
             values[attr] = value
     ints: dict[str, int | None] = {}
-    for attr in _PORT_INT_FIELDS:
+    for attr, where in _PORT_INT_FIELDS.items():
         text = values.get(attr)
-        ints[attr] = None if text is None else to_int(text)
-        if text is not None and ints[attr] is None:
-            log.add(line_no, text, f"port {number}: {attr} is not an integer")
+        ints[attr] = None if text is None else int_in(text, where, log, line_no, f"port {number}: {attr}")
     rate_text = values.get("rate_gbps")
-    rate = None if rate_text is None else to_float(rate_text)
-    if rate_text is not None and rate is None:
-        log.add(line_no, rate_text, f"port {number}: rate is not a number")
+    rate = None if rate_text is None else float_in(rate_text, LINK_RATE_GBPS, log, line_no, f"port {number}: rate")
     return IbstatPort(
         port=number,
         state=values.get("state", ""),
@@ -126,7 +139,7 @@ def _finish_device(dev: _Device, log: ProblemLog) -> IbstatDevice:
     extra = {k: v for k, v in dev.fields.items() if k not in _DEVICE_KEYS}
     known = {_DEVICE_KEYS[k]: v for k, v in dev.fields.items() if k in _DEVICE_KEYS}
     nports_text = known.get("number_of_ports")
-    nports = None if nports_text is None else to_int(nports_text)
+    nports = None if nports_text is None else int_in(nports_text, U8, log, 0, f"CA '{dev.name}': number of ports")
     ports = tuple(_build_port(n, raw, log, line_no) for n, raw, line_no in dev.ports)
     if nports is not None and ports and nports != len(ports):
         log.add(0, dev.name, f"CA '{dev.name}' says {nports} ports but lists {len(ports)}")
@@ -143,6 +156,7 @@ def _finish_device(dev: _Device, log: ProblemLog) -> IbstatDevice:
     )
 
 
+@parser
 def parse_ibstat(text: str) -> IbstatResult:
     """Parse ``ibstat`` (all CAs or one); never raises."""
     log = ProblemLog()
@@ -161,7 +175,7 @@ def parse_ibstat(text: str) -> IbstatResult:
             log.unknown(line_no, line, "line before the first CA '...' header")
             continue
         if stripped.startswith("Port ") and stripped.endswith(":"):
-            number = to_int(stripped[5:-1])
+            number = PORT.check(read_int(stripped[5:-1]), log, line_no, line, "port number")
             if number is not None:
                 dev.ports.append((number, {}, line_no))
                 dev.port_indent = _indent(line)
@@ -219,19 +233,14 @@ _IBSTATUS_KEYS = frozenset(
 def _finish_status(device: str, port: int, raw: dict[str, str], line_no: int, log: ProblemLog) -> IbstatusPort:
     def lid(key: str) -> int | None:
         text = raw.get(key)
-        if text is None:
-            return None
-        value = to_int(text)
-        if value is None:
-            log.add(line_no, text, f"{device}/{port}: {key} is not an integer")
-        return value
+        return None if text is None else int_in(text, LID, log, line_no, f"{device}/{port}: {key}")
 
     state_code, state = parse_state(raw.get("state", ""))
     phys_code, phys = parse_state(raw.get("phys state", ""))
     rate_text = raw.get("rate", "")
     rate = parse_rate(rate_text)
     if rate_text and rate.rate_gbps is None:
-        log.add(line_no, rate_text, f"{device}/{port}: rate not understood")
+        log.add(line_no, rate_text, f"{device}/{port}: rate not understood, or no link has it")
     return IbstatusPort(
         device=device,
         port=port,
@@ -250,6 +259,7 @@ def _finish_status(device: str, port: int, raw: dict[str, str], line_no: int, lo
     )
 
 
+@parser
 def parse_ibstatus(text: str) -> IbstatusResult:
     """Parse ``ibstatus`` (one block per device port); never raises."""
     log = ProblemLog()
@@ -261,7 +271,9 @@ def parse_ibstatus(text: str) -> IbstatusResult:
             continue
         if stripped.startswith(_IBSTATUS_HEADER) and stripped.endswith(" status:"):
             name, _, rest = stripped[len(_IBSTATUS_HEADER) :].partition("'")
-            number = to_int(rest.strip().removeprefix("port").removesuffix("status:"))
+            number = PORT.check(
+                read_int(rest.strip().removeprefix("port").removesuffix("status:")), log, line_no, line, "port number"
+            )
             if name and number is not None:
                 if current is not None:
                     ports.append(_finish_status(*current[:3], current[3], log))

@@ -11,13 +11,37 @@ and the GID table. Everything that is not a named field is kept in
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
-from fleet.collectors.parsers.base import ParseProblem
-from fleet.collectors.parsers.problem_log import ProblemLog, to_float, to_int
+from fleet.collectors.parsers.base import ParseProblem, parser
+from fleet.collectors.parsers.problem_log import ProblemLog
+from fleet.collectors.parsers.values import (
+    LANE_RATE_GBPS,
+    LID,
+    LMC,
+    PORT,
+    U8,
+    U32,
+    Range,
+    bits,
+    int_in,
+    is_digits,
+    read_float,
+    read_int,
+)
 
-_CODED_RE = re.compile(r"^(.*?)\s*\((-?\d+)\)\s*$")
+# IBTA Vol 1 PortInfo NeighborMTU / MTUCap: 256, 512, 1024, 2048 or 4096 bytes.
+_MTU_BYTES = Range(256, 4096, "an IB MTU in bytes")
+_INT_FIELDS: dict[str, Range] = {
+    "max_mtu": _MTU_BYTES,
+    "active_mtu": _MTU_BYTES,
+    "sm_lid": LID,
+    "port_lid": LID,
+    "port_lmc": LMC,
+    "vendor_id": bits(24, "a 24-bit IEEE OUI"),
+    "vendor_part_id": U32,
+    "phys_port_cnt": U8,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,11 +114,15 @@ _PORT_FIELDS = frozenset(
 
 
 def _coded(text: str) -> tuple[str, int | None]:
-    """``"PORT_ACTIVE (4)"`` -> ``("PORT_ACTIVE", 4)``."""
-    m = _CODED_RE.match(text)
-    if m is None:
+    """``"PORT_ACTIVE (4)"`` -> ``("PORT_ACTIVE", 4)``; the code is a C enum value (32-bit)."""
+    body = text.rstrip()
+    start = body.rfind("(")
+    if not body.endswith(")") or start < 0:
         return text, None
-    return m.group(1), int(m.group(2))
+    code = read_int(body[start + 1 : -1])
+    if code is None or not -(2**31) <= code < 2**31:
+        return text, None
+    return body[:start].rstrip(), code
 
 
 class _Block:
@@ -115,10 +143,7 @@ def _int_field(block: _Block, key: str, what: str, log: ProblemLog) -> int | Non
     text = block.fields.get(key)
     if text is None:
         return None
-    value = to_int(_coded(text)[0])
-    if value is None:
-        log.add(block.line, text, f"{what}: {key} is not an integer")
-    return value
+    return int_in(_coded(text)[0], _INT_FIELDS[key], log, block.line, f"{what}: {key}")
 
 
 def _finish_port(number: int, block: _Block, what: str, log: ProblemLog) -> IbvPort:
@@ -126,9 +151,10 @@ def _finish_port(number: int, block: _Block, what: str, log: ProblemLog) -> IbvP
     state, state_code = _coded(f.get("state", ""))
     width = _coded(f.get("active_width", ""))[0]
     speed_text = _coded(f.get("active_speed", ""))[0]
-    speed = to_float(speed_text.split()[0]) if speed_text.split() else None
+    speed = read_float(speed_text.split()[0]) if speed_text.split() else None
+    speed = LANE_RATE_GBPS.check(speed, log, block.line, speed_text, f"{what}: active_speed")
     lanes = width.upper().rstrip("X")
-    rate = int(lanes) * speed if speed is not None and lanes.isdigit() else None
+    rate = int(lanes) * speed if speed is not None and is_digits(lanes) and int(lanes) <= 32 else None
     return IbvPort(
         port=number,
         state=state,
@@ -205,6 +231,7 @@ def _store(block: _Block, key: str, value: str, indent: int, line_no: int, line:
     block.last_key = full
 
 
+@parser
 def parse_ibv_devinfo(text: str) -> IbvDevinfoResult:
     """Parse ``ibv_devinfo`` with or without ``-v``; never raises."""
     log = ProblemLog()
@@ -227,7 +254,7 @@ def parse_ibv_devinfo(text: str) -> IbvDevinfoResult:
             continue
         indent = _indent(line)
         if sep and key == "port":
-            number = to_int(value)
+            number = PORT.check(read_int(value), log, line_no, line, "port number")
             if number is not None:
                 dev.ports.append((number, _Block(indent, line_no)))
                 continue

@@ -13,16 +13,14 @@ Text (``lldpcli show neighbors``): ``Interface:`` blocks with ``Chassis:`` /
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from fleet.collectors.parsers.base import ParseProblem
-from fleet.collectors.parsers.problem_log import ProblemLog, to_int
+from fleet.collectors.parsers.base import ParseError, ParseProblem, parser
+from fleet.collectors.parsers.jsontext import load_json
+from fleet.collectors.parsers.problem_log import ProblemLog
+from fleet.collectors.parsers.values import LLDP_TTL_S, U32, U64, Range, int_in
 
-_INTERFACE_RE = re.compile(
-    r"^Interface:\s*([^,]+?)\s*(?:,\s*via:\s*([^,]+?))?\s*(?:,\s*RID:\s*(\d+))?\s*(?:,\s*Time:\s*(.*))?$"
-)
 _STAT_KEYS = {
     "Transmitted": "transmitted",
     "Received": "received",
@@ -126,7 +124,36 @@ def _chassis(raw: Any) -> tuple[str, dict[str, Any]]:
     return "", obj
 
 
-def _neighbor_from_json(ifname: str, d: dict[str, Any]) -> LldpNeighbor:
+def _number(text: str, where: Range, log: ProblemLog, line_no: int, name: str) -> int | None:
+    """An integer field (RID, TTL, a statistic) in its range; None (and a problem) otherwise."""
+    return int_in(text, where, log, line_no, name) if text.strip() else None
+
+
+def _interface_line(rest: str) -> tuple[str, str, str, str] | None:
+    """``"eth0, via: LLDP, RID: 1, Time: 0 day, 01:22:55"`` (after ``Interface:``) ->
+    (name, via, rid, time); each part after the name is optional, in this order."""
+    parts = rest.split(",")
+    name = parts[0].strip()
+    if not name:
+        return None
+    via = rid = time = ""
+    for index, part in enumerate(parts[1:], start=1):
+        key, sep, value = part.strip().partition(":")
+        if not sep:
+            return None
+        if key == "Time":
+            time = ",".join([value, *parts[index + 1 :]]).strip()
+            break
+        if key == "via" and not via and not rid and value.strip():
+            via = value.strip()
+        elif key == "RID" and not rid and value.strip():
+            rid = value.strip()
+        else:
+            return None
+    return name, via, rid, time
+
+
+def _neighbor_from_json(ifname: str, d: dict[str, Any], log: ProblemLog) -> LldpNeighbor:
     name, ch = _chassis(d.get("chassis"))
     port_raw = d.get("port")
     port = port_raw[0] if isinstance(port_raw, list) and port_raw else port_raw
@@ -144,7 +171,7 @@ def _neighbor_from_json(ifname: str, d: dict[str, Any]) -> LldpNeighbor:
     return LldpNeighbor(
         local_interface=ifname,
         via=_text(d.get("via")),
-        rid=to_int(_text(d.get("rid"))),
+        rid=_number(_text(d.get("rid")), U32, log, 0, f"{ifname}: RID"),
         age=_text(d.get("age")),
         chassis_id_type=id_type,
         chassis_id=id_value,
@@ -155,7 +182,7 @@ def _neighbor_from_json(ifname: str, d: dict[str, Any]) -> LldpNeighbor:
         port_id_type=port_type,
         port_id=port_value,
         port_descr=_text(port.get("descr")),
-        ttl_s=to_int(str(ttl_raw)) if ttl_raw is not None else None,
+        ttl_s=_number(str(ttl_raw), LLDP_TTL_S, log, 0, f"{ifname}: TTL") if ttl_raw is not None else None,
         unknown_tlvs=tuple(json.dumps(t) for t in _many(d.get("unknown-tlvs"))),
         extra={k: json.dumps(v) for k, v in d.items() if k not in _KNOWN_IFACE_KEYS},
     )
@@ -176,11 +203,11 @@ def _parse_json(doc: Any, log: ProblemLog) -> tuple[list[LldpNeighbor], str]:
             if not isinstance(entry, dict):
                 log.unknown(0, str(entry), "'interface' entry is not an object")
             elif "name" in entry and isinstance(entry.get("chassis", []), list):
-                neighbors.append(_neighbor_from_json(_text(entry["name"]), entry))  # json0
+                neighbors.append(_neighbor_from_json(_text(entry["name"]), entry, log))  # json0
             else:
                 for ifname, body in entry.items():
                     if isinstance(body, dict):
-                        neighbors.append(_neighbor_from_json(str(ifname), body))
+                        neighbors.append(_neighbor_from_json(str(ifname), body, log))
                     else:
                         log.unknown(0, str(ifname), "interface body is not an object")
     return neighbors, layout
@@ -258,14 +285,15 @@ def _parse_text(text: str, log: ProblemLog) -> tuple[list[LldpNeighbor], list[Ll
         indent = _indent(line)
         if indent == 0 and stripped.startswith("Interface:"):
             close()
-            m = _INTERFACE_RE.match(stripped)
-            if m is None:
+            fields = _interface_line(stripped[len("Interface:") :])
+            if fields is None:
                 log.unknown(line_no, line)
                 continue
+            name, via, rid, time = fields
             if mode == "statistics":
-                stat, stat_if = {}, m.group(1)
+                stat, stat_if = {}, name
             else:
-                current = _TextNeighbor(m.group(1), m.group(2) or "", to_int(m.group(3) or ""), m.group(4) or "")
+                current = _TextNeighbor(name, via, _number(rid, U32, log, line_no, "RID"), time)
             section, last = "", None
             continue
         key, sep, value = stripped.partition(":")
@@ -273,7 +301,7 @@ def _parse_text(text: str, log: ProblemLog) -> tuple[list[LldpNeighbor], list[Ll
         if stat is not None:
             attr = _STAT_KEYS.get(key)
             if sep and attr is not None:
-                stat[attr] = to_int(value)
+                stat[attr] = _number(value, U64, log, line_no, f"{stat_if}: {key}")
                 continue
             log.unknown(line_no, line)
             continue
@@ -291,7 +319,7 @@ def _parse_text(text: str, log: ProblemLog) -> tuple[list[LldpNeighbor], list[Ll
             section, last = key, None
             continue
         if key == "TTL":
-            current.ttl = to_int(value)
+            current.ttl = _number(value, LLDP_TTL_S, log, line_no, "TTL")
         elif section == "Chassis" and key == "MgmtIP":
             current.mgmt.append(value)
         elif section == "Chassis" and key == "Capability":
@@ -318,12 +346,18 @@ def _parse_text(text: str, log: ProblemLog) -> tuple[list[LldpNeighbor], list[Ll
     return neighbors, stats
 
 
+@parser
 def parse_lldp(text: str) -> LldpResult:
-    """Parse lldpcli/lldpctl neighbours (json, json0 or text) or statistics; never raises."""
+    """Parse lldpcli/lldpctl neighbours (json, json0 or text) or statistics.
+
+    Raises ParseError for JSON nested deeper than any lldpd output (``jsontext``).
+    """
     log = ProblemLog()
     if text.lstrip()[:1] == "{":
         try:
-            doc = json.loads(text)
+            doc = load_json(text, "lldpctl -f json")
+        except ParseError:
+            raise
         except ValueError as err:
             log.unknown(getattr(err, "lineno", 0), "", f"invalid JSON: {err}")
             return LldpResult((), (), "", log.freeze(), log.unknown_lines)

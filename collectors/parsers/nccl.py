@@ -15,17 +15,22 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from fleet.collectors.parsers.base import ParseProblem
+from fleet.collectors.parsers.base import ParseProblem, parser
 from fleet.collectors.parsers.textscan import Problems, is_na, split_lines, to_float, to_int
+from fleet.collectors.parsers.values import NON_NEGATIVE, PID, U32, U64, Range
+
+_AMOUNT = Range(0, 2**63 - 1, "a non-negative 64-bit amount")  # sizes and counts: size_t
+_ROOT = Range(-1, 2**31 - 1, "a rank, or -1 for none")  # nccl-tests prints root -1 when unused
 
 KIND = "nccl"
 
 _PARAMS = re.compile(r"^#\s*nThread\b")
 _RANK = re.compile(
-    r"^#\s+Rank\s+(\d+)\s+Group\s+(\d+)\s+Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+"
-    r"\[([^\]]*)\]\s*(.*?)\s*$"
+    r"^#\s+Rank\s+([0-9]{1,10})\s+Group\s+([0-9]{1,10})\s+Pid\s+([0-9]{1,10})\s+on\s+(\S+)\s+"
+    r"device\s+([0-9]{1,10})\s+\[([^\]]*)\]\s*(.*)$",
+    re.ASCII,
 )
-_OOB = re.compile(r"^#\s*Out of bounds values\s*:\s*(\d+)\s*(\S*)")
+_OOB = re.compile(r"^#\s*Out of bounds values\s*:\s*([0-9]{1,20})\s*(\S*)", re.ASCII)
 _AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(\S+)")
 _VERSION = re.compile(r"^#?\s*NCCL version\s+(\S+)")
 # Table furniture that carries no information of its own.
@@ -101,6 +106,7 @@ def _value(text: str) -> float | None:
     return None if is_na(text) else to_float(text)
 
 
+@parser
 def parse_nccl(text: str) -> Nccl:
     """Parse one nccl-tests run; never raises."""
     problems = Problems()
@@ -126,21 +132,26 @@ def parse_nccl(text: str) -> Nccl:
         elif _PARAMS.match(stripped):
             params = _params(stripped)
         elif match := _RANK.match(stripped):
+            rank, group, pid, device = (int(match.group(g)) for g in (1, 2, 3, 5))
+            if not (U32.holds(rank) and U32.holds(group) and PID.holds(pid) and U32.holds(device)):
+                problems.add(number, line, "rank line with a number outside its range; left out")
+                continue
             ranks.append(
                 NcclRank(
-                    rank=int(match.group(1)),
-                    group=int(match.group(2)),
-                    pid=int(match.group(3)),
+                    rank=rank,
+                    group=group,
+                    pid=pid,
                     host=match.group(4),
-                    device=int(match.group(5)),
+                    device=device,
                     pci_bus_id=match.group(6),
-                    device_name=match.group(7),
+                    device_name=match.group(7).strip(),
                 )
             )
         elif match := _OOB.match(stripped):
-            oob, oob_ok = int(match.group(1)), match.group(2) == "OK"
+            oob = U64.check(int(match.group(1)), problems, number, line, "out of bounds values")
+            oob_ok = match.group(2) == "OK"
         elif match := _AVG.match(stripped):
-            avg = to_float(match.group(1))
+            avg = NON_NEGATIVE.check(to_float(match.group(1)), problems, number, line, "avg bus bandwidth")
         elif match := _VERSION.match(stripped):
             version = match.group(1)
         elif stripped.startswith("#") and "size" in stripped and "time" in stripped:
@@ -153,6 +164,8 @@ def parse_nccl(text: str) -> Nccl:
             row = _row(stripped.split(), columns)
             if row is None:
                 problems.unknown(number, line, "result row does not match the column header")
+            elif not _row_in_range(row):
+                problems.add(number, line, "result row with a negative or impossible value; left out")
             else:
                 rows.append(row)
         elif _ERROR.search(stripped):
@@ -162,13 +175,17 @@ def parse_nccl(text: str) -> Nccl:
     if not params and not rows and not columns:
         problems.add(0, "", "no nccl-tests parameter line or result table found")
     named = dict(params)
+
+    def param(name: str, where: Range) -> int | None:
+        return where.check(to_int(named.get(name, "")), problems, 0, named.get(name, ""), name)
+
     return Nccl(
         params=tuple(params),
-        n_threads=to_int(named.get("nThread", "")),
-        n_gpus=to_int(named.get("nGpus", "")),
-        min_bytes=to_int(named.get("minBytes", "")),
-        max_bytes=to_int(named.get("maxBytes", "")),
-        iters=to_int(named.get("iters", "")),
+        n_threads=param("nThread", U32),
+        n_gpus=param("nGpus", U32),
+        min_bytes=param("minBytes", _AMOUNT),
+        max_bytes=param("maxBytes", _AMOUNT),
+        iters=param("iters", U32),
         nccl_version=version,
         ranks=tuple(ranks),
         rows=tuple(rows),
@@ -180,6 +197,20 @@ def parse_nccl(text: str) -> Nccl:
         nccl_log_lines=log_lines,
         problems=problems.result(),
         unknown_lines=problems.unknown_lines,
+    )
+
+
+def _row_in_range(row: NcclRow) -> bool:
+    """Sizes and counts are non-negative amounts; times, bandwidths and #wrong non-negative."""
+    amounts = (row.size_bytes, row.count_elements)
+    measured = (
+        row.oop_time_usec, row.oop_algbw_gbytes_s, row.oop_busbw_gbytes_s, row.oop_wrong,
+        row.ip_time_usec, row.ip_algbw_gbytes_s, row.ip_busbw_gbytes_s, row.ip_wrong,
+    )  # fmt: skip
+    return (
+        all(_AMOUNT.holds(v) for v in amounts)
+        and (row.root is None or _ROOT.holds(row.root))
+        and all(NON_NEGATIVE.holds(v) for v in measured if v is not None)
     )
 
 

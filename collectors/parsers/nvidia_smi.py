@@ -22,8 +22,21 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fleet.collectors.parsers.base import ParseProblem
+from fleet.collectors.parsers.base import ParseProblem, parser
 from fleet.collectors.parsers.textscan import Problems, split_lines, to_float, to_int
+from fleet.collectors.parsers.values import (
+    CLOCK_MHZ,
+    GPU_MEMORY_MIB,
+    GPU_POWER_W,
+    GPU_TEMP_C,
+    PCIE_GEN,
+    PCIE_WIDTH,
+    PERCENT,
+    U32,
+    U64,
+    Range,
+    read_int,
+)
 
 KIND = "nvidia-smi-query"
 
@@ -96,6 +109,26 @@ _INT_FIELDS = frozenset(
     }
 )
 _MARKER = re.compile(r"^\[[^\]]*\]$")
+# What each typed field can hold (``values`` gives the sources).
+_RANGES: dict[str, Range] = {
+    "index": U32,
+    "temperature_gpu_c": GPU_TEMP_C,
+    "utilization_gpu_pct": PERCENT,
+    "utilization_memory_pct": PERCENT,
+    "memory_total_mib": GPU_MEMORY_MIB,
+    "mem_used_mib": GPU_MEMORY_MIB,
+    "memory_free_mib": GPU_MEMORY_MIB,
+    "power_w": GPU_POWER_W,
+    "power_limit_w": GPU_POWER_W,
+    "clocks_sm_mhz": CLOCK_MHZ,
+    "clocks_max_sm_mhz": CLOCK_MHZ,
+    "clocks_event_reasons": U64,
+    "ecc_uncorrected_volatile": U64,
+    "ecc_uncorrected_aggregate": U64,
+    "pcie_replays": U64,
+    "pcie_link_gen_current": PCIE_GEN,
+    "pcie_link_width_current": PCIE_WIDTH,
+}
 _MEMORY_UNITS = {"KiB": 1 / 1024, "MiB": 1.0, "GiB": 1024.0}
 
 
@@ -143,6 +176,7 @@ class NvidiaSmiQuery:
     unknown_lines: int
 
 
+@parser
 def parse_nvidia_smi_query(text: str, columns: Sequence[str] | None = None) -> NvidiaSmiQuery:
     """Parse ``--query-gpu`` CSV (header optional when ``columns`` is given) or ``-q`` text."""
     lines = split_lines(text)
@@ -155,11 +189,15 @@ def parse_nvidia_smi_query(text: str, columns: Sequence[str] | None = None) -> N
 
 
 def _header_name(cell: str) -> tuple[str, str]:
-    """``"memory.used [MiB]"`` -> (``"memory.used"``, ``"MiB"``)."""
-    match = re.fullmatch(r"\s*([^\[\]]+?)\s*(?:\[([^\]]*)\])?\s*", cell)
-    if match is None:
-        return cell.strip(), ""
-    return match.group(1), match.group(2) or ""
+    """``"memory.used [MiB]"`` -> (``"memory.used"``, ``"MiB"``); read with ``str.find``, not a
+    pattern, so that a hostile header line costs one pass."""
+    stripped = cell.strip()
+    bracket = stripped.find("[")
+    if stripped.endswith("]") and bracket > 0:
+        name, unit = stripped[:bracket].rstrip(), stripped[bracket + 1 : -1]
+        if "]" not in name and "]" not in unit:
+            return name, unit
+    return stripped, ""
 
 
 def _looks_like_header(cells: list[str]) -> bool:
@@ -239,7 +277,7 @@ def _csv_gpu(
         value = _typed(target, raw, unit)
         if value is None:
             problems.add(number, raw, f"{name}: value not understood")
-        else:
+        elif _in_range(target, value, problems, number, raw, name):
             typed[target] = value
     return _gpu(typed, position, tuple(zip(names, cells, strict=True)), tuple(unavailable), ())
 
@@ -249,10 +287,7 @@ def _typed(target: str, raw: str, unit: str) -> object:
     if target in _TEXT_FIELDS:
         return raw or None
     if target == "clocks_event_reasons":
-        try:
-            return int(raw, 16) if raw.lower().startswith("0x") else int(raw)
-        except ValueError:
-            return None
+        return read_int(raw)
     if target in _INT_FIELDS:
         return to_int(raw.rstrip("x").strip())
     value = to_float(raw)
@@ -262,6 +297,14 @@ def _typed(target: str, raw: str, unit: str) -> object:
     if target.endswith("_mib"):
         value *= _MEMORY_UNITS.get(printed_unit, 1.0)
     return value
+
+
+def _in_range(target: str, value: object, problems: Problems, line: int, text: str, name: str) -> bool:
+    """True when ``value`` is one its field can hold (text fields always); else a problem."""
+    where = _RANGES.get(target)
+    if where is None or not isinstance(value, int | float):
+        return True
+    return where.check(value, problems, line, text, name) is not None
 
 
 def _gpu(
@@ -313,8 +356,6 @@ def _gpu(
     )
 
 
-_Q_LINE = re.compile(r"^( *)([^:]*?[^ :])\s*:\s?(.*)$")
-_Q_SECTION = re.compile(r"^( *)(\S.*?)\s*$")
 _Q_GPU = re.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s*$")
 _REASONS = ("Clocks Event Reasons/", "Clocks Throttle Reasons/", "Clocks Throttle Reason/")
 
@@ -339,15 +380,17 @@ def _parse_q(lines: list[str], problems: Problems) -> NvidiaSmiQuery:
             current = [("PCI/Bus Id", gpu_match.group(1))]
             stack = []
             continue
-        match = _Q_LINE.match(line)
-        section = None if match else _Q_SECTION.match(line)
-        found = match or section
-        indent = len(found.group(1)) if found else 0
+        indent = len(line) - len(line.lstrip(" "))
+        colon = line.find(":")
+        name = line[indent:colon].rstrip() if colon >= 0 else ""
+        section = line[indent:].rstrip() if colon < 0 and not line[indent : indent + 1].isspace() else ""
+        if not name and not section:
+            indent = 0
         while stack and stack[-1][0] >= indent:
             stack.pop()
-        if match:
-            key = "/".join([s for _, s in stack] + [match.group(2).strip()])
-            value = match.group(3).strip()
+        if name:
+            key = "/".join([s for _, s in stack] + [name.strip()])
+            value = line[colon + 1 :].strip()
             if current is None:
                 if indent == 0:
                     top[key] = value
@@ -356,7 +399,7 @@ def _parse_q(lines: list[str], problems: Problems) -> NvidiaSmiQuery:
             else:
                 current.append((key, value))
         elif section and current is not None and indent > 0:
-            stack.append((indent, section.group(2)))
+            stack.append((indent, section))
         else:
             problems.unknown(number, line)
     finish()
@@ -391,7 +434,7 @@ def _q_gpu(
         parsed = _typed(target, value, "")
         if parsed is None:
             problems.add(0, f"{key}: {value}", "value not understood")
-        else:
+        elif _in_range(target, parsed, problems, 0, f"{key}: {value}", key):
             typed[target] = parsed
     fields = tuple(pairs)
     return _gpu(typed, position, fields, tuple(unavailable), tuple(reasons))

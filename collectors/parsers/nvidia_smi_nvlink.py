@@ -14,15 +14,28 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from fleet.collectors.parsers.base import ParseProblem
+from fleet.collectors.parsers.base import ParseProblem, parser
 from fleet.collectors.parsers.textscan import Problems, is_na, split_lines, to_float, to_int
+from fleet.collectors.parsers.values import NON_NEGATIVE, NVLINK_GBYTES_S, U32, U64, is_digits
 
 KIND = "nvidia-smi-nvlink"
 
-_GPU = re.compile(r"^GPU (\d+): (.*?)\s*(?:\(UUID: ([^)]*)\))?\s*$")
-_SPEED = re.compile(r"^\s+Link (\d+): ([\d.]+) GB/s\s*$")
-_INACTIVE = re.compile(r"^\s+Link (\d+): <inactive>\s*$")
-_COUNTER = re.compile(r"^\s+Link (\d+): ([A-Za-z][^:]*?)\s*:\s*(\S.*?)\s*$")
+_LINK = re.compile(r"^\s+Link ([0-9]{1,3}): ", re.ASCII)
+_UUID = "(UUID: "
+
+
+def _gpu_line(line: str) -> tuple[int, str, str | None] | None:
+    """``GPU 0: NVIDIA H100 PCIe (UUID: GPU-...)`` -> (0, name, uuid); None for other lines."""
+    if not line.startswith("GPU "):
+        return None
+    number, sep, rest = line[4:].partition(": ")
+    if not sep or not is_digits(number) or not U32.holds(int(number)):
+        return None
+    rest = rest.rstrip()
+    at = rest.rfind(_UUID)
+    if rest.endswith(")") and at >= 0 and ")" not in rest[at:-1]:
+        return int(number), rest[:at].rstrip(), rest[at + len(_UUID) : -1]
+    return int(number), rest, None
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,36 +76,49 @@ class _Link:
     errors: dict[str, int | float | None] | None = None
 
 
+@parser
 def parse_nvidia_smi_nvlink(text: str) -> NvidiaSmiNvlink:
     """Parse ``nvlink -s`` and/or ``nvlink -e`` output; never raises."""
     problems = Problems()
     gpus: list[tuple[int, str, str | None, dict[int, _Link]]] = []
+    snake: dict[str, str] = {}  # counter name as printed -> snake case, for this parse
     for number, line in enumerate(split_lines(text), start=1):
         if not line.strip():
             continue
-        if match := _GPU.match(line):
-            gpus.append((int(match.group(1)), match.group(2), match.group(3), {}))
+        if gpu := _gpu_line(line):
+            gpus.append((*gpu, {}))
             continue
-        if not gpus:
+        match = _LINK.match(line)
+        if not gpus or match is None:
             problems.unknown(number, line)
             continue
         links = gpus[-1][3]
-        if match := _SPEED.match(line):
-            link = links.setdefault(int(match.group(1)), _Link())
-            link.active, link.speed = True, to_float(match.group(2))
-        elif match := _INACTIVE.match(line):
+        rest = line[match.end() :].strip()
+        name, sep, raw = rest.partition(":")
+        name, raw = name.strip(), raw.strip()
+        if rest == "<inactive>":
             links.setdefault(int(match.group(1)), _Link()).active = False
-        elif match := _COUNTER.match(line):
+        elif rest.endswith(" GB/s") and not sep:
+            speed = to_float(rest[:-5]) if rest[:-5].replace(".", "").isdigit() else None
+            if speed is None:
+                problems.unknown(number, line)
+                continue
             link = links.setdefault(int(match.group(1)), _Link())
-            raw = match.group(3)
+            link.active, link.speed = True, NVLINK_GBYTES_S.check(speed, problems, number, line, "link speed")
+        elif sep and name[:1].isascii() and name[:1].isalpha() and raw:
+            link = links.setdefault(int(match.group(1)), _Link())
             value: int | float | None = to_int(raw)
             if value is None and not is_na(raw):
                 value = to_float(raw)
                 if value is None:
                     problems.add(number, line, "counter value not understood")
+            value = (U64 if isinstance(value, int) else NON_NEGATIVE).check(value, problems, number, line, name)
             if link.errors is None:
                 link.errors = {}
-            link.errors[_snake(match.group(2))] = value
+            key = snake.get(name)
+            if key is None:
+                key = snake[name] = _snake(name)
+            link.errors[key] = value
         else:
             problems.unknown(number, line)
     return NvidiaSmiNvlink(

@@ -16,15 +16,25 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from fleet.collectors.parsers.base import ParseProblem
+from fleet.collectors.parsers.base import ParseProblem, parser
 from fleet.collectors.parsers.textscan import Problems, split_lines, strip_ansi
 
 KIND = "nvidia-smi-topo"
 
-_CODE = re.compile(r"X|SYS|SOC|NODE|PHB|PXB|PIX|NV\d+")
+# NV# is the number of bonded NVLinks (18 at most so far); three digits bound it.
+_CODE = re.compile(r"X|SYS|SOC|NODE|PHB|PXB|PIX|NV[0-9]{1,3}")
 _CODES = re.compile(rf"(?:{_CODE.pattern})+")
-_LEGEND = re.compile(r"^\s+(NV#|[A-Z]+)\s*=\s*(.+?)\s*$")
-_NIC_LEGEND = re.compile(r"^\s+(NIC\d+)\s*:\s*(\S+)\s*$")
+_LEGEND_CODE = re.compile(r"NV#|[A-Z]+")
+_NIC_LEGEND = re.compile(r"^\s+(NIC[0-9]{1,4})\s*:\s*(\S+)\s*$", re.ASCII)
+
+
+def _legend(line: str) -> tuple[str, str] | None:
+    """``"  NV#  = Connection traversing a bonded set of # NVLinks"`` -> (code, meaning)."""
+    code, sep, meaning = line.partition("=")
+    code, meaning = code.strip(), meaning.strip()
+    if not line[:1].isspace() or not sep or not meaning or not _LEGEND_CODE.fullmatch(code):
+        return None
+    return code, meaning
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +86,7 @@ def _split_codes(cell: str) -> list[str] | None:
     return parts or None
 
 
+@parser
 def parse_nvidia_smi_topo(text: str) -> NvidiaSmiTopo:
     """Parse ``nvidia-smi topo -m`` output; never raises."""
     problems = Problems()
@@ -96,8 +107,8 @@ def parse_nvidia_smi_topo(text: str) -> NvidiaSmiTopo:
         if stripped == "NIC Legend:":
             section = "nic-legend"
             continue
-        if section == "legend" and (match := _LEGEND.match(line)):
-            legend.append((match.group(1), match.group(2)))
+        if section == "legend" and (entry := _legend(line)):
+            legend.append(entry)
             continue
         if section in {"legend", "nic-legend"} and (match := _NIC_LEGEND.match(line)):
             nic_names[match.group(1)] = match.group(2)
@@ -143,7 +154,7 @@ def parse_nvidia_smi_topo(text: str) -> NvidiaSmiTopo:
             links.append(TopoLink(label, dst, code, nvlinks))
         values = _affinity_values(rest, len(affinity))
         by_name = dict(zip(affinity, values, strict=False))
-        kind = "gpu" if re.fullmatch(r"GPU\d+", label) else "nic"
+        kind = "gpu" if re.fullmatch(r"GPU[0-9]+", label) else "nic"
         devices.append(
             TopoDevice(
                 label=label,

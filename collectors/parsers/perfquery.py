@@ -17,16 +17,22 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from fleet.collectors.parsers.base import ParseProblem
+from fleet.collectors.parsers.base import ParseProblem, parser
 from fleet.collectors.parsers.ibfields import MAD_COUNTER_BITS, U64_MAX, saturated_names
-from fleet.collectors.parsers.problem_log import ProblemLog, to_int
+from fleet.collectors.parsers.problem_log import ProblemLog
+from fleet.collectors.parsers.values import LID, PORT, U16, U32, U64, Range, bits, int_in, read_int
 
-_HEADER_RE = re.compile(
-    r"^#\s*(?P<kind>.+?)\s+counters:\s+Lid\s+(?P<lid>\d+)\s+port\s+(?P<port>\d+|ALL)"
-    r"(?:\s*\((?P<caps>[^)]*)\))?"
+# IBA Vol 1 13.4.8.1 ClassPortInfo: CapabilityMask is 16 bits, CapabilityMask2 27 bits.
+_CAP_RANGES: dict[str, Range] = {"CapMask": U16, "CapMask2": bits(27, "a 27-bit CapabilityMask2")}
+_MAD_RANGES: dict[str, Range] = {
+    name: bits(width, f"the {width}-bit {name} field") for name, width in MAD_COUNTER_BITS.items()
+}
+
+# After "# <kind> counters:" (found with str.find, so the kind costs no backtracking).
+_HEADER_TAIL_RE = re.compile(
+    r"[ \t]+Lid[ \t]+([0-9]{1,20})[ \t]+port[ \t]+([0-9]{1,20}|ALL)(?:[ \t]*\(([^)]*)\))?", re.ASCII
 )
-_CAP_RE = re.compile(r"(CapMask2?):\s*(0x[0-9a-fA-F]+)")
-_COUNTER_RE = re.compile(r"^(\w+):\.*(\S*)\s*$")
+_CAP_RE = re.compile(r"(CapMask2?):[ \t]*(0x[0-9a-fA-F]{1,40})")
 _SELECTORS = frozenset({"PortSelect", "CounterSelect", "CounterSelect2"})
 
 
@@ -62,8 +68,12 @@ class _Block:
         self.counters: dict[str, int] = {}
         self.selectors: dict[str, int] = {}
 
+    def extended(self) -> bool:
+        """A ``-x`` block of 64-bit counters (not the extended *speeds* block)."""
+        return "extended" in self.kind.lower() and "speed" not in self.kind.lower()
+
     def freeze(self) -> PerfqueryBlock:
-        extended = "extended" in self.kind.lower() and "speed" not in self.kind.lower()
+        extended = self.extended()
         if extended:
             saturated = tuple(sorted(k for k, v in self.counters.items() if v == U64_MAX))
         else:
@@ -81,6 +91,33 @@ class _Block:
         )
 
 
+def _is_word(name: str) -> bool:
+    """A counter name: ASCII letters, digits and underscores (``PortXmitData``)."""
+    return bool(name) and name.isascii() and name.replace("_", "a").isalnum()
+
+
+def _header(stripped: str, line_no: int, line: str, log: ProblemLog) -> _Block | None:
+    """A ``# Port counters: Lid 1 port 1 (CapMask: 0x5A00)`` header as an empty block."""
+    at = stripped.find("counters:")
+    kind = stripped[1:at]
+    if at < 0 or not kind.strip() or not kind[-1:].isspace():
+        return None
+    m = _HEADER_TAIL_RE.match(stripped, at + len("counters:"))
+    if m is None:
+        return None
+    lid = int_in(m.group(1), LID, log, line_no, "Lid")
+    port = None if m.group(2) == "ALL" else int_in(m.group(2), PORT, log, line_no, "port")
+    if lid is None or (port is None and m.group(2) != "ALL"):
+        return None
+    caps = dict(_CAP_RE.findall(m.group(3) or ""))
+    mask, mask2 = (
+        int_in(caps[key], _CAP_RANGES[key], log, line_no, key) if key in caps else None
+        for key in ("CapMask", "CapMask2")
+    )
+    return _Block(kind.strip() + " counters", lid, port, mask, mask2)
+
+
+@parser
 def parse_perfquery(text: str) -> PerfqueryResult:
     """Parse ``perfquery`` output (any number of blocks); never raises."""
     log = ProblemLog()
@@ -91,27 +128,19 @@ def parse_perfquery(text: str) -> PerfqueryResult:
         if not stripped:
             continue
         if stripped[0] == "#":
-            m = _HEADER_RE.match(stripped)
-            if m is None:
+            block = _header(stripped, line_no, line, log)
+            if block is None:
                 log.unknown(line_no, line, "comment that is not a perfquery block header")
                 continue
-            caps = dict(_CAP_RE.findall(m.group("caps") or ""))
-            port = m.group("port")
-            current = _Block(
-                m.group("kind") + " counters",
-                int(m.group("lid")),
-                None if port == "ALL" else int(port),
-                to_int(caps["CapMask"]) if "CapMask" in caps else None,
-                to_int(caps["CapMask2"]) if "CapMask2" in caps else None,
-            )
+            current = block
             blocks.append(current)
             continue
-        m = _COUNTER_RE.match(stripped)
-        if m is None:
+        name, sep, rest = stripped.partition(":")
+        value_text = rest.lstrip(".").rstrip()  # "Name:.....value": dots, never spaces, before it
+        if not sep or not _is_word(name) or any(c.isspace() for c in value_text):
             log.unknown(line_no, line)
             continue
-        name, value_text = m.group(1), m.group(2)
-        value = to_int(value_text)
+        value = read_int(value_text)
         if value is None:
             log.unknown(line_no, line, "counter value is not an integer")
             continue
@@ -120,6 +149,14 @@ def parse_perfquery(text: str) -> PerfqueryResult:
             current = _Block("", None, None, None, None)
             blocks.append(current)
             log.add(line_no, line, "counters without a '# ... counters:' header")
+        if name in _SELECTORS:
+            where = U32
+        elif current.extended():
+            where = U64
+        else:
+            where = _MAD_RANGES.get(name, U64)
+        if where.check(value, log, line_no, line, name) is None:
+            continue
         target = current.selectors if name in _SELECTORS else current.counters
         if name in target:
             log.add(line_no, line, f"repeated counter {name!r}; last value kept")
@@ -128,10 +165,16 @@ def parse_perfquery(text: str) -> PerfqueryResult:
 
 
 _ERRORS_FOR_RE = re.compile(r'^Errors for\s+(?:(0x[0-9a-fA-F]+)\s+)?"(.*)"\s*$')
-_PORT_LINE_RE = re.compile(r"^GUID\s+(0x[0-9a-fA-F]+)\s+port\s+(\d+|ALL):\s*(.*)$")
-_ITEM_RE = re.compile(r"\[(\w+)\s*==\s*(\d+)[^\]]*\]")
-_SUMMARY_NODES_RE = re.compile(r"(\d+)\s+nodes checked,\s*(\d+)\s+bad nodes found")
-_SUMMARY_PORTS_RE = re.compile(r"(\d+)\s+ports checked,\s*(\d+)\s+ports have errors")
+_PORT_LINE_RE = re.compile(r"^GUID\s+(0x[0-9a-fA-F]{1,16})\s+port\s+([0-9]{1,20}|ALL):\s*(.*)$")
+# "[Name == value]" items; the tail after the value never crosses a "[" so a line of
+# unclosed items is read in linear time.
+_ITEM_RE = re.compile(r"\[(\w+)\s*==\s*([0-9]{1,40})(?:[^\[\]0-9][^\[\]]*)?\]", re.ASCII)
+_SUMMARY_NODES_RE = re.compile(
+    r"(?<![0-9])([0-9]{1,20})\s+nodes checked,\s*([0-9]{1,20})\s+bad nodes found", re.ASCII
+)
+_SUMMARY_PORTS_RE = re.compile(
+    r"(?<![0-9])([0-9]{1,20})\s+ports checked,\s*([0-9]{1,20})\s+ports have errors", re.ASCII
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,11 +204,16 @@ class IbqueryerrorsResult:
     unknown_lines: int
 
 
+def _count(m: re.Match[str], group: int, line_no: int, line: str, log: ProblemLog) -> int | None:
+    return U32.check(int(m.group(group)), log, line_no, line, "summary count")
+
+
+@parser
 def parse_ibqueryerrors(text: str) -> IbqueryerrorsResult:
     """Parse ``ibqueryerrors`` output; never raises."""
     log = ProblemLog()
     nodes: list[tuple[str, str, list[IbqePort]]] = []
-    summary: dict[str, int] = {}
+    summary: dict[str, int | None] = {}
     for line_no, line in enumerate(text.splitlines(), 1):
         stripped = line.strip()
         if not stripped:
@@ -173,9 +221,9 @@ def parse_ibqueryerrors(text: str) -> IbqueryerrorsResult:
         if stripped.startswith("##"):
             body = stripped.lstrip("#").strip()
             if m := _SUMMARY_NODES_RE.search(body):
-                summary["nodes"], summary["bad"] = int(m.group(1)), int(m.group(2))
+                summary["nodes"], summary["bad"] = _count(m, 1, line_no, line, log), _count(m, 2, line_no, line, log)
             elif m := _SUMMARY_PORTS_RE.search(body):
-                summary["ports"], summary["bad_ports"] = int(m.group(1)), int(m.group(2))
+                summary["ports"], summary["bad_ports"] = _count(m, 1, line_no, line, log), _count(m, 2, line_no, line, log)
             continue  # "## Thresholds:", "## Suppressed:" and the like
         if m := _ERRORS_FOR_RE.match(stripped):
             nodes.append((m.group(1) or "", m.group(2), []))
@@ -184,8 +232,14 @@ def parse_ibqueryerrors(text: str) -> IbqueryerrorsResult:
             items = _ITEM_RE.findall(m.group(3))
             if not items and m.group(3):
                 log.add(line_no, line, "port line without [Counter == value] items")
-            counters = {name: int(value) for name, value in items}
-            port = None if m.group(2) == "ALL" else int(m.group(2))
+            counters = {
+                name: int(value)
+                for name, value in items
+                if _MAD_RANGES.get(name, U64).check(int(value), log, line_no, line, name) is not None
+            }
+            port = None if m.group(2) == "ALL" else PORT.check(int(m.group(2)), log, line_no, line, "port")
+            if port is None and m.group(2) != "ALL":
+                continue
             entry = IbqePort(m.group(1), port, counters, saturated_names(counters, MAD_COUNTER_BITS))
             if not nodes:
                 log.add(line_no, line, "port line before any 'Errors for' header")

@@ -26,8 +26,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TypeVar
 
-from fleet.collectors.parsers.base import ParseProblem
+from fleet.collectors.parsers.base import ParseProblem, parser
 from fleet.collectors.parsers.textscan import Problems, split_lines, to_float, to_int
+from fleet.collectors.parsers.values import LINK_RATE_GBPS, U32, Range
+
+# Every cell of a result row (sizes, iterations, microseconds, bandwidths, message rates) is
+# a non-negative amount; sizes and iteration counts are 64-bit in perftest.
+_ROW_VALUES = Range(0, 2**63 - 1, "a non-negative amount")
 
 KIND = "perftest"
 
@@ -35,12 +40,13 @@ _T = TypeVar("_T")
 
 _MB_PER_S_TO_GBPS = 2**20 * 8 / 1e9
 _TITLE = re.compile(r"^\s+(\S.*?(?:BW|Latency|Bandwidth) Test)\s*$")
-_PAIR = re.compile(r"(\S[^:]*?)\s*:\s*(\S+)")
+_VALUE = re.compile(r"\s*(\S+)")
 _ADDRESS = re.compile(r"^\s*(local|remote) address:\s*(.*)$")
 _GID = re.compile(r"^\s*GID:\s*(\S+)\s*$")
-_COLUMN = re.compile(r"#\w+|(?:[\w.%]+ )?[\w.%]+\[[^\]]*\]|[A-Za-z]\w*")
-_UNIT = re.compile(r"(.*?)\[([^\]]*)\]")
-_BRACKETED_SUFFIX = re.compile(r"\[.*\]$")
+_WORD = re.compile(r"\S+")
+_UNIT_WORD = re.compile(r"([\w.%]+)\[([^\[\]]*)\]")  # "t_min[usec]"
+_PREFIX_WORD = re.compile(r"[\w.%]+")  # "99%" of "99% percentile[usec]"
+_PLAIN_COLUMN = re.compile(r"#\w+|[A-Za-z]\w*")  # "#bytes", "MsgRate"
 _WARNING_WORDS = r"warn|conflicting|not max|error|fail|couldn't|unable|mismatch"
 _WARNING = re.compile("(?i)" + _WARNING_WORDS)
 # Case-blind matching costs ~5 us on a 45-character line; on an ASCII line the
@@ -158,12 +164,55 @@ def _per_line_cache(read: Callable[[str], _T]) -> Callable[[str], _T]:
 
 @_per_line_cache
 def _columns(line: str) -> tuple[tuple[str, str], ...]:
-    """(name, unit) of each column of the ``#bytes ...`` line."""
-    result = []
-    for token in _COLUMN.findall(line.strip()):
-        match = _UNIT.fullmatch(token) if token.endswith("]") else None
-        result.append((match.group(1), match.group(2)) if match else (token, ""))
+    """(name, unit) of each column of the ``#bytes ...`` line.
+
+    Words are taken one by one: ``name[unit]``, or a plain word (``#bytes``, ``MsgRate``).
+    A plain word one space before a ``name[unit]`` word is the first half of its name
+    (``99% percentile[usec]``, ``BW peak[MB/sec]``). One pass, whatever the line holds.
+    """
+    result: list[tuple[str, str]] = []
+    pending: tuple[str, int] | None = None  # a plain word and where it ends
+
+    def flush() -> None:
+        if pending is not None and _PLAIN_COLUMN.fullmatch(pending[0]):
+            result.append((pending[0], ""))
+
+    for word in _WORD.finditer(line):
+        unit = _UNIT_WORD.fullmatch(word.group())
+        if unit is None:
+            flush()
+            pending = (word.group(), word.end())
+            continue
+        name = unit.group(1)
+        if (
+            pending is not None
+            and pending[1] == word.start() - 1
+            and not pending[0].startswith("#")
+            and _PREFIX_WORD.fullmatch(pending[0])
+        ):
+            name = f"{pending[0]} {name}"
+        else:
+            flush()
+        pending = None
+        result.append((name, unit.group(2)))
+    flush()
     return tuple(result)
+
+
+def _pairs(line: str) -> tuple[tuple[str, str], ...]:
+    """``" Dual-port       : OFF          Device         : mlx5_0"`` -> the ``key : value`` pairs
+    (a value is one word; the key is what lies between the previous value and the colon)."""
+    pairs = []
+    position = 0
+    while (colon := line.find(":", position)) >= 0:
+        key = line[position:colon].strip()
+        value = _VALUE.match(line, colon + 1)
+        if key and value is not None:
+            pairs.append((key, value.group(1)))
+            position = value.end()
+        else:
+            position = colon + 1
+    return tuple(pairs)
 
 
 def _is_warning(line: str) -> bool:
@@ -178,9 +227,10 @@ def _header_line(line: str) -> tuple[bool, tuple[tuple[str, str], ...]]:
     """Whether a header-block line is a warning, else its ``key : value`` pairs."""
     if _is_warning(line):
         return True, ()
-    return False, tuple((key.strip(), value) for key, value in _PAIR.findall(line))
+    return False, _pairs(line)
 
 
+@parser
 def parse_perftest(text: str) -> Perftest:
     """Parse one perftest run's output; never raises."""
     problems = Problems()
@@ -240,7 +290,9 @@ def parse_perftest(text: str) -> Perftest:
         raw = values.get(key)
         if raw is None:
             return None
-        return to_int(_BRACKETED_SUFFIX.sub("", raw) if raw.endswith("]") else raw)
+        bracket = raw.find("[")
+        number = to_int(raw[:bracket] if raw.endswith("]") and bracket >= 0 else raw)
+        return U32.check(number, problems, 0, raw, key)
 
     local, remote = addresses.get("local"), addresses.get("remote")
     rdma_cm = values.get("rdma_cm QPs")
@@ -284,6 +336,9 @@ def _rows(
         if len(cells) != len(names) or None in numbers:
             problems.unknown(number, line, f"row has {len(cells)} values, header has {len(names)}")
             continue
+        if any(not _ROW_VALUES.holds(v) for v in numbers if v is not None):
+            problems.add(number, line, "row with a negative or impossibly large value; left out")
+            continue
         parsed.append(
             (number, line, {n: v for n, v in zip(names, numbers, strict=True) if v is not None})
         )
@@ -307,6 +362,9 @@ def _rows(
     for number, line, row in parsed:
         if "BW average" not in row or "BW peak" not in row:
             problems.add(number, line, "bandwidth row without BW peak/average columns")
+            continue
+        if not (LINK_RATE_GBPS.holds(row["BW peak"] * factor) and LINK_RATE_GBPS.holds(row["BW average"] * factor)):
+            problems.add(number, line, "bandwidth beyond any link's rate (2400 Gb/s); row left out")
             continue
         bw.append(
             PerftestBwRow(

@@ -44,21 +44,3 @@ class ProblemLog:
             )
         return tuple(self._items)
 
-
-def to_int(text: str) -> int | None:
-    """Decimal or 0x-hex integer, or None; never raises."""
-    text = text.strip()
-    try:
-        if text[:2] in ("0x", "0X"):
-            return int(text, 16)
-        return int(text)
-    except ValueError:
-        return None
-
-
-def to_float(text: str) -> float | None:
-    """A finite or infinite float as printed ("-inf" included), or None; never raises."""
-    try:
-        return float(text)
-    except ValueError:
-        return None

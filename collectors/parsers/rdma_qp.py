@@ -20,8 +20,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from fleet.collectors.parsers.base import ParseProblem
-from fleet.collectors.parsers.problem_log import ProblemLog, to_int
+from fleet.collectors.parsers.base import ParseError, ParseProblem, parser
+from fleet.collectors.parsers.jsontext import load_json
+from fleet.collectors.parsers.problem_log import ProblemLog
+from fleet.collectors.parsers.values import PID, PORT, PSN, QPN, U32, Range, int_in
 
 _NAMED = frozenset(
     {"link", "ifname", "ifindex", "port", "lqpn", "rqpn", "type", "subtype", "state",
@@ -64,29 +66,34 @@ class RdmaQpResult:
         return out
 
 
-def _num(text: str | None) -> int | None:
-    if text is None:
-        return None
-    return int(text) if text.isdigit() else to_int(text)
+# What each numeric field can hold (IBTA Vol 1 9.2: 24-bit QPN and PSN; see ``values``).
+_RANGES: dict[str, Range] = {
+    "port": PORT, "lqpn": QPN, "rqpn": QPN, "rq-psn": PSN, "sq-psn": PSN, "pdn": U32, "pid": PID,
+}  # fmt: skip
 
 
-def _qp(values: dict[str, str]) -> RdmaQp:
+def _qp(values: dict[str, str], log: ProblemLog, line_no: int, line: str) -> RdmaQp:
     get = values.get
+
+    def num(key: str, text: str | None) -> int | None:
+        return None if text is None else int_in(text, _RANGES[key], log, line_no, f"QP {key}")
+
     link = get("link")
     if link is not None:
         device, _, port_text = link.partition("/")
-        port = _num(port_text) if port_text else None
+        port = num("port", port_text) if port_text else None
     else:
-        device, port = get("ifname", ""), _num(get("port"))
+        device, port = get("ifname", ""), num("port", get("port"))
     comm = get("comm", "")
     if comm[:1] == "[" and comm[-1:] == "]":
         comm = comm[1:-1]
-    pid = _num(get("pid"))
+    pid = num("pid", get("pid"))
     extra = {k: v for k, v in values.items() if k not in _NAMED} if not _NAMED.issuperset(values) else {}
     return RdmaQp(
-        device, port, _num(get("lqpn")), _num(get("rqpn")), get("type", ""), get("subtype", ""),
-        get("state", ""), _num(get("rq-psn")), _num(get("sq-psn")), get("path-mig-state", ""),
-        _num(get("pdn")), pid, comm, pid is None, extra,
+        device, port, num("lqpn", get("lqpn")), num("rqpn", get("rqpn")), get("type", ""),
+        get("subtype", ""), get("state", ""), num("rq-psn", get("rq-psn")),
+        num("sq-psn", get("sq-psn")), get("path-mig-state", ""), num("pdn", get("pdn")), pid,
+        comm, "pid" not in values, extra,
     )  # fmt: skip
 
 
@@ -100,18 +107,19 @@ def _pairs(tokens: list[str], into: dict[str, str], line_no: int, line: str, log
 def _parse_text(text: str, log: ProblemLog) -> list[RdmaQp]:
     qps: list[RdmaQp] = []
     current: dict[str, str] | None = None
+    start = (0, "")  # line number and text of the current QP's first line
     for line_no, line in enumerate(text.splitlines(), 1):
         tokens = line.split()
         if not tokens:
             continue
         if tokens[0] == "link" and len(tokens) >= 2 and "/" in tokens[1] and not line[0].isspace():
             if current is not None:
-                qps.append(_qp(current))
+                qps.append(_qp(current, log, *start))
             if "lqpn" not in tokens:
                 log.unknown(line_no, line, "link line without lqpn: not a QP")
                 current = None
                 continue
-            current = {}
+            current, start = {}, (line_no, line)
             _pairs(tokens, current, line_no, line, log)
             continue
         if current is not None and line[0].isspace():
@@ -119,7 +127,7 @@ def _parse_text(text: str, log: ProblemLog) -> list[RdmaQp]:
             continue
         log.unknown(line_no, line)
     if current is not None:
-        qps.append(_qp(current))
+        qps.append(_qp(current, log, *start))
     return qps
 
 
@@ -178,11 +186,11 @@ def _salvage(text: str, log: ProblemLog) -> list[RdmaQp]:
 def _one_object(raw: str, line_no: int, lines: list[str], log: ProblemLog) -> list[RdmaQp]:
     text_of_line = lines[line_no - 1] if line_no <= len(lines) else ""
     try:
-        obj = json.loads(raw)
+        obj = load_json(raw, "rdma -j res show qp")
     except ValueError:
         repaired = _ANON_OBJECT_RE.sub(r'\1"driver": {', raw)
         try:
-            obj = json.loads(repaired)
+            obj = load_json(repaired, "rdma -j res show qp")
         except ValueError:
             log.unknown(line_no, text_of_line, "JSON object does not parse; skipped")
             return []
@@ -190,12 +198,14 @@ def _one_object(raw: str, line_no: int, lines: list[str], log: ProblemLog) -> li
     if not isinstance(obj, dict) or "lqpn" not in obj:
         log.unknown(line_no, text_of_line, "JSON value is not a QP object (no lqpn)")
         return []
-    return [_qp(_json_values(obj))]
+    return [_qp(_json_values(obj), log, line_no, text_of_line)]
 
 
 def _parse_json(text: str, log: ProblemLog) -> list[RdmaQp]:
     try:
-        doc = json.loads(text)
+        doc = load_json(text, "rdma -j res show qp")
+    except ParseError:
+        raise
     except ValueError:
         log.add(0, "", "output is not valid JSON; salvaging object by object")
         return _salvage(text, log)
@@ -209,14 +219,15 @@ def _parse_json(text: str, log: ProblemLog) -> list[RdmaQp]:
     qps = []
     for i, obj in enumerate(doc):
         if isinstance(obj, dict) and "lqpn" in obj:
-            qps.append(_qp(_json_values(obj)))
+            qps.append(_qp(_json_values(obj), log, 0, f"JSON item {i}"))
         else:
             log.unknown(0, str(obj), f"JSON item {i} is not a QP object (no lqpn)")
     return qps
 
 
+@parser
 def parse_rdma_qp(text: str) -> RdmaQpResult:
-    """Parse ``rdma resource show qp`` text or ``-j`` JSON; never raises."""
+    """Parse ``rdma resource show qp`` text or ``-j`` JSON; ParseError for JSON nested too deep."""
     log = ProblemLog()
     is_json = text.lstrip()[:1] in ("[", "{")
     qps = _parse_json(text, log) if is_json else _parse_text(text, log)

@@ -14,8 +14,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from fleet.collectors.parsers.base import ParseProblem
-from fleet.collectors.parsers.problem_log import ProblemLog, to_int
+from fleet.collectors.parsers.base import ParseError, ParseProblem, parser
+from fleet.collectors.parsers.jsontext import load_json
+from fleet.collectors.parsers.problem_log import ProblemLog
+from fleet.collectors.parsers.values import PORT, U64, read_int
 
 _IDENTITY = frozenset({"link", "ifname", "ifindex", "port"})
 _NOT_COUNTERS = frozenset({"cntn", "pid", "lqpn", "qp-type", "comm", "mode"})  # ids, not counts
@@ -38,24 +40,27 @@ class RdmaStatisticResult:
 
 
 class _Acc:
-    __slots__ = ("attrs", "counters", "device", "port")
+    __slots__ = ("attrs", "counters", "device", "log", "port")
 
-    def __init__(self, device: str, port: int | None) -> None:
+    def __init__(self, device: str, port: int | None, log: ProblemLog) -> None:
         self.device = device
         self.port = port
+        self.log = log
         self.counters: dict[str, int] = {}
         self.attrs: dict[str, str] = {}
 
-    def put(self, key: str, value: str) -> None:
+    def put(self, key: str, value: str, line_no: int, line: str) -> None:
+        """A counter when ``value`` is an integer (a u64, as the kernel keeps them), else an attribute."""
         if key in _IDENTITY:
             return
         if key in _NOT_COUNTERS:
             self.attrs[key] = value
             return
-        try:
-            self.counters[key] = int(value)
-        except ValueError:
+        number = read_int(value) if value[:2] not in ("0x", "0X") else None
+        if number is None:
             self.attrs[key] = value
+        elif U64.check(number, self.log, line_no, line, f"{self.device}/{self.port} {key}") is not None:
+            self.counters[key] = number
 
     def freeze(self) -> RdmaStatPort:
         return RdmaStatPort(self.device, self.port, self.counters, self.attrs)
@@ -73,7 +78,7 @@ def _pairs(tokens: list[str], acc: _Acc, line_no: int, line: str, log: ProblemLo
         if key.endswith(":") and not (value[:1].isdigit() or value[:1] in "<-["):
             i += 1  # a section label such as "Optional-set:"
             continue
-        acc.put(key.rstrip(":"), value)
+        acc.put(key.rstrip(":"), value, line_no, line)
         i += 2
 
 
@@ -88,11 +93,11 @@ def _parse_text(text: str, log: ProblemLog) -> list[_Acc]:
             continue
         if tokens[0] == "link" and len(tokens) >= 2 and not line[0].isspace():
             device, slash, port_text = tokens[1].partition("/")
-            port = to_int(port_text) if slash else None
-            if not device or port is None:
+            port = read_int(port_text) if slash else None
+            if not device or port is None or not PORT.holds(port):
                 log.unknown(line_no, line, "link is not DEVICE/PORT")
                 continue
-            acc = _Acc(device, port)
+            acc = _Acc(device, port, log)
             ports.append(acc)
             _pairs(tokens[2:], acc, line_no, line, log)
             continue
@@ -105,7 +110,9 @@ def _parse_text(text: str, log: ProblemLog) -> list[_Acc]:
 
 def _parse_json(text: str, log: ProblemLog) -> list[_Acc]:
     try:
-        doc: Any = json.loads(text)
+        doc: Any = load_json(text, "rdma -j statistic show")
+    except ParseError:
+        raise
     except ValueError as err:
         log.unknown(getattr(err, "lineno", 0), "", f"invalid JSON: {err}")
         return []
@@ -120,19 +127,21 @@ def _parse_json(text: str, log: ProblemLog) -> list[_Acc]:
             log.unknown(0, str(obj), f"JSON item {i} is not a port object (no ifname)")
             continue
         port = obj.get("port")
-        acc = _Acc(str(obj.get("ifname", "")), port if isinstance(port, int) else None)
+        in_range = isinstance(port, int) and not isinstance(port, bool) and PORT.holds(port)
+        acc = _Acc(str(obj.get("ifname", "")), port if in_range else None, log)
         for key, value in obj.items():
             if isinstance(value, bool) or not isinstance(value, int):
                 if key not in _IDENTITY:
                     acc.attrs[key] = value if isinstance(value, str) else json.dumps(value)
             else:
-                acc.put(key, str(value))
+                acc.put(key, str(value), 0, f"JSON item {i}")
         ports.append(acc)
     return ports
 
 
+@parser
 def parse_rdma_statistic(text: str) -> RdmaStatisticResult:
-    """Parse ``rdma statistic show`` (or ``statistic qp show``) output; never raises."""
+    """Parse ``rdma statistic show`` (or ``statistic qp show``); ParseError for JSON nested too deep."""
     log = ProblemLog()
     is_json = text.lstrip()[:1] in ("[", "{")
     accs = _parse_json(text, log) if is_json else _parse_text(text, log)

@@ -27,11 +27,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from fleet.collectors.parsers.registry_config import CONFIG_PARSERS, CONFIG_SIGNATURES
 from fleet.collectors.parsers.textscan import strip_ansi
 
 MIN_CONFIDENCE = 0.5
 # Signatures look at the start of the text only: enough for every tool's header,
-# and detection of a 10 MB capture stays fast.
+# and detection of a 10 MB capture stays fast. Their patterns never let a blank
+# match cross a line ([ \t], not \s, after a ^) and bound every run that could
+# overlap the next, so hostile text costs time linear in the window.
 SIGNATURE_WINDOW_CHARS = 64_000
 
 
@@ -91,6 +94,8 @@ KINDS: dict[str, ParserSpec] = dict(
         ),
         _spec("perftest", "perftest:parse_perftest", "ib_{send,write,read,atomic}_{lat,bw}"),
         _spec("nccl", "nccl:parse_nccl", "all_reduce_perf and the other nccl-tests"),
+        _spec("nccl-log", "nccl_log:parse_nccl_log", "NCCL_DEBUG=INFO lines of any NCCL program"),
+        _spec("ep-bench", "ep_bench:parse_ep_bench", "UCCL-EP / DeepEP test_internode.py (dispatch, combine)"),
         _spec("squeue-json", "slurm:parse_squeue_json", "squeue --json"),
         _spec("squeue", "slurm:parse_squeue", "squeue [-o FORMAT]"),
         _spec("scontrol-job", "slurm:parse_scontrol_job", "scontrol show job [--details]"),
@@ -106,8 +111,12 @@ KINDS: dict[str, ParserSpec] = dict(
 )
 
 
+KINDS.update(_spec(kind, target, description) for kind, target, description in CONFIG_PARSERS)
+
+
 def parse(kind: str, text: str) -> Any:
-    """Parse ``text`` as ``kind``. KeyError for an unknown kind, ParserUnavailable if not loadable."""
+    """Parse ``text`` as ``kind``. KeyError for an unknown kind, ParserUnavailable if not loadable;
+    otherwise the parser's result or its ParseError (``base``: the one way a parser fails)."""
     spec = KINDS.get(kind)
     if spec is None:
         raise KeyError(kind)
@@ -122,26 +131,29 @@ def _has(pattern: str, flags: int = re.MULTILINE) -> Callable[[str], bool]:
     return lambda text: compiled.search(text) is not None
 
 
-_NVSMI_Q = _has(r"^=+NVSMI LOG=+\s*$|^Attached GPUs\s*:")
+_NVSMI_Q = _has(r"^=+NVSMI LOG=+[ \t]*$|^Attached GPUs[ \t]*:")
 _QUERY_HEADER = _has(
-    r"^\s*(?:index|name|uuid|pci\.bus_id|timestamp|temperature\.gpu|memory\.used|"
-    r"utilization\.gpu)(?: \[[^\]]*\])?\s*,\s*[a-z_.]+(?: \[[^\]]*\])?(?:\s*,|\s*$)"
+    r"^[ \t]*(?:index|name|uuid|pci\.bus_id|timestamp|temperature\.gpu|memory\.used|"
+    r"utilization\.gpu)(?: \[[^\]\n]*\])?[ \t]*,[ \t]*[a-z_.]+(?: \[[^\]\n]*\])?(?:[ \t]*,|[ \t]*$)"
 )
 _TOPO_HEADER = _has(r"^[ \t]*GPU0[ \t]+(?:GPU1|NIC0|mlx\w+|CPU Affinity)")
-_TOPO_LEGEND = _has(r"^\s+X\s+= Self\s*$")
+_TOPO_LEGEND = _has(r"^[ \t]+X[ \t]+= Self[ \t]*$")
 _NVLINK_GPU = _has(r"^GPU \d+: .*\(UUID: ")
-_NVLINK_LINK = _has(r"^\s+Link \d+: (?:[\d.]+ GB/s|<inactive>|[A-Za-z][^:]*: \S+)\s*$")
-_PERFTEST_TITLE = _has(r"^\s+\S.*(?:BW|Latency) Test\s*$")
-_PERFTEST_TABLE = _has(r"^\s*#bytes\s+#iterations")
+_NVLINK_LINK = _has(r"^[ \t]+Link [0-9]{1,3}: (?:[0-9.]{1,20} GB/s|<inactive>|[A-Za-z][^:\n]{0,80}: \S+)[ \t]*$")
+_PERFTEST_TITLE = _has(r"^[ \t]+\S.{0,120}(?:BW|Latency) Test[ \t]*$")
+_PERFTEST_TABLE = _has(r"^[ \t]*#bytes[ \t]+#iterations")
 _NCCL_PARAMS = _has(r"^# nThread \d+ nGpus \d+")
-_NCCL_TABLE = _has(r"^#\s+out-of-place\s+in-place")
-_SQUEUE_HEADER = _has(r"^\s*JOBID\s+(?:\S+\s+)*?(?:ST|STATE)\b")
+_NCCL_TABLE = _has(r"^#[ \t]+out-of-place[ \t]+in-place")
+_NCCL_INFO = _has(r"^[^\s:]{1,255}:[0-9]{1,10}:[0-9]{1,10} \[[0-9]{1,6}\] NCCL INFO ")
+_EP_TUNING = _has(r"^(?:\[[^\]\n]{1,80}\] ){0,4}\[tuning\] (?:Best (?:dispatch|combine)|SMs [0-9])")
+_EP_CONFIG = _has(r"^\[config\] num_tokens=[0-9]")
+_SQUEUE_HEADER = _has(r"^[ \t]*JOBID[ \t]+(?:\S+[ \t]+){0,30}?(?:ST|STATE)\b")
 _SCONTROL = _has(r"^JobId=\d+\S* (?:JobName|ArrayJobId|HetJobId)=")
-_NVUE_TEXT = _has(r"^carrier-transitions\s|^Detailed Counters\s*$|^Drop Counters\s*$")
-_NCLU_TABLE = _has(r"^Kernel Interface table\s*$|^Iface\s+MTU\s+RX_OK\s+RX_ERR")
-_SONIC_PORTS = _has(r"^\s*IFACE\s+STATE\s+RX_OK\s")
-_SONIC_PFC = _has(r"^\s*Port (?:Rx|Tx)\s+PFC0\s")
-_SONIC_QUEUE = _has(r"^\s*Port\s+TxQ\s+Counter/pkts\s")
+_NVUE_TEXT = _has(r"^carrier-transitions[ \t]|^Detailed Counters[ \t]*$|^Drop Counters[ \t]*$")
+_NCLU_TABLE = _has(r"^Kernel Interface table[ \t]*$|^Iface[ \t]+MTU[ \t]+RX_OK[ \t]+RX_ERR")
+_SONIC_PORTS = _has(r"^[ \t]*IFACE[ \t]+STATE[ \t]+RX_OK[ \t]")
+_SONIC_PFC = _has(r"^[ \t]*Port (?:Rx|Tx)[ \t]+PFC0[ \t]")
+_SONIC_QUEUE = _has(r"^[ \t]*Port[ \t]+TxQ[ \t]+Counter/pkts[ \t]")
 
 
 def _first_char(text: str) -> str:
@@ -176,6 +188,8 @@ SIGNATURES_B: dict[str, Callable[[str], float]] = {
         0.95 if _PERFTEST_TABLE(t) else 0.8 if _PERFTEST_TITLE(t) and "Dual-port" in t else 0.0
     ),
     "nccl": lambda t: 0.95 if _NCCL_PARAMS(t) or _NCCL_TABLE(t) else 0.0,
+    "nccl-log": lambda t: 0.6 if _NCCL_INFO(t) else 0.0,  # below "nccl": a test's output holds both
+    "ep-bench": lambda t: 0.95 if _EP_TUNING(t) else 0.8 if _EP_CONFIG(t) else 0.0,
     "squeue-json": _squeue_json,
     "squeue": lambda t: 0.9 if _SQUEUE_HEADER(t) else 0.0,
     "scontrol-job": lambda t: 0.95 if _SCONTROL(t) else 0.0,
@@ -197,6 +211,7 @@ def signatures() -> dict[str, Callable[[str], float]]:
     except (ImportError, SyntaxError):
         pass
     combined.update(SIGNATURES_B)
+    combined.update(CONFIG_SIGNATURES)
     return combined
 
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from fleet.collectors.parsers.base import ParseProblem
-from fleet.collectors.parsers.problem_log import ProblemLog, to_int
+from fleet.collectors.parsers.base import ParseProblem, parser
+from fleet.collectors.parsers.problem_log import ProblemLog
+from fleet.collectors.parsers.values import PORT, U8, U32, read_int
 
 _IPV4_RE = re.compile(r"^\d{1,3}(?:\.\d{1,3}){3}$")
 _GID_RE = re.compile(r"^[0-9a-fA-F]{4}(?::[0-9a-fA-F]{4}){7}$")
@@ -45,6 +46,7 @@ class ShowGidsResult:
         return min(found) if found else None
 
 
+@parser
 def parse_show_gids(text: str) -> ShowGidsResult:
     """Parse ``show_gids`` output; never raises."""
     log = ProblemLog()
@@ -57,13 +59,17 @@ def parse_show_gids(text: str) -> ShowGidsResult:
         if cells[0] in ("DEV", "---"):
             continue
         if len(cells) == 1 and cells[0].startswith("n_gids_found="):
-            footer = to_int(cells[0].partition("=")[2])
+            footer = U32.check(read_int(cells[0].partition("=")[2]), log, line_no, line, "n_gids_found")
             if footer is None:
-                log.add(line_no, line, "n_gids_found is not an integer")
+                log.add(line_no, line, "n_gids_found is not a count")
             continue
-        port = to_int(cells[1]) if len(cells) > 1 else None
-        index = to_int(cells[2]) if len(cells) > 2 else None
-        if port is None or index is None or len(cells) < 4 or not _GID_RE.match(cells[3]):
+        # The GID index is 8 bits wide (IBTA Vol 1 8.3: SGID index of an address vector).
+        port = read_int(cells[1]) if len(cells) > 1 else None
+        index = read_int(cells[2]) if len(cells) > 2 else None
+        if port is None or index is None or not PORT.holds(port) or not U8.holds(index):
+            log.unknown(line_no, line, "port or GID index missing, or outside its 8 bits")
+            continue
+        if len(cells) < 4 or not _GID_RE.match(cells[3]):
             log.unknown(line_no, line)
             continue
         ipv4 = version = netdev = ""

@@ -24,21 +24,43 @@ from typing import Any
 
 import hostlist
 
-from fleet.collectors.parsers.base import ParseProblem
+from fleet.collectors.parsers.base import ParseError, ParseProblem, parser
+from fleet.collectors.parsers.jsontext import load_json
 from fleet.collectors.parsers.textscan import Problems, split_lines, to_int
+from fleet.collectors.parsers.values import U32, U64, UNIX_TIME_S, Range
 
 KINDS = ("squeue-json", "squeue", "scontrol-job")
 
 
-def expand_nodes(nodelist: str, problems: Problems, line: int = 0) -> tuple[str, ...]:
-    """``"tc-intel[002-004]"`` -> the three host names; a bad hostlist is a problem, not a crash."""
-    if not nodelist or nodelist in {"(null)", "None"}:
-        return ()
-    try:
-        return tuple(hostlist.expand_hostlist(nodelist))
-    except (hostlist.BadHostlist, ValueError, TypeError, IndexError) as exc:
-        problems.add(line, nodelist, f"bad hostlist: {exc}")
-        return ()
+MAX_EXPANDED_NODES = 400_000
+"""Host names one parse expands at most. A hostlist of a few bytes can name 100,000 hosts
+(python-hostlist's own cap per list), so without a budget 10 MB of them would be billions;
+the largest clusters have tens of thousands of nodes."""
+
+
+class NodeExpander:
+    """Expands the hostlists of one parse, within ``MAX_EXPANDED_NODES`` names in all."""
+
+    __slots__ = ("left", "problems")
+
+    def __init__(self, problems: Problems) -> None:
+        self.problems = problems
+        self.left = MAX_EXPANDED_NODES
+
+    def expand(self, nodelist: str, line: int = 0) -> tuple[str, ...]:
+        """``"tc-intel[002-004]"`` -> the three host names; a bad hostlist is a problem, not a crash."""
+        if not nodelist or nodelist in {"(null)", "None"}:
+            return ()
+        if self.left <= 0:
+            self.problems.add(line, nodelist, f"hostlist not expanded: {MAX_EXPANDED_NODES} host names already read")
+            return ()
+        try:
+            names = tuple(hostlist.expand_hostlist(nodelist))
+        except (hostlist.BadHostlist, ValueError, TypeError, IndexError, RecursionError) as exc:
+            self.problems.add(line, nodelist, f"bad hostlist: {type(exc).__name__}: {exc}")
+            return ()
+        self.left -= len(names)
+        return names
 
 
 # ---------------------------------------------------------------- squeue --json
@@ -82,6 +104,12 @@ class SqueueJson:
     unknown_lines: int
 
 
+def _json_int(job: dict[str, Any], key: str, where: Range, problems: Problems) -> int | None:
+    """``job[key]`` as a number (plain or wrapped), in its range; None (and a problem) when not."""
+    value = _num(job.get(key))[0]
+    return where.check(value, problems, 0, f"{key}: {value}", key)
+
+
 def _num(value: Any) -> tuple[int | None, bool]:
     """(number, infinite) from a plain number or a ``{"set","infinite","number"}`` object."""
     if isinstance(value, dict):
@@ -110,12 +138,15 @@ def _message(entry: Any) -> str:
     return str(entry)
 
 
+@parser
 def parse_squeue_json(text: str) -> SqueueJson:
-    """Parse ``squeue --json`` (any OpenAPI version seen so far); never raises."""
+    """Parse ``squeue --json`` (any OpenAPI version seen so far); ParseError for JSON nested too deep."""
     problems = Problems()
     try:
-        data = json.loads(text)
-    except (ValueError, RecursionError) as exc:
+        data = load_json(text, "squeue --json")
+    except ParseError:
+        raise
+    except ValueError as exc:
         line = getattr(exc, "lineno", 0)
         lines = split_lines(text)
         problems.unknown_lines = sum(1 for item in lines if item.strip())
@@ -130,11 +161,12 @@ def parse_squeue_json(text: str) -> SqueueJson:
     plugin = _str(plugin_info.get("type")) or _str(plugin_info.get("data_parser"))
     release = _str(slurm_info.get("release"))
     jobs = []
+    nodes = NodeExpander(problems)
     for position, job in enumerate(data["jobs"]):
         if not isinstance(job, dict):
             problems.add(0, str(job), f"jobs[{position}] is not an object")
             continue
-        jobs.append(_json_job(job, problems))
+        jobs.append(_json_job(job, problems, nodes))
     errors = tuple(
         _message(entry)
         for key in ("errors", "warnings")
@@ -144,18 +176,22 @@ def parse_squeue_json(text: str) -> SqueueJson:
     return SqueueJson(plugin, release, tuple(jobs), errors, problems.result(), 0)
 
 
-def _json_job(job: dict[str, Any], problems: Problems) -> SqueueJsonJob:
+def _json_job(job: dict[str, Any], problems: Problems, nodes: NodeExpander) -> SqueueJsonJob:
     state = job.get("job_state")
     states = [s for s in state if isinstance(s, str)] if isinstance(state, list) else [_str(state)]
     time_limit, infinite = _num(job.get("time_limit"))
     nodes_text = _str(job.get("nodes"))
+
+    def number(key: str, where: Range = U32) -> int | None:
+        return _json_int(job, key, where, problems)
+
     return SqueueJsonJob(
-        job_id=_num(job.get("job_id"))[0],
-        array_job_id=_num(job.get("array_job_id"))[0],
-        array_task_id=_num(job.get("array_task_id"))[0],
+        job_id=number("job_id"),
+        array_job_id=number("array_job_id"),
+        array_task_id=number("array_task_id"),
         name=_str(job.get("name")),
         user_name=_str(job.get("user_name")),
-        user_id=_num(job.get("user_id"))[0],
+        user_id=number("user_id"),
         account=_str(job.get("account")),
         partition=_str(job.get("partition")),
         qos=_str(job.get("qos")),
@@ -163,14 +199,14 @@ def _json_job(job: dict[str, Any], problems: Problems) -> SqueueJsonJob:
         state_flags=tuple(states[1:]),
         state_reason=_str(job.get("state_reason")),
         nodes_hostlist=nodes_text,
-        nodes=expand_nodes(nodes_text, problems),
-        node_count=_num(job.get("node_count"))[0],
-        cpus=_num(job.get("cpus"))[0],
-        priority=_num(job.get("priority"))[0],
-        submit_time_s=_num(job.get("submit_time"))[0],
-        start_time_s=_num(job.get("start_time"))[0],
-        end_time_s=_num(job.get("end_time"))[0],
-        time_limit_min=time_limit,
+        nodes=nodes.expand(nodes_text),
+        node_count=number("node_count"),
+        cpus=number("cpus"),
+        priority=number("priority"),
+        submit_time_s=number("submit_time", UNIX_TIME_S),
+        start_time_s=number("start_time", UNIX_TIME_S),
+        end_time_s=number("end_time", UNIX_TIME_S),
+        time_limit_min=U32.check(time_limit, problems, 0, f"time_limit: {time_limit}", "time_limit"),
         time_limit_infinite=infinite,
         batch_host=_str(job.get("batch_host")),
         tres_alloc=_str(job.get("tres_alloc_str")),
@@ -230,6 +266,7 @@ def _is_squeue_header(words: list[str]) -> bool:
     )
 
 
+@parser
 def parse_squeue(text: str, columns: Sequence[str] | None = None) -> Squeue:
     """Parse an ``squeue`` table; the header is detected, or given as ``columns`` with ``-h``.
 
@@ -239,6 +276,7 @@ def parse_squeue(text: str, columns: Sequence[str] | None = None) -> Squeue:
     problems = Problems()
     names: list[str] = [c.upper() for c in columns] if columns else []
     jobs: list[SqueueRow] = []
+    nodes = NodeExpander(problems)
     for number, line in enumerate(split_lines(text), start=1):
         words = line.split()
         if not words:
@@ -253,7 +291,7 @@ def parse_squeue(text: str, columns: Sequence[str] | None = None) -> Squeue:
         if len(cells) != len(names):
             problems.unknown(number, line, f"row has {len(cells)} values, header has {len(names)}")
             continue
-        row = _squeue_row(number, names, [c.strip() for c in cells], problems)
+        row = _squeue_row(number, names, [c.strip() for c in cells], problems, nodes)
         if row is None:
             problems.unknown(number, line, "no job id in the JOBID column")
         else:
@@ -264,7 +302,7 @@ def parse_squeue(text: str, columns: Sequence[str] | None = None) -> Squeue:
 
 
 def _squeue_row(
-    number: int, names: list[str], cells: list[str], problems: Problems
+    number: int, names: list[str], cells: list[str], problems: Problems, nodes: NodeExpander
 ) -> SqueueRow | None:
     typed: dict[str, str] = {}
     nodelist: str | None = None
@@ -282,8 +320,12 @@ def _squeue_row(
         elif name == "REASON":
             reason = cell
     job_id = typed.get("job_id", "")
-    if not re.fullmatch(r"\d+(?:[_+]\S+)?", job_id):
+    if not re.fullmatch(r"[0-9]{1,10}(?:[_+]\S+)?", job_id):
         return None
+
+    def count(key: str) -> int | None:
+        return U32.check(to_int(typed.get(key, "")), problems, number, typed.get(key, ""), key)
+
     return SqueueRow(
         job_id=job_id,
         partition=typed.get("partition"),
@@ -293,11 +335,11 @@ def _squeue_row(
         state=typed.get("state"),
         time_used=typed.get("time_used"),
         time_left=typed.get("time_left"),
-        node_count=to_int(typed.get("node_count", "")),
-        cpus=to_int(typed.get("cpus", "")),
-        priority=to_int(typed.get("priority", "")),
+        node_count=count("node_count"),
+        cpus=count("cpus"),
+        priority=count("priority"),
         nodelist=nodelist,
-        nodes=expand_nodes(nodelist or "", problems, number),
+        nodes=nodes.expand(nodelist or "", number),
         reason=reason,
         fields=tuple(zip(names, cells, strict=True)),
     )
@@ -306,7 +348,7 @@ def _squeue_row(
 # ---------------------------------------------------------------- scontrol show job
 
 _KEY = re.compile(r"(?:^|(?<=\s))([A-Za-z_][\w:/]*)=")
-_ID_NAME = re.compile(r"^(.*?)\((\d+)\)$")
+_ID_NAME = re.compile(r"^(.*?)\(([0-9]{1,10})\)$")
 _SLURM_ERROR = re.compile(r"^(?:\w+: )?(?:slurm_\w+ error|error)\b|^No jobs in the system", re.I)
 
 
@@ -361,11 +403,13 @@ def _pairs(line: str) -> list[tuple[str, str]]:
     return pairs
 
 
+@parser
 def parse_scontrol_job(text: str) -> ScontrolJobs:
     """Parse ``scontrol show job [--details]`` for one or many jobs; never raises."""
     problems = Problems()
     blocks: list[tuple[list[tuple[str, str]], list[ScontrolNodeDetail]]] = []
     errors: list[str] = []
+    nodes = NodeExpander(problems)
     for number, line in enumerate(split_lines(text), start=1):
         stripped = line.strip()
         if not stripped:
@@ -385,20 +429,23 @@ def parse_scontrol_job(text: str) -> ScontrolJobs:
             named = dict(pairs)
             details.append(
                 ScontrolNodeDetail(
-                    nodes=expand_nodes(named.get("Nodes", ""), problems, number),
+                    nodes=nodes.expand(named.get("Nodes", ""), number),
                     cpu_ids=named.get("CPU_IDs", ""),
-                    mem_mib=to_int(named.get("Mem", "")),
+                    mem_mib=U64.check(to_int(named.get("Mem", "")), problems, number, line, "Mem"),
                     gres=named.get("GRES", ""),
                 )
             )
             continue
         fields.extend(pairs)
-    jobs = tuple(_scontrol_job(fields, details, problems) for fields, details in blocks)
+    jobs = tuple(_scontrol_job(fields, details, problems, nodes) for fields, details in blocks)
     return ScontrolJobs(jobs, tuple(errors), problems.result(), problems.unknown_lines)
 
 
 def _scontrol_job(
-    fields: list[tuple[str, str]], details: list[ScontrolNodeDetail], problems: Problems
+    fields: list[tuple[str, str]],
+    details: list[ScontrolNodeDetail],
+    problems: Problems,
+    nodes: NodeExpander,
 ) -> ScontrolJob:
     named = dict(fields)
     user_match = _ID_NAME.match(named.get("UserId", ""))
@@ -407,16 +454,16 @@ def _scontrol_job(
         job_id=named.get("JobId", ""),
         name=named.get("JobName", ""),
         user=user_match.group(1) if user_match else named.get("UserId", ""),
-        user_id=int(user_match.group(2)) if user_match else None,
+        user_id=U32.check(int(user_match.group(2)), problems, 0, named.get("UserId", ""), "UserId") if user_match else None,
         account=named.get("Account", ""),
         partition=named.get("Partition", ""),
         qos=named.get("QOS", ""),
         job_state=named.get("JobState", ""),
         reason=named.get("Reason", ""),
         nodelist=nodelist,
-        nodes=expand_nodes(nodelist, problems),
-        num_nodes=to_int(named.get("NumNodes", "").split("-")[0]),
-        num_cpus=to_int(named.get("NumCPUs", "")),
+        nodes=nodes.expand(nodelist),
+        num_nodes=U32.check(to_int(named.get("NumNodes", "").split("-")[0]), problems, 0, named.get("NumNodes", ""), "NumNodes"),
+        num_cpus=U32.check(to_int(named.get("NumCPUs", "")), problems, 0, named.get("NumCPUs", ""), "NumCPUs"),
         submit_time=named.get("SubmitTime", ""),
         start_time=named.get("StartTime", ""),
         end_time=named.get("EndTime", ""),

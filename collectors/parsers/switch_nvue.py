@@ -6,7 +6,8 @@ port counters, and the switch driver wants the same flat list either way.
 Every value becomes one ``NvueCounter`` (interface, section, name, column,
 value), so a new section or counter in a newer release is kept, not dropped.
 
-Values: counters are integers as printed; ``"0 Bytes"`` cells are bytes
+Values: counters are integers as printed (a negative one, or one past 2**64-1, is a
+problem and None); ``"0 Bytes"`` cells are bytes
 (``unit="bytes"``); ``n/a`` gives None. ``interface`` is empty for
 ``nv show interface <port> counters`` (the port is the one on the command
 line) and the row's interface for ``net show counters``.
@@ -19,7 +20,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from fleet.collectors.parsers.base import ParseProblem
+from fleet.collectors.parsers.base import ParseError, ParseProblem, parser
+from fleet.collectors.parsers.jsontext import load_json
 from fleet.collectors.parsers.textscan import (
     Problems,
     column_spans,
@@ -30,9 +32,9 @@ from fleet.collectors.parsers.textscan import (
     to_float,
     to_int,
 )
+from fleet.collectors.parsers.values import NON_NEGATIVE, U64
 
 KIND = "nvue-counters"
-_BYTES = re.compile(r"\s*\bBytes?$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,16 +72,27 @@ def _cell(text: str) -> tuple[int | float | None, str]:
     """(value, unit) of one printed cell: integers stay integers."""
     if is_na(text):
         return None, ""
-    stripped = text.strip()
-    match = _BYTES.search(stripped)
-    unit = "bytes" if match else ""
-    number = stripped[: match.start()] if match else stripped
+    number, unit = text.strip(), ""
+    for suffix in ("Bytes", "Byte"):
+        if number.endswith(suffix) and not (number[: -len(suffix)][-1:].isalnum() or number[: -len(suffix)][-1:] == "_"):
+            number, unit = number[: -len(suffix)].rstrip(), "bytes"
+            break
     whole = to_int(number)
     return (whole if whole is not None else to_float(number)), unit
 
 
+def _counter(
+    value: int | float | None, problems: Problems, line: int, text: str, name: str
+) -> int | float | None:
+    """A counter as printed: a u64 count, or a non-negative amount; else None and a problem."""
+    if isinstance(value, float):
+        return NON_NEGATIVE.check(value, problems, line, text, name)
+    return U64.check(value, problems, line, text, name)
+
+
+@parser
 def parse_nvue_counters(text: str) -> NvueCounters:
-    """Parse NVUE counters text or JSON, or ``net show counters``; never raises."""
+    """Parse NVUE counters text or JSON, or ``net show counters``; ParseError for JSON nested too deep."""
     stripped = text.lstrip()
     if stripped.startswith("{"):
         return _parse_json(text)
@@ -89,8 +102,10 @@ def parse_nvue_counters(text: str) -> NvueCounters:
 def _parse_json(text: str) -> NvueCounters:
     problems = Problems()
     try:
-        data = json.loads(text)
-    except (ValueError, RecursionError) as exc:
+        data = load_json(text, "nv show interface counters -o json")
+    except ParseError:
+        raise
+    except ValueError as exc:
         problems.add(getattr(exc, "lineno", 0), "", f"not JSON: {exc}")
         return NvueCounters("", (), problems.result(), 0)
     if not _has_counter_keys(data):
@@ -115,6 +130,7 @@ def _parse_json(text: str) -> NvueCounters:
             value = node
         elif isinstance(node, str):
             value, unit = _cell(node)
+        value = _counter(value, problems, 0, raw, "/".join(path))
         counters.append(NvueCounter("", "/".join(path[:-1]), path[-1], "", value, unit, raw))
 
     walk(data, [])
@@ -158,7 +174,11 @@ def _parse_tables(text: str) -> NvueCounters:
         if is_rule(line) and header is not None:
             spans = column_spans(line)
             columns = cut(header, spans)
-            if section or "operational" in columns:
+            if len(spans) < 2:
+                # A counter table has a name column and at least one value column.
+                problems.unknown(number, line, "table with fewer than two columns: not counters")
+                spans = []
+            elif section or "operational" in columns:
                 source = source or "nvue-text"
             else:
                 # A table of some other tool: its rows must not pass for NVUE counters.
@@ -178,12 +198,14 @@ def _parse_tables(text: str) -> NvueCounters:
             if source == "nclu-kernel-table":
                 for column, cell in zip(columns_here[1:], cells[1:], strict=True):
                     value, unit = _cell(cell)
+                    value = _counter(value, problems, number, line, column)
                     counters.append(NvueCounter(cells[0], section, column, "", value, unit, cell))
             else:
                 for column, cell in zip(columns_here[1:], cells[1:], strict=True):
                     value, unit = _cell(cell)
                     if value is None and not is_na(cell):
                         problems.add(number, line, f"{column}: value not understood")
+                    value = _counter(value, problems, number, line, column)
                     counters.append(NvueCounter("", section, cells[0], column, value, unit, cell))
             continue
         # A title (followed by ===) or a table header (followed by ---).

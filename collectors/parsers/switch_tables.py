@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fleet.collectors.parsers.base import ParseProblem, problem
+from fleet.collectors.parsers.base import ParseProblem, parser, problem
 from fleet.collectors.parsers.textscan import column_spans, cut, is_rule
 
 
@@ -22,6 +22,7 @@ class SwitchTable:
     unknown_lines: int
 
 
+@parser
 def parse_switch_table(text: str) -> SwitchTable:
     """Header + dashed rule + rows; lines before the header (legends) are skipped, not counted."""
     lines = text.splitlines()

@@ -21,14 +21,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from fleet.collectors.parsers.base import ParseProblem
+from fleet.collectors.parsers.base import ParseProblem, parser
 from fleet.collectors.parsers.ibfields import (
+    IB_SATURATING_COUNTER_BITS,
     SYSFS_COUNTER_BITS,
     parse_rate,
     parse_state,
     saturated_names,
 )
-from fleet.collectors.parsers.problem_log import ProblemLog, to_int
+from fleet.collectors.parsers.problem_log import ProblemLog
+from fleet.collectors.parsers.values import PORT, U64, Range, bits, read_int
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +77,12 @@ _PMA_NAMES = frozenset(
     }
 )
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
+# The kernel reads the PortCounters error fields at their IBA width (drivers/infiniband/core/
+# sysfs.c, PORT_PMA_ATTR); every other counter file is a u64.
+_WIDTHS: dict[str, Range] = {
+    name: bits(width, f"the {width}-bit PortCounters field") for name, width in IB_SATURATING_COUNTER_BITS.items()
+}
+_MAX_DIGITS = len(str(U64.high))
 _COUNTERS = "counters"
 _HW = "hw_counters"
 _ATTR = "attr"
@@ -114,9 +122,11 @@ class _Builder:
                 self.log.add(line_no, line, f"{name} seen twice; last value kept")
             acc.attrs[name] = value
             return
-        number = to_int(value)
+        number = read_int(value)
         if number is None:
             self.log.add(line_no, line, f"{kind}/{name}: value is not an integer")
+            return
+        if _WIDTHS.get(name, U64).check(number, self.log, line_no, line, f"{kind}/{name}") is None:
             return
         target = acc.counters if kind == _COUNTERS else acc.hw
         if name in target:
@@ -127,7 +137,7 @@ class _Builder:
         """A file whose directory the capture does not say: classify by name."""
         if name in _PMA_NAMES:
             self.put(acc, _COUNTERS, name, value, line_no, line)
-        elif name in _PORT_ATTRS or to_int(value) is None:
+        elif name in _PORT_ATTRS or read_int(value) is None:
             self.put(acc, _ATTR, name, value, line_no, line)
         else:
             self.put(acc, _HW, name, value, line_no, line)
@@ -139,7 +149,7 @@ class _Builder:
         target: tuple[_Acc | dict[str, str], str] | None = None
         if "ports" in segs:
             i = len(segs) - 1 - segs[::-1].index("ports")
-            if i + 1 < len(segs) and (port := to_int(segs[i + 1])) is not None:
+            if i + 1 < len(segs) and (port := read_int(segs[i + 1])) is not None and PORT.holds(port):
                 device = segs[i - 1] if i > 0 else ""
                 rest = segs[i + 2 :]
                 acc = self.acc(device, port)
@@ -227,7 +237,7 @@ class _Builder:
 def _ttar(lines: list[str], i: int, path: str, b: _Builder, log: ProblemLog) -> int:
     """Read one ttar ``Path:`` record starting at ``lines[i]``; return the next index."""
     header = lines[i + 1] if i + 1 < len(lines) else ""
-    count = to_int(header.removeprefix("Lines:")) if header.startswith("Lines:") else None
+    count = read_int(header.removeprefix("Lines:")) if header.startswith("Lines:") else None
     if count is None or count < 0:
         log.unknown(i + 1, lines[i], "ttar Path: without a Lines: count")
         return i + 1
@@ -240,6 +250,7 @@ def _ttar(lines: list[str], i: int, path: str, b: _Builder, log: ProblemLog) -> 
     return i + 2 + len(body)
 
 
+@parser
 def parse_sysfs(text: str) -> SysfsResult:
     """Parse a sysfs dump in any of the shapes above; never raises."""
     log = ProblemLog()
@@ -258,16 +269,19 @@ def parse_sysfs(text: str) -> SysfsResult:
             if sep:
                 directory, _, name = path.rpartition("/")
                 counters = counter_dirs.get(directory)
-                if counters is not None and name.isidentifier():
-                    try:
-                        number = int(value)
-                    except ValueError:
-                        pass
-                    else:
-                        if name in counters:
-                            log.add(line_no, line, f"{name} seen twice; last value kept")
-                        counters[name] = number
-                        continue
+                if (
+                    counters is not None
+                    and name.isidentifier()
+                    and value.isdigit()
+                    and value.isascii()
+                    and len(value) <= _MAX_DIGITS
+                    and name not in _WIDTHS
+                    and int(value) <= U64.high
+                ):
+                    if name in counters:
+                        log.add(line_no, line, f"{name} seen twice; last value kept")
+                    counters[name] = int(value)
+                    continue
                 if b.put_path(path, value.strip(), line_no, line):
                     continue
         elif not line or line.isspace():
@@ -288,8 +302,8 @@ def parse_sysfs(text: str) -> SysfsResult:
             continue
         if line.startswith("Port ") and line.endswith("counters:"):
             words = line[:-1].split()
-            port = to_int(words[1]) if len(words) >= 3 else None
-            if port is not None and words[2:] in (["hw", "counters"], ["counters"]):
+            port = read_int(words[1]) if len(words) >= 3 else None
+            if port is not None and PORT.holds(port) and words[2:] in (["hw", "counters"], ["counters"]):
                 section = (b.acc("", port), _HW if words[2] == "hw" else _COUNTERS)
                 continue
         name, sep, value = line.partition(":")

@@ -13,12 +13,14 @@ import re
 from dataclasses import dataclass, field
 
 from fleet.collectors.parsers.base import ParseProblem, problem
+from fleet.collectors.parsers.values import MAX_DIGITS, is_digits
 
 # Enough to see what went wrong; a 10 MB garbage capture must not become 10 MB of problems.
 MAX_LISTED_PROBLEMS = 200
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Za-z0-9]")
-_NUMBER = re.compile(r"[-+]?(?:\d[\d,]*)?\.?\d+(?:[eE][-+]?\d+)?")
+# ASCII digits only (``\d`` would take "٣"); at most 40 digits before the point.
+_NUMBER = re.compile(r"[-+]?(?:[0-9][0-9,]{0,60})?\.?[0-9]{1,40}(?:[eE][-+]?[0-9]{1,4})?")
 _NA = frozenset({"n/a", "[n/a]", "na", "-", "", "none", "[not supported]", "unknown"})
 
 
@@ -48,13 +50,13 @@ def to_float(text: str) -> float | None:
     decimal (ASCII digits, at most one dot: what table cells mostly are) is the
     whole number the pattern would find, so it skips the pattern.
     """
-    if text.isascii() and text.replace(".", "", 1).isdigit():
+    if len(text) <= 40 and text.isascii() and text.replace(".", "", 1).isdigit():
         value = float(text)
         return value if math.isfinite(value) else None
     stripped = text.strip()
     match = _NUMBER.match(stripped)
-    if match is None:
-        return None
+    if match is None or stripped[match.end() : match.end() + 1].isdigit():
+        return None  # digits the pattern's bounds left over: no number a tool prints
     try:
         value = float(match.group(0).replace(",", ""))
     except ValueError:
@@ -63,25 +65,35 @@ def to_float(text: str) -> float | None:
 
 
 def to_int(text: str) -> int | None:
-    """An integer printed plainly or with thousands separators; None for anything else."""
+    """An integer printed plainly or with thousands separators (ASCII digits, at most
+    ``values.MAX_DIGITS``); None for anything else."""
+    if len(text) <= MAX_DIGITS and text.isascii() and text.isdigit():
+        return int(text)  # a plain cell: most of them
     stripped = text.strip().replace(",", "")
-    if not stripped or not (stripped.isdigit() or (stripped[0] in "+-" and stripped[1:].isdigit())):
-        return None
-    try:
-        return int(stripped)
-    except ValueError:
-        return None
+    body = stripped[1:] if stripped[:1] in ("+", "-") else stripped
+    return int(stripped) if is_digits(body) else None
+
+
+MAX_COLUMNS = 256
+"""Columns a table may have (switch CLIs print a few dozen at most): a rule line of more
+dashes runs is not a table, so that cutting each row costs its length, not the rule's."""
 
 
 def column_spans(rule: str) -> list[tuple[int, int]]:
-    """Column spans ``[start, end)`` of a ``----  -----`` rule line under a table header."""
-    return [(m.start(), m.end()) for m in re.finditer(r"-+", rule)]
+    """Column spans ``[start, end)`` of a ``----  -----`` rule line under a table header;
+    empty when the line has more than ``MAX_COLUMNS`` runs of dashes."""
+    spans: list[tuple[int, int]] = []
+    for m in re.finditer(r"-+", rule):
+        if len(spans) == MAX_COLUMNS:
+            return []
+        spans.append((m.start(), m.end()))
+    return spans
 
 
 def is_rule(line: str) -> bool:
     """A line of dashes (and spaces) under a table header."""
     stripped = line.strip()
-    return len(stripped) >= 3 and set(stripped) <= {"-", " "}
+    return len(stripped) >= 3 and not stripped.strip("- ")  # nothing but dashes and spaces
 
 
 def cut(line: str, spans: list[tuple[int, int]]) -> list[str]:

@@ -6,8 +6,9 @@ fabric before the job owner notices. One node runs ``all_reduce_perf -g G``
 (one process, G GPUs); several run under ``mpirun -H a:G,b:G -np N`` from the
 first node, one rank per GPU. The result keeps every size's bus bandwidth
 (GB/s = 1e9 bytes/s), the peak and nccl-tests' average, and the efficiency:
-peak / the theoretical figure of :class:`fleet.fabric.hardware.HardwareTable` (the
-NIC models are read with ``ibstat`` on the first node). Failures are records
+peak / the published reference of :class:`fleet.fabric.hardware.HardwareTable` (what a
+healthy machine of that GPU reaches with NCCL's algorithm; the NIC models are read with
+``ibstat`` on the first node), with the theoretical bound beside it. Failures are records
 with ``ok=False`` and ``result["error"]``.
 """
 
@@ -126,6 +127,7 @@ def summarize(parsed: Nccl, hardware: HardwareTable, nodes: int, nic_types: tupl
     peak = max(peaks) if peaks else None
     gpu = parsed.ranks[0].device_name if parsed.ranks else ""
     bound = hardware.allreduce_bound(gpu, nodes, nic_types)
+    reference = hardware.allreduce_reference(gpu, nodes, nic_types)
     wrong = any((w or 0) > 0 for row in parsed.rows for w in (row.oop_wrong, row.ip_wrong))
     return {
         "rows": rows,
@@ -136,7 +138,10 @@ def summarize(parsed: Nccl, hardware: HardwareTable, nodes: int, nic_types: tupl
         "nic_types": list(nic_types),
         "theoretical_busbw_gbytes_s": bound.busbw_gbytes_s if bound else None,
         "theoretical_basis": bound.basis if bound else "unknown GPU or NIC model: add it to the hardware table",
-        "efficiency": (peak / bound.busbw_gbytes_s) if bound and peak is not None else None,
+        "reference_busbw_gbytes_s": reference.busbw_gbytes_s if reference else None,
+        "reference_algorithm": reference.algorithm if reference else "",
+        "reference_basis": reference.basis if reference else "no published nccl-tests figure for this GPU",
+        "efficiency": (peak / reference.busbw_gbytes_s) if reference and peak is not None else None,
         "wrong": wrong,
     }
 

@@ -1,7 +1,7 @@
 """Per-job latency sampler: a few RDMA latency probes inside every running job, every interval.
 
-Why: operators watch RDMA p99 latency per job and tenant (DOMAIN.md, their
-monitoring board); counters say a link is busy, only a probe says what a job's
+Why: operators watch RDMA p99 latency per job and tenant (docs/domain.md,
+"What operators report"); counters say a link is busy, only a probe says what a job's
 messages wait. The Jobs screen draws ``StoreReader.job_latency`` (p50/p99 per
 bucket), which reads these probes: ``ProbeRecord`` kind "lat" with ``job`` set.
 
@@ -11,7 +11,7 @@ once. Pairs rotate so that over rounds every node of a job meets several peers
 on every rail; the pairs of one job's round never put one NIC in two probes
 (jobs are taken to own their nodes, as exclusive Slurm allocations do). Who runs
 it decides whether it runs: the console keeps it off in read-only mode unless
-asked (DESIGN.md section 6); this module only samples.
+asked (docs/design.md, "Actions": read-only sends no traffic); this module only samples.
 """
 
 from __future__ import annotations

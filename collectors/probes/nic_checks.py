@@ -25,6 +25,7 @@ from fleet.collectors.parsers.show_gids import parse_show_gids
 from fleet.collectors.parsers.sysfs import parse_sysfs
 from fleet.collectors.probe_sessions import Launcher
 from fleet.collectors.sshpool import SshPool
+from fleet.fabric.text import clean_text
 
 ERROR_COUNTERS = (
     "symbol_error", "link_error_recovery", "link_downed", "port_rcv_errors",
@@ -157,6 +158,8 @@ class NodeChecks:
     gid_indices: dict[tuple[str, int], int | None] = field(default_factory=dict)
     """(device, port) -> the GID index a probe passes with ``-x``: None on InfiniBand (none
     needed), the RoCE v2 entry with an IPv4 address on RoCE; absent when there is none."""
+    addresses: dict[str, str] = field(default_factory=dict)
+    """RoCE device -> the IPv4 address of that GID entry: what a leaf's ECMP hash sees of the NIC."""
 
 
 async def check_before(pool: SshPool, node: str, timeout_s: float) -> NodeChecks:
@@ -182,9 +185,12 @@ async def check_before(pool: SshPool, node: str, timeout_s: float) -> NodeChecks
             checks.gid_indices[key] = None
         elif (index := gids.roce_v2_index(*key)) is not None:
             checks.gid_indices[key] = index
+            checks.addresses[port.device] = next(g.ipv4 for g in gids.gids
+                                                 if (g.device, g.port, g.index) == (*key, index))
     checks.netdevs = netdevs_of(parts.get("net", ""))
-    for neighbor in parse_lldp(parts.get("lldp", "")).neighbors:
-        checks.lldp[neighbor.local_interface] = (neighbor.chassis_name, neighbor.port_id)
+    for neighbor in parse_lldp(parts.get("lldp", "")).neighbors:  # the names as the switch says them: made inert
+        checks.lldp[neighbor.local_interface] = (clean_text(neighbor.chassis_name, one_line=True),
+                                                 clean_text(neighbor.port_id, one_line=True))
     return checks
 
 

@@ -19,7 +19,7 @@ previous probes (``after``) and its client once those have ended: a waiting
 perftest server has only opened the device and listens on TCP (perftest's
 ``write_lat.c`` creates its memory region, CQ and QP after the client has
 connected), so it touches neither NIC's traffic, and the start of the server
-no longer lies between one probe and the next.
+does not lie between one probe and the next.
 
 Both sides' output are kept in the record's ``raw``. Results: latency in
 microseconds (``t_min_usec``, ``t_typical_usec``, ``t_avg_usec``, ``p99_usec``,

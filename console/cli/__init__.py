@@ -21,16 +21,18 @@ SUBCOMMANDS: dict[str, str] = {
     "export": "fleet.console.cli.export:export",
     "parse": "fleet.console.cli.parse:parse",
     "db": "fleet.console.cli.db:db",
-    "bench": "fleet.console.cli.bench:bench",
     "lat": "fleet.console.cli.probes:lat",
     "bw": "fleet.console.cli.probes:bw",
     "linktest": "fleet.console.cli.probes:linktest",
     "allreduce": "fleet.console.cli.probes:allreduce",
+    "alltoall": "fleet.console.cli.alltoall:alltoall",
+    "ep-bench": "fleet.console.cli.alltoall:ep_bench",
     "diagnose": "fleet.console.cli.diagnose:diagnose",
     "ecmp": "fleet.console.cli.ecmp:ecmp",
-    "audit": "fleet.console.cli.ecmp:audit",
+    "audit": "fleet.console.cli.audit:audit",
     "baseline": "fleet.console.cli.baseline:baseline",
     "accept": "fleet.console.cli.accept:accept",
+    "check": "fleet.console.cli.check:check",
 }
 
 

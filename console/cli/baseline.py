@@ -21,20 +21,25 @@ from fleet.console.cli.common import (
     db_option,
     db_path_or_default,
     fail,
+    interrupted,
     inventory_option,
     json_option,
     open_inventory,
+    open_reader,
+    open_writer,
     print_json,
     run_async,
 )
+from fleet.console.cli.exit_codes import ExitCode
+from fleet.console.cli.read_only import read_only_option, refuse_if_read_only
 from fleet.console.cli.suite_progress import ProgressView
 from fleet.console.report_write import write_report
 from fleet.fabric.acceptance import CriteriaError, parse_rails
 from fleet.fabric.baseline import Baseline, diff
 from fleet.fabric.pairing import MODES
-from fleet.fabric.report_model import diff_report, utc_words
-from fleet.store.reader import StoreReader
-from fleet.store.writer import StoreWriter
+from fleet.fabric.report_model import audit_words, diff_report, utc_words
+from fleet.store.paths import default_db_path
+from fleet.store.reader import audit_head_at
 
 
 @click.group()
@@ -52,45 +57,50 @@ def baseline() -> None:
 @click.option("--no-fleet-allreduce", is_flag=True, help="Skip the all-reduce across every node.")
 @inventory_option
 @db_option
+@read_only_option
 @json_option
 def take(label: str, nodes_expr: str | None, mode: str, sample_rounds: int, rails_text: str, max_bytes: str,
-         no_fleet_allreduce: bool, inventory_path: Path | None, db_path: Path | None, as_json: bool) -> None:
+         no_fleet_allreduce: bool, inventory_path: Path | None, db_path: Path | None, read_only_flag: bool,
+         as_json: bool) -> None:
     """Run the standard suite and store it as a baseline."""
+    refuse_if_read_only(read_only_flag, "runs the link test, bandwidth probes and all-reduce on the fleet")
     inventory = open_inventory(inventory_path)
     try:
         rails = parse_rails(rails_text)
         nodes = tuple(hostlist.expand_hostlist(nodes_expr)) if nodes_expr else None
     except (CriteriaError, hostlist.BadHostlist) as error:
-        fail(str(error))
+        fail(str(error), ExitCode.USAGE)
     settings = SuiteSettings(nodes=nodes, rails=rails, linktest_mode=mode, sample_rounds=sample_rounds,
                              allreduce_max_bytes=max_bytes, fleet_allreduce=not no_fleet_allreduce)
     path = db_path_or_default(db_path)
     view = ProgressView(sys.stderr, live=sys.stderr.isatty())
-    with StoreWriter(path) as writer:
+    with open_writer(path) as writer:
         try:
             run = run_async(run_suite(inventory, settings, writer=writer, db_path=path, label=label,
                                         on_progress=view))
         except KeyboardInterrupt:
             view.close()
-            click.echo("fleet: interrupted; probe servers stopped, nothing stored", err=True)
-            sys.exit(130)
+            interrupted("interrupted; probe servers stopped, nothing stored")
         view.close()
         writer.put_baseline(run.baseline.label, run.baseline.ts, run.baseline.to_json())
         if not writer.flush(timeout=60):
-            fail(f"could not write to {path}: {writer.stats().failing or 'timed out'}")
+            fail(f"could not write to {path}: {writer.stats().failing or 'timed out'}", ExitCode.NO_DATA)
+    head = audit_head_at(path)
     if as_json:
-        print_json(run.baseline.to_json() | {"run_id": run.run_id})
+        print_json(run.baseline.to_json() | {"run_id": run.run_id,
+                                             "audit_head": head.as_json() if head is not None else None})
     else:
         b = run.baseline
         click.echo(f"baseline {b.label!r}: {len(b.parts)} parts of {len(b.shape.nodes)} nodes measured "
                    f"({len(b.unreachable)} unreachable, {len(b.notes)} notes); stored in {path}")
+        click.echo(f"audit: {head.words()}" if head is not None else "audit: not read")
 
 
 def _stored(db_path: Path | None) -> list[Baseline]:
-    path = db_path_or_default(db_path)
+    path = db_path or default_db_path()
     if not path.exists():
         return []
-    with StoreReader(path) as reader:
+    with open_reader(path) as reader:
         found = []
         for _ts, _name, data in reader.baselines():
             try:
@@ -122,7 +132,7 @@ def _pick(baselines: list[Baseline], key: str) -> Baseline:
         return baselines[int(key) - 1]
     named = [b for b in baselines if b.label == key]
     if not named:
-        fail(f"no baseline {key!r} (see `fleet baseline list`)")
+        fail(f"no baseline {key!r} (see `fleet baseline list`)", ExitCode.USAGE)
     return named[-1]
 
 
@@ -137,11 +147,13 @@ def diff_(before: str, after: str, report_path: Path | None, db_path: Path | Non
     """What regressed or improved from BEFORE to AFTER (labels or numbers from `list`)."""
     baselines = _stored(db_path)
     result = diff(_pick(baselines, before), _pick(baselines, after))
+    head = audit_head_at(db_path or default_db_path())
+    head_json = head.as_json() if head is not None else None
     written: list[str] = []
     if report_path is not None:
-        written = [str(p) for p in write_report(diff_report(result, time.time()), report_path)]
+        written = [str(p) for p in write_report(diff_report(result, time.time(), head_json), report_path)]
     if as_json:
-        print_json(result.to_json() | {"report": written})
+        print_json(result.to_json() | {"report": written, "audit_head": head_json})
         return
     click.echo(f"{len(result.regressions)} regression(s), {len(result.improvements)} improvement(s), "
                f"{len(result.new_parts)} new, {len(result.gone_parts)} gone")
@@ -149,5 +161,11 @@ def diff_(before: str, after: str, report_path: Path | None, db_path: Path | Non
         pct = f" ({change.delta_pct:+.1f} %)" if change.delta_pct is not None else ""
         click.echo(f"  {change.rank.name.lower():<8} {change.part} {change.metric}: "
                    f"{change.before:g} -> {change.after:g}{pct}")
+    if result.configuration:
+        click.echo(f"{len(result.configuration)} configuration change(s) (fleet check):")
+    for text_change in result.configuration:
+        click.echo(f"  {text_change.rank.name.lower():<8} {text_change.subject}: {text_change.before or '-'} -> "
+                   f"{text_change.after or '-'}")
     for path in written:
         click.echo(f"report: {path}")
+    click.echo(audit_words(head_json))

@@ -1,19 +1,21 @@
 """Options and conventions every fleet subcommand shares.
 
 Every command that touches a fleet or a history takes ``--inventory`` and
-``--db``; failures exit non-zero with one line naming the reason; ``--json``
-prints exactly one JSON document on stdout, with progress and logs on stderr.
+``--db``; failures exit with a status from :class:`~fleet.console.cli.exit_codes.ExitCode`
+(docs/exit-codes.md) and one line naming the reason; ``--json`` prints exactly
+one JSON document on stdout, with progress and logs on stderr.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import json
 import sys
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 import uvloop
@@ -24,7 +26,13 @@ from fleet.collectors.inventory import (
     default_inventory_path,
     load_inventory,
 )
+from fleet.console.cli.exit_codes import ExitCode
+from fleet.store.errors import HistoryFileError, StoreWriteError
 from fleet.store.paths import default_db_path
+
+if TYPE_CHECKING:  # imported when used: numpy and the store's modules are not needed to print help
+    from fleet.store.reader import StoreReader
+    from fleet.store.writer import StoreWriter
 
 F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
@@ -44,28 +52,78 @@ def json_option(fn: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")(fn)
 
 
-def fail(reason: str) -> NoReturn:
-    """Exit 1 with a one-line reason on stderr."""
-    click.echo(f"fleet: {reason}", err=True)
-    sys.exit(1)
+def fail(reason: str, code: ExitCode) -> NoReturn:
+    """Exit with ``code`` and ``reason`` as one line on stderr."""
+    click.echo(f"fleet: {' '.join(reason.splitlines())}", err=True)
+    sys.exit(int(code))
+
+
+def interrupted(words: str = "interrupted") -> NoReturn:
+    """Ctrl-C: say what was cleaned up, exit 130."""
+    click.echo(f"fleet: {words}", err=True)
+    sys.exit(int(ExitCode.INTERRUPTED))
 
 
 def open_inventory(path: Path | None) -> Inventory:
     chosen = path or default_inventory_path()
     if not chosen.exists():
-        fail(f"no inventory at {chosen} (give --inventory FILE, or run `fleet sim` and use its inventory.toml)")
+        fail(f"no inventory at {chosen} (give --inventory FILE, or run `fleet sim` and use its inventory.toml)",
+             ExitCode.USAGE)
     try:
         return load_inventory(chosen)
     except InventoryError as error:
-        fail(str(error))
+        fail(str(error), ExitCode.USAGE)
     except OSError as error:
-        fail(f"cannot read inventory {chosen}: {error.strerror}")
+        fail(f"cannot read inventory {chosen}: {error.strerror}", ExitCode.USAGE)
+
+
+def require_leaves(inventory: Inventory, what: str) -> None:
+    """Stop at once, with exit 2, when the inventory names no leaf switch (``what`` needs one)."""
+    if not inventory.by_role("leaf"):
+        found = f"only spines ({len(inventory.switches)})" if inventory.switches else "no switches"
+        fail(f"{inventory.path} names {found}: {what} needs at least one leaf ([[switches]] role = \"leaf\")",
+             ExitCode.USAGE)
 
 
 def db_path_or_default(path: Path | None) -> Path:
     chosen = path or default_db_path()
-    chosen.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        chosen.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        fail(f"cannot create the folder of {chosen}: {error.strerror or error}", ExitCode.NO_DATA)
     return chosen
+
+
+def open_writer(path: Path) -> StoreWriter:
+    """The started store writer of the history at ``path``; one line and exit 2 when the file is not a
+    fleet history, exit 3 when it cannot be written."""
+    from fleet.store.writer import StoreWriter
+
+    with history_errors():
+        return StoreWriter(path).start()
+
+
+@contextlib.contextmanager
+def history_errors() -> Iterator[None]:
+    """Turn the store's opening errors into one line and an exit status: no file 3, a file that is
+    not a fleet history 2, a history that cannot be written 3."""
+    try:
+        yield
+    except FileNotFoundError as error:
+        fail(f"{error.args[0] if error.args else error} (run `fleet collect`, or give --db FILE)", ExitCode.NO_DATA)
+    except HistoryFileError as error:
+        fail(str(error), ExitCode.USAGE)
+    except StoreWriteError as error:
+        fail(str(error), ExitCode.NO_DATA)
+
+
+def open_reader(path: Path | None) -> StoreReader:
+    """A reader of the history at ``path`` (default: the user's); one line and exit 3 when there is
+    no file, exit 2 when the file is not a fleet history this fleet can read."""
+    from fleet.store.reader import StoreReader
+
+    with history_errors():
+        return StoreReader(path or default_db_path())
 
 
 def print_json(document: Any) -> None:
@@ -80,8 +138,8 @@ collector and the simulated sshds that answer them allocate fast; with the
 default (700, 10, 10) the collections, and above all the full ones that stall
 the loop for tens of ms, come every few hundred probes (~12% of the
 simulator's CPU in a 128-node link test). A young collection every 20,000 net
-allocations instead (``fleet bench linktest`` and ``fleet bench collect``,
-docs/benchmarks.md)."""
+allocations instead (measured with ``python -m benchmarks linktest`` and
+``python -m benchmarks collect``)."""
 
 
 def collect_less_often() -> None:
@@ -96,7 +154,7 @@ def run_async(main: Coroutine[Any, Any, T]) -> T:
 
     libuv's loop reads a socket and calls back in C: at 1,024 nodes streaming at 1 s,
     the SSH receive of an agent line cost the collector about half the CPU of the
-    standard loop's (``fleet bench collect``, docs/benchmarks.md).
+    standard loop's (``python -m benchmarks collect``).
     """
     collect_less_often()
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:

@@ -54,6 +54,14 @@ def console(inventory: Path | None, db: Path | None, read_only: bool | None, the
     elif not config.db_path.exists():
         raise click.UsageError(
             f"no store at {config.db_path}: give --db, or --inventory to collect into it")
+    if config.db_path.exists():  # one line now, not a traceback inside the app, for a file that is not ours
+        from fleet.store.errors import HistoryFileError
+        from fleet.store.schema import connect_history
+
+        try:
+            connect_history(config.db_path, older_ok=True, empty_ok=loaded is not None).close()
+        except HistoryFileError as error:
+            raise click.UsageError(str(error)) from error
     config.db_path.parent.mkdir(parents=True, exist_ok=True)
     make_app(config, loaded).run()
 

@@ -1,4 +1,8 @@
-"""`fleet db info` and `fleet db vacuum`: look after the history file."""
+"""`fleet db info` and `fleet db vacuum`: look after the history file.
+
+A missing file exits 3, a file that is not a fleet history (not SQLite, another program's
+tables, unreadable, a newer schema) exits 2, with one line saying which (docs/exit-codes.md).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from fleet.console.cli.common import db_option, fail, json_option
+from fleet.console.cli.common import db_option, history_errors, json_option
 from fleet.store.paths import default_db_path
 
 
@@ -35,13 +39,10 @@ def db() -> None:
 def info(db_path: Path | None, as_json: bool) -> None:
     """Size, row counts, time span, schema version and bytes per stored sample."""
     from fleet.store.info import db_info
-    from fleet.store.schema import SchemaTooNewError
 
     path = db_path or default_db_path()
-    try:
+    with history_errors():
         found = db_info(path)
-    except (FileNotFoundError, SchemaTooNewError) as error:
-        fail(str(error))
     if as_json:
         click.echo(json.dumps(found.as_dict(), indent=2))
         return
@@ -66,11 +67,8 @@ def info(db_path: Path | None, as_json: bool) -> None:
 def vacuum(db_path: Path | None) -> None:
     """Checkpoint the write-ahead log and rebuild the file without free pages."""
     from fleet.store.info import vacuum as run_vacuum
-    from fleet.store.schema import SchemaTooNewError
 
     path = db_path or default_db_path()
-    try:
+    with history_errors():
         before, after = run_vacuum(path)
-    except (FileNotFoundError, SchemaTooNewError) as error:
-        fail(str(error))
     click.echo(f"{path}: {_human(before)} -> {_human(after)}")

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import click
 
+from fleet.console.cli.exit_codes import ExitCode
+
 
 @click.command()
 @click.option("--scenario", default="incident", show_default=True, help="A built-in scenario name or a scenario file.")
@@ -24,7 +26,7 @@ def demo(scenario: str, nodes: int | None) -> None:
             sim = start_sim(scenario, state / "sim", nodes=nodes)
         except SimulatorFailed as error:
             click.echo(f"fleet demo: {error}", err=True)
-            sys.exit(1)
+            sys.exit(int(ExitCode.FAILED))
         try:
             console.main(
                 args=["--inventory", str(sim.inventory), "--db", str(state / "demo.sqlite")],

@@ -1,10 +1,15 @@
-"""`fleet diagnose`: findings over the stored window, optionally after collecting it first.
+"""`fleet diagnose`: the findings open now, judged over the stored window, optionally after collecting it.
 
-Prints the findings (worst first) as text, or with ``--json`` as one JSON list
-of objects with kind, severity, node, nic, switch, port, job, evidence and
-next_step. Findings are also written to the store as events (kind = the
-finding's kind), so the console's Events screen shows them. Exit status 0
-whether or not something was found: findings are a result, not a failure.
+Prints the open findings (worst first) as text: what, where, since when, the
+evidence and the next step; or with ``--json`` one JSON list of objects with
+kind, severity, node, nic, switch, port, job, evidence, next_step, basis and the
+finding's life (opened_at, last_seen, closed_at, active, reopened). The same
+``DiagnosisWatch`` as the console's keeps the life: a finding an earlier run (or
+the console) raised keeps its ``opened_at``, and only what opened or closed is
+written to the store as events, so the Events screen shows the transitions.
+Exit status 0 whether or not something was found: findings are a result, not a
+failure; 2 on a bad option, inventory or history file; 3 when there is no
+history, or the transitions could not be stored (docs/exit-codes.md).
 """
 
 from __future__ import annotations
@@ -17,7 +22,6 @@ from pathlib import Path
 
 import click
 
-from fleet.collectors.diagnose_input import read_input
 from fleet.collectors.engine import Collector
 from fleet.collectors.inventory import CablingRow, Inventory
 from fleet.collectors.node_poller import CollectSettings
@@ -28,19 +32,21 @@ from fleet.console.cli.common import (
     inventory_option,
     json_option,
     open_inventory,
+    open_reader,
+    open_writer,
     print_json,
     run_async,
 )
-from fleet.fabric.diagnosis import Thresholds, finding_event, finding_json
-from fleet.fabric.diagnosis import diagnose as run_rules
-from fleet.fabric.events import Finding
+from fleet.console.cli.exit_codes import ExitCode
+from fleet.console.diagnosis_watch import DIAGNOSIS_WINDOW_S, DiagnosisWatch
+from fleet.fabric.diagnosis import Thresholds
+from fleet.fabric.finding_life import FindingLife
 from fleet.fabric.rules.thresholds import with_overrides
-from fleet.store.reader import StoreReader
 from fleet.store.writer import StoreWriter
 
-DEFAULT_WINDOW_S = 300.0
-"""Five minutes: long enough for a flapping link to go down again and for counters to move past
-their noise, short enough that a fault fixed a while ago no longer shows."""
+DEFAULT_WINDOW_S = DIAGNOSIS_WINDOW_S
+"""The console's window (30 s): what the findings say is true now, and a fault fixed a minute ago no
+longer shows. A longer ``--window`` judges a longer stretch (e.g. after a collection of several minutes)."""
 
 
 async def collect_for(inventory: Inventory, writer: StoreWriter, seconds: float,
@@ -58,18 +64,37 @@ async def collect_for(inventory: Inventory, writer: StoreWriter, seconds: float,
 
 
 def diagnose_store(db_path: Path, *, window_s: float, cabling: Sequence[CablingRow] = (),
-                   thresholds: Thresholds | None = None, writer: StoreWriter | None = None) -> list[Finding]:
-    """Diagnose the window ending at the newest stored data; findings go to ``writer`` as events when given."""
-    reader = StoreReader(db_path)
-    try:
-        findings = run_rules(read_input(reader, window_s=window_s, cabling=cabling), thresholds)
-    finally:
-        reader.close()
+                   thresholds: Thresholds | None = None, writer: StoreWriter | None = None) -> list[FindingLife]:
+    """The findings open at the newest stored data, with their life; transitions go to ``writer`` as events."""
+    open_reader(db_path).close()  # a missing or foreign file: one line and its exit code
+    watch = DiagnosisWatch(db_path, cabling=cabling, window_s=window_s, thresholds=thresholds)
+    transitions = watch.run()
     if writer is not None:
-        now = time.time()
-        for finding in findings:
-            writer.put_event(finding_event(finding, now))
-    return findings
+        for event in transitions.events:
+            writer.put_event(event)
+    return list(transitions.findings)
+
+
+def finding_lines(life: FindingLife, now: float) -> list[str]:
+    """A finding as plain text: the line that names it, its evidence, since when, its next step."""
+    f = life.finding
+    gpu = str(f.evidence.get("gpu", ""))
+    part = " ".join(p for p in (f.node, f.nic or gpu, f.switch, f.port) if p) or f"job {f.job}"
+    held = "" if life.active else ", evidence gone, held open"
+    lines = [f"{f.severity.value:8s} {f.kind:20s} {part}  (open {_age(now - life.opened_at)}{held})"]
+    numbers = ", ".join(f"{k}={v}" for k, v in f.evidence.items()
+                        if isinstance(v, int | float | str) and not isinstance(v, bool) and v != "" and k != "gpu")
+    if numbers:
+        lines.append(f"         evidence: {numbers}")
+    if f.next_step:
+        lines.append(f"         next: {f.next_step}")
+    return lines
+
+
+def _age(seconds: float) -> str:
+    seconds = max(0.0, seconds)
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min" if seconds < 7200 else \
+        f"{seconds / 3600:.1f} h"
 
 
 @click.command("diagnose")
@@ -90,37 +115,40 @@ def diagnose(window_s: float, inventory_path: Path | None, db_path: Path | None,
     Examples:
       fleet diagnose --json
       fleet diagnose --collect 10 --inventory sim/inventory.toml --json
-      fleet diagnose --threshold gpu_temp_warn_c=80 --threshold qp_count_warn=512
+      fleet diagnose --threshold gpu_temp_warn_c=80 --threshold nccl_ib_qps_per_connection=4
     """
     if window_s <= 0:
-        fail("--window must be positive")
+        fail("--window must be positive", ExitCode.USAGE)
     try:
         thresholds = with_overrides(Thresholds(), dict(_pair(text) for text in overrides))
     except ValueError as error:
-        fail(f"--threshold {error}")
+        fail(f"--threshold {error}", ExitCode.USAGE)
     path = db_path_or_default(db_path)
     cabling: Sequence[CablingRow] = ()
     if inventory_path is not None or collect_s is not None:
         inventory = open_inventory(inventory_path)
         cabling = inventory.cabling
-    writer = StoreWriter(path).start()
+    writer = open_writer(path)
     try:
         if collect_s is not None:
             run_async(collect_for(inventory, writer, collect_s))
             writer.flush(timeout=30)
         findings = diagnose_store(path, window_s=window_s, cabling=cabling, thresholds=thresholds, writer=writer)
-        writer.flush(timeout=30)
+        stored = writer.flush(timeout=30)
+        store_failing = None if stored else writer.stats().failing or "timed out after 30 s"
     finally:
         writer.close()
     if as_json:
-        print_json([finding_json(f) for f in findings])
-        return
-    if not findings:
-        click.echo("No findings.")
-    for f in findings:
-        gpu = str(f.evidence.get("gpu", ""))
-        part = " ".join(p for p in (f.node, f.nic or gpu, f.switch, f.port) if p) or f"job {f.job}"
-        click.echo(f"{f.severity.value:8s} {f.kind:20s} {part}")
+        print_json([life.as_json() for life in findings])
+    else:
+        if not findings:
+            click.echo("No findings.")
+        now = time.time()
+        for life in findings:
+            for line in finding_lines(life, now):
+                click.echo(line)
+    if store_failing is not None:
+        fail(f"findings not stored in {path}: {store_failing}", ExitCode.NO_DATA)
 
 
 def _pair(text: str) -> tuple[str, str]:

@@ -2,6 +2,11 @@
 
 Serves what is in the history database; with ``--collect`` it also runs the
 collector in the same process, so one command is a complete exporter.
+
+Exit status (docs/exit-codes.md): 0 after SIGINT/SIGTERM; 2 a bad --listen, an
+address it cannot listen on, a bad inventory or a file that is not a fleet
+history; 3 no history at the path (without ``--collect``), or the store cannot
+write.
 """
 
 from __future__ import annotations
@@ -24,9 +29,11 @@ from fleet.console.cli.common import (
     fail,
     inventory_option,
     open_inventory,
+    open_reader,
+    open_writer,
     run_async,
 )
-from fleet.store.reader import StoreReader
+from fleet.console.cli.exit_codes import ExitCode
 from fleet.store.writer import StoreWriter
 
 READY_PREFIX = "fleet export: serving "
@@ -70,16 +77,15 @@ def export(listen: str, inventory_path: Path | None, db_path: Path | None, colle
     host, port = parse_listen(listen)
     path = db_path_or_default(db_path)
     inventory = open_inventory(inventory_path) if collect else None
-    writer = StoreWriter(path).start() if collect else None
+    writer = open_writer(path) if collect else None
     try:
-        try:
-            reader = StoreReader(path)
-        except FileNotFoundError:
-            fail(f"no history at {path} (run `fleet collect`, or add --collect)")
+        if not path.exists():
+            fail(f"no history at {path} (run `fleet collect`, or add --collect)", ExitCode.NO_DATA)
+        reader = open_reader(path)
         try:
             server = serve_metrics(reader, host, port, max_age_s=max_age_s)
         except OSError as error:
-            fail(f"cannot listen on {listen}: {error.strerror or error}")
+            fail(f"cannot listen on {listen}: {error.strerror or error}", ExitCode.USAGE)
         bound_host, bound_port = server.address
         shown = f"[{bound_host}]" if ":" in bound_host else bound_host
         click.echo(f"{READY_PREFIX}http://{shown}:{bound_port}/metrics", err=True)
@@ -95,7 +101,7 @@ def export(listen: str, inventory_path: Path | None, db_path: Path | None, colle
         if writer is not None:
             writer.flush(timeout=30)
             writer.close()
-    sys.exit(0)
+    sys.exit(int(ExitCode.OK))
 
 
 def _wait_for_signal() -> None:

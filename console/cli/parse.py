@@ -15,8 +15,10 @@ from typing import Any, NoReturn
 
 import click
 
+from fleet.collectors.parsers.base import ParseError
 from fleet.collectors.parsers.registry import KINDS, ParserUnavailable, detect, to_jsonable
 from fleet.collectors.parsers.registry import parse as run_parser
+from fleet.console.cli.exit_codes import ExitCode
 
 # Larger inputs are refused rather than read into memory: no tool prints this much.
 MAX_INPUT_BYTES = 256 * 1024 * 1024
@@ -26,20 +28,21 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 class _Failure(click.ClickException):
-    """A one-line error on stderr and exit status 1 (the input could not be handled)."""
+    """A one-line error on stderr and exit status 1 (the parser could not be run; docs/exit-codes.md)."""
 
     def show(self, file: Any = None) -> None:
         click.echo(f"fleet parse: {self.format_message()}", err=True)
 
 
 class _UsageFailure(_Failure):
-    """A one-line error on stderr and exit status 2 (wrong arguments, unreadable file)."""
+    """A one-line error on stderr and exit status 2 (wrong arguments; a file that cannot be
+    read, whose tool cannot be told, or that its parser refuses)."""
 
-    exit_code = 2
+    exit_code = int(ExitCode.USAGE)
 
 
-def _fail(message: str, exit_code: int = 1) -> NoReturn:
-    raise (_UsageFailure if exit_code == 2 else _Failure)(_safe(message))
+def _fail(message: str, exit_code: ExitCode) -> NoReturn:
+    raise (_UsageFailure if exit_code == ExitCode.USAGE else _Failure)(_safe(message))
 
 
 def _safe(text: str) -> str:
@@ -55,9 +58,9 @@ def _read(path: str) -> str:
             with open(path, "rb") as handle:
                 data = handle.read(MAX_INPUT_BYTES + 1)
     except OSError as exc:
-        _fail(f"cannot read {path}: {exc.strerror or exc}", 2)
+        _fail(f"cannot read {path}: {exc.strerror or exc}", ExitCode.USAGE)
     if len(data) > MAX_INPUT_BYTES:
-        _fail(f"{path} is larger than {MAX_INPUT_BYTES // 2**20} MiB", 2)
+        _fail(f"{path} is larger than {MAX_INPUT_BYTES // 2**20} MiB", ExitCode.USAGE)
     return data.decode("utf-8", errors="replace")
 
 
@@ -118,10 +121,15 @@ def parse(args: tuple[str, ...], as_json: bool, list_kinds: bool) -> None:
 
     Without --json a short summary is printed. Floats in --json: NaN is
     null, infinities are "inf" / "-inf".
+
+    Exit status: 0 parsed (problems, if any, are in the output); 2 wrong
+    arguments, or a file that cannot be read, whose tool cannot be told, or
+    that the parser refuses as a whole (one line on stderr says why); 1 a
+    parser that cannot be loaded.
     """
     if list_kinds:
         if args:
-            _fail("--list takes no arguments", 2)
+            _fail("--list takes no arguments", ExitCode.USAGE)
         if as_json:
             listing = [{"kind": s.kind, "command": s.description} for s in KINDS.values()]
             click.echo(json.dumps(listing, indent=2))
@@ -135,19 +143,21 @@ def parse(args: tuple[str, ...], as_json: bool, list_kinds: bool) -> None:
     elif len(args) == 2:
         kind, path = args
     else:
-        _fail("expected [KIND] FILE (see fleet parse --help)", 2)
+        _fail("expected [KIND] FILE (see fleet parse --help)", ExitCode.USAGE)
     if kind is not None and kind not in KINDS:
-        _fail(f"unknown kind {kind!r} (fleet parse --list shows the kinds)", 2)
+        _fail(f"unknown kind {kind!r} (fleet parse --list shows the kinds)", ExitCode.USAGE)
     text = _read(path)
     detected = kind is None
     if kind is None:
         kind = detect(text)
         if kind is None:
-            _fail(f"cannot tell what tool printed {path}; name the kind (fleet parse --list)")
+            _fail(f"cannot tell what tool printed {path}; name the kind (fleet parse --list)", ExitCode.USAGE)
     try:
         result = run_parser(kind, text)
     except ParserUnavailable as exc:
-        _fail(str(exc))
+        _fail(str(exc), ExitCode.FAILED)
+    except ParseError as exc:
+        _fail(f"{path} is not {kind} output: {exc.reason}", ExitCode.USAGE)
     if as_json:
         payload = {"kind": kind, "detected": detected, "result": to_jsonable(result)}
         sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")

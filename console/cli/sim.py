@@ -8,6 +8,8 @@ from pathlib import Path
 
 import click
 
+from fleet.console.cli.exit_codes import ExitCode
+
 
 def default_state_dir() -> Path:
     """``$XDG_STATE_HOME/fleet/sim`` (``~/.local/state`` when the variable is unset)."""
@@ -43,7 +45,7 @@ def sim(scenario_name: str, nodes: int | None, state_dir: Path | None, list_scen
         scenario = load_scenario(scenario_name, nodes=nodes)
     except ScenarioError as error:
         click.echo(f"fleet sim: {error}", err=True)
-        sys.exit(2)
+        sys.exit(int(ExitCode.USAGE))
     quiet_when_off()  # the simulated sshds send and receive every packet of the fleet
     collect_less_often()
     sys.exit(run(scenario, state_dir or default_state_dir()))

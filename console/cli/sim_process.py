@@ -1,4 +1,4 @@
-"""Start `fleet sim` as a child process and wait for its ready line: shared by `fleet demo` and the benchmark."""
+"""Start `fleet sim` as a child process and wait for its ready line: shared by `fleet demo` and benchmarks/."""
 
 from __future__ import annotations
 
@@ -22,8 +22,6 @@ class SimulatorFailed(Exception):
 class SimProcess:
     process: subprocess.Popen[str]
     ready_line: str
-    started_s: float
-    ready_s: float
     log_path: Path
 
     @property
@@ -46,7 +44,7 @@ def start_sim(scenario: str, state_dir: Path, *, nodes: int | None = None, timeo
     """Run ``fleet sim`` in ``state_dir`` (its stderr goes to ``state_dir/sim.log``) until it is ready."""
     state_dir.mkdir(parents=True, exist_ok=True)
     log_path = state_dir / "sim.log"
-    command = [sys.executable, "-c", "from console.cli import main; main()", "sim",
+    command = [sys.executable, "-c", "from fleet.console.cli import main; main()", "sim",
                "--scenario", scenario, "--state-dir", str(state_dir)]  # fmt: skip
     if nodes is not None:
         command += ["--nodes", str(nodes)]
@@ -65,7 +63,7 @@ def start_sim(scenario: str, state_dir: Path, *, nodes: int | None = None, timeo
             if selector.select(remaining):
                 line = process.stdout.readline()
                 if line.startswith(READY_PREFIX):
-                    return SimProcess(process, line.rstrip("\n"), started, time.monotonic(), log_path)
+                    return SimProcess(process, line.rstrip("\n"), log_path)
                 if not line:
                     process.wait()
                     reason = log_path.read_text(encoding="utf-8").strip().splitlines()

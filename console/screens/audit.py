@@ -2,7 +2,9 @@
 
 Read from the store on a fresh connection each time the screen opens or ``r``
 is pressed; the highlighted row's commands, output and before/after numbers
-are shown in full below the table.
+are shown in full below the table. The line above the table is the hash
+chain walked again (docs/audit.md): intact with its head, or BROKEN at the
+first row that does not follow.
 """
 
 from __future__ import annotations
@@ -19,29 +21,46 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
-from fleet.console.ecmp_ops import read_audit
+from fleet.console.ecmp_ops import read_audit, verify_audit
 from fleet.console.screens.base import FleetScreenBase, fixed_columns
 from fleet.fabric.records import ActionRecord
+from fleet.fabric.text import clean_text
+from fleet.store.audit import ChainVerdict
 
 
 def detail_text(row: ActionRecord) -> Text:
-    """One audit row in full, every field as plain text."""
+    """One audit row in full, every field as plain text; what a switch said (verdict, output) made
+    inert, as stored by an older version it may not be (audit rows are read exactly as written)."""
     text = Text(f"{row.action} {row.step} on {row.target} by {row.actor}\n", style="bold")
     if row.verdict:
-        text.append(f"verdict: {row.verdict}\n")
+        text.append(f"verdict: {clean_text(row.verdict)}\n")
     for line in row.commands:
         text.append(f"  $ {line}\n")
     if row.output:
-        text.append(f"output:\n{row.output}\n")
+        text.append(f"output:\n{clean_text(row.output)}\n")
     for label, numbers in (("before", row.before), ("after", row.after)):
         if numbers:
             text.append(f"{label}: {json.dumps(numbers, sort_keys=True)[:600]}\n")
     return text
 
 
+def chain_text(verdict: ChainVerdict | None, variables: dict[str, str]) -> Text:
+    """The chain's state in one line: intact and its head, or BROKEN and the first break."""
+    if verdict is None:
+        return Text("no history yet")
+    if verdict.intact:
+        text = Text(" CHAIN INTACT ", style=f"bold reverse {variables.get('success', '')}")
+        text.append(f" {verdict.head.words()}")
+        return text
+    text = Text(" CHAIN BROKEN ", style=f"bold reverse {variables.get('error', '')}")
+    text.append(f" {verdict.problem} (fleet audit verify)")
+    return text
+
+
 class AuditScreen(FleetScreenBase):
     TITLE_TEXT = "Audit"
     DEFAULT_CSS = """
+    #audit-chain { height: 1; padding: 0 1; }
     #audit-table { height: 1fr; }
     #audit-scroll { height: 12; border-top: solid $primary; padding: 0 1; }
     """
@@ -57,6 +76,7 @@ class AuditScreen(FleetScreenBase):
         """Set each time the rows on screen were read."""
 
     def compose_body(self) -> ComposeResult:
+        yield Static(id="audit-chain")
         yield DataTable(id="audit-table", cursor_type="row")
         with VerticalScroll(id="audit-scroll"):
             yield Static(id="audit-detail")
@@ -71,10 +91,12 @@ class AuditScreen(FleetScreenBase):
     async def load(self) -> None:
         self.loaded.clear()
         self.rows = list(reversed(await read_audit(self.fleet_app.config.db_path)))
+        self.query_one("#audit-chain", Static).update(chain_text(
+            await verify_audit(self.fleet_app.config.db_path), self.app.theme_variables))
         table = self.query_one("#audit-table", DataTable)
         table.clear()
         for index, row in enumerate(self.rows):
-            what = row.verdict or "; ".join(row.commands)
+            what = clean_text(row.verdict, one_line=True) or "; ".join(row.commands)
             table.add_row(Text(time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(row.ts))), Text(row.actor),
                           Text(row.target), Text(row.action), Text(row.step), Text(what), key=str(index))
         if not self.rows:

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, cast
 
+from textual import events
 from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer
 
-from fleet.console.actions import is_machine_changing
+from fleet.console.actions import is_machine_changing, refusal
 from fleet.console.view_model import ConsoleView
 from fleet.console.widgets.header import FleetHeader
 from fleet.console.widgets.summary_bar import SummaryBar
@@ -41,6 +42,16 @@ class FleetScreenBase(Screen[None]):
         """Read-only mode hides and refuses every action marked ``changes_machine``."""
         return not (self.fleet_app.config.read_only and is_machine_changing(self, action))
 
+    def on_key(self, event: events.Key) -> None:
+        """In read-only mode a refused action's key arrives here (its binding is off): say why."""
+        if not self.fleet_app.config.read_only:
+            return
+        reason = refusal(self, event.key)
+        if reason is not None:
+            event.stop()
+            event.prevent_default()
+            self.notify(reason, title="read-only", severity="warning", markup=False)
+
     def compose(self) -> ComposeResult:
         yield FleetHeader(id="header")
         yield SummaryBar(id="summary")
@@ -58,6 +69,7 @@ class FleetScreenBase(Screen[None]):
         self.build()
         self.watch(self.app, "view", self._view_arrived, init=False)
         self.watch(self.app, "highlighted_nodes", lambda _nodes: self._view_arrived(None), init=False)
+        self.watch(self.app, "store_failing", lambda _reason: self._view_arrived(None), init=False)
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self._view_arrived(None))
         self._view_arrived(None)
 
@@ -71,7 +83,8 @@ class FleetScreenBase(Screen[None]):
         header = self.query_one(FleetHeader)
         cursor = self.fleet_app.cursor_ts
         moment = view.snapshot.moment_ts if view is not None else cursor
-        header.show(self.TITLE_TEXT, moment, cursor is None, self.fleet_app.config.read_only)
+        header.show(self.TITLE_TEXT, moment, cursor is None, self.fleet_app.config.read_only,
+                    self.fleet_app.store_failing)
         if view is None:
             return
         self.query_one(SummaryBar).show(

@@ -21,12 +21,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Static
 
-from fleet.console.report_write import write_report
+from fleet.console.report_write import default_report_path, write_report
 from fleet.console.screens.base import FleetScreenBase, fixed_columns
 from fleet.console.screens.path_prompt import PathPrompt
 from fleet.fabric.baseline import Baseline, BaselineDiff, Rank, diff
 from fleet.fabric.report_model import diff_report, utc_words
-from fleet.store.reader import StoreReader
+from fleet.store.reader import StoreReader, audit_head_at
 
 
 def stored_baselines(db_path: Path) -> list[Baseline]:
@@ -60,7 +60,7 @@ def summary_text(result: BaselineDiff, theme_variables: Mapping[str, str]) -> Te
         if items:
             text.append(f"{label}: {', '.join(items[:12])}{' ...' if len(items) > 12 else ''}\n",
                         style=down if label != "new" else "")
-    for change in (*result.software, *result.cabling):
+    for change in (*result.software, *result.cabling, *result.configuration):
         text.append(f"{change.rank.name.lower()}: {change.subject}: {change.before or '-'} -> "
                     f"{change.after or '-'}\n")
     text.rstrip()
@@ -174,8 +174,8 @@ class BaselinesScreen(FleetScreenBase):
         if result is None:
             self.notify("pick two baselines first (space, space)", severity="warning")
             return
-        stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
-        default = self.fleet_app.config.db_path.parent / f"baseline-diff-{stamp}.html"
+        default = default_report_path(self.fleet_app.config.reports_folder, "baseline-diff")  # kept, not beside a
+        # temporary history
 
         def chosen(path: Path | None) -> None:
             if path is not None:
@@ -186,7 +186,9 @@ class BaselinesScreen(FleetScreenBase):
     @work(group="baselines-report", exit_on_error=False)
     async def write(self, result: BaselineDiff, path: Path) -> None:
         """Write the report off the event loop; the paths are told and kept in ``report_written``."""
-        written = await asyncio.to_thread(write_report, diff_report(result, time.time()), path)
+        head = await asyncio.to_thread(audit_head_at, self.fleet_app.config.db_path)
+        report = diff_report(result, time.time(), head.as_json() if head is not None else None)
+        written = await asyncio.to_thread(write_report, report, path)
         self.report_written = written
         self.notify(f"report written: {written[0]} and {written[1].name}", title="baseline diff", markup=False)
 

@@ -204,11 +204,8 @@ class EcmpPlanScreen(FleetScreenBase):
         self.app.pop_screen()
 
     # --- apply
-    @changes_machine
+    @changes_machine("changes the leaf's ECMP configuration")
     def action_apply(self) -> None:
-        if self.fleet_app.config.read_only:
-            self.notify("refused: read-only mode never changes a machine", severity="error")
-            return
         remedy = self.selected_remedy()
         if self.plan is None or remedy is None or self.applying:
             return
@@ -218,6 +215,12 @@ class EcmpPlanScreen(FleetScreenBase):
         if remedy.advice_only:
             self.notify("this remedy is advice for the next job start; nothing to apply on the switch",
                         severity="warning")
+            return
+        balance = self.plan.balance
+        if balance is None or not balance.actionable:
+            why = "the store has no uplink data for it" if balance is None else f"it is {balance.state}: {balance.reason}"
+            self.notify(f"refused: {self.leaf} needs no remedy, {why} (`fleet ecmp apply --force REASON` changes it "
+                        "anyway, audited)", title="not applied", severity="warning", markup=False)
             return
         plan = self.plan
 

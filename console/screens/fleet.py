@@ -12,6 +12,7 @@ from textual.reactive import reactive
 from textual.widgets import Input, Static
 
 from fleet.console.filtering import FilterError, NodeFilter, parse_filter
+from fleet.console.findings_text import next_step_line
 from fleet.console.formatting import health_text
 from fleet.console.messages import NodeChosen
 from fleet.console.screens.base import FleetScreenBase
@@ -34,6 +35,8 @@ class FleetScreen(ProbeKeys, FleetScreenBase):
         Binding("t", "latency", "Latency", id="fleet.latency"),
         Binding("b", "bandwidth", "Bandwidth", id="fleet.bandwidth"),
         Binding("l", "linktest", "Link test", id="fleet.linktest"),
+        Binding("a", "allreduce", "All-reduce", id="fleet.allreduce"),
+        Binding("x", "alltoall", "All-to-all", id="fleet.alltoall"),
     ]
 
     sort_column: reactive[str] = reactive("state")
@@ -87,6 +90,10 @@ class FleetScreen(ProbeKeys, FleetScreenBase):
             line.append(f"  │ jobs {', '.join(row.jobs)} ({', '.join(row.tenants)})")
         if self.marked:
             line.append(Text(f"  │ marked {' '.join(self.marked)}"))
+        step = next_step_line(view.snapshot.events, row.name)
+        if step is not None:
+            line.append("\nnext: ", style="bold")
+            line.append(step)
         reasons.update(line)
 
     def _redraw(self) -> None:
@@ -106,8 +113,12 @@ class FleetScreen(ProbeKeys, FleetScreenBase):
         self._show_reasons()
 
     def probe_nodes(self) -> tuple[str, ...]:
+        """The marked nodes; else a job's chosen on the Jobs screen (``f``); else the one under the cursor."""
         if self.marked:
             return self.marked
+        highlighted = self.fleet_app.highlighted_nodes
+        if highlighted:
+            return tuple(sorted(highlighted))
         name = self.query_one(FleetTable).current_node()
         return (name,) if name is not None else ()
 

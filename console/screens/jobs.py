@@ -15,21 +15,26 @@ from textual.widgets import DataTable
 from fleet.console.formatting import number
 from fleet.console.messages import JobChosen
 from fleet.console.screens.base import FleetScreenBase, fixed_columns
+from fleet.console.screens.probe_keys import ProbeKeys
 from fleet.console.view_model import ConsoleView
 from fleet.console.widgets.plot import PlotData, PlotSeries, PlotWidget
+from fleet.console.widgets.probe_panel import ProbePanel
 
 LATENCY_WINDOW_S = 3600.0
 LATENCY_BUCKET_S = 60.0
 
 
-class JobsScreen(FleetScreenBase):
+class JobsScreen(ProbeKeys, FleetScreenBase):
     TITLE_TEXT = "Jobs"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("f", "show_on_fleet", "Show on Fleet", id="jobs.show_on_fleet"),
         Binding("c", "clear_highlight", "Clear highlight", id="jobs.clear_highlight"),
+        Binding("a", "allreduce", "All-reduce", id="jobs.allreduce"),
+        Binding("x", "alltoall", "All-to-all", id="jobs.alltoall"),
     ]
 
     def compose_body(self) -> ComposeResult:
+        yield ProbePanel(id="probe-panel")
         yield DataTable(id="jobs-table", cursor_type="row")
         with Horizontal(id="jobs-bottom"):
             yield DataTable(id="tenants-table", cursor_type="row")
@@ -86,6 +91,12 @@ class JobsScreen(FleetScreenBase):
             return None
         key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value
         return str(key) if key is not None else None
+
+    def probe_nodes(self) -> tuple[str, ...]:
+        """The nodes of the job under the cursor (``a`` runs the all-reduce over them, ``x`` the all-to-all)."""
+        view, job_id = self.fleet_app.view, self._current_job()
+        job = next((j for j in view.jobs if j.job_id == job_id), None) if view is not None else None
+        return tuple(job.nodes) if job is not None else ()
 
     @on(DataTable.RowSelected, "#jobs-table")
     def _chosen(self, event: DataTable.RowSelected) -> None:

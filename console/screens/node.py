@@ -13,6 +13,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import DataTable, Static
 
+from fleet.console.findings_text import finding_detail, open_on
 from fleet.console.formatting import count, health_text, number
 from fleet.console.node_history import NodeHistory, load_history, load_values
 from fleet.console.screens.base import FleetScreenBase, fixed_columns
@@ -41,6 +42,8 @@ class NodeScreen(ProbeKeys, FleetScreenBase):
         Binding("escape,backspace", "app.pop_screen", "Back", id="node.back"),
         Binding("t", "latency", "Latency", id="node.latency"),
         Binding("b", "bandwidth", "Bandwidth", id="node.bandwidth"),
+        Binding("a", "allreduce", "All-reduce", id="node.allreduce"),
+        Binding("x", "alltoall", "All-to-all", id="node.alltoall"),
     ]
 
     def __init__(self, name: str) -> None:
@@ -105,6 +108,9 @@ class NodeScreen(ProbeKeys, FleetScreenBase):
                 title.append(f"  collection {status.state.value} since {format_moment(status.since)}")
             title.append("\n")
             title.append(Text("\n".join(health.reasons) or "no problem found"))
+            for event in open_on(view.snapshot.events, name):
+                title.append("\n")
+                title.append(finding_detail(event))
         else:
             title = Text(f"{name}: not in the store at this moment")
         self.query_one("#node-title", Static).update(title)
@@ -149,11 +155,15 @@ class NodeScreen(ProbeKeys, FleetScreenBase):
         rows = []
         v = self.app.theme_variables
         for (device, lane), f in sorted(lanes.items(), key=lambda item: (item[0][0], int(item[0][1][1:] or 0))):
-            margin = optics_margin_db(f.get("optics_rx_power_dbm"), t)
+            # the module's own thresholds (its EEPROM) when the collector read them
+            alarm = values.get(("optics_rx_power_low_alarm_dbm", device, ""))
+            warning = values.get(("optics_rx_power_low_warning_dbm", device, ""))
+            margin = optics_margin_db(f.get("optics_rx_power_dbm"), t, alarm)
+            warn_db = warning - alarm if warning is not None and alarm is not None else t.optics_margin_warn_db
             verdict = Text("")
             if margin is not None and margin < 0:
                 verdict = Text("below alarm", style=v.get("health-down", ""))
-            elif margin is not None and margin < t.optics_margin_warn_db:
+            elif margin is not None and margin < warn_db:
                 verdict = Text("low", style=v.get("health-degraded", ""))
             rows.append(_cells(
                 device, lane[1:], number(f.get("optics_rx_power_dbm"), 2), number(f.get("optics_tx_power_dbm"), 2),

@@ -1,9 +1,12 @@
-"""`t` latency, `b` bandwidth, `l` link test: the probe keys the Fleet and Node screens share.
+"""`t` latency, `b` bandwidth, `l` link test, `a` all-reduce, `x` all-to-all: the probe keys the Fleet, Node,
+Probes and Jobs screens share.
 
 A screen says which nodes the keys act on (``probe_nodes``: the marked nodes, or the
-node under the cursor / shown); the keys ask what is missing in a small dialog and
-hand the probe to ``app.probes``. Probes start perftest on the nodes and put traffic
-on the tenants' fabric, so they are marked ``changes_machine``: read-only hides them.
+node under the cursor / shown, or the chosen job's); the keys ask what is missing in a
+small dialog and hand the probe to ``app.probes``. ``t``/``b`` offer the node's worst NIC
+(the one its health names: where the trouble is), not ``mlx5_0``. Probes start perftest or
+nccl-tests on the nodes and put traffic on the tenants' fabric, so they are marked
+``changes_machine``: read-only hides and refuses them, and says so when the key is pressed.
 """
 
 from __future__ import annotations
@@ -14,7 +17,10 @@ from typing import TYPE_CHECKING, cast
 from fleet.console.actions import changes_machine
 from fleet.console.probe_control import ProbeUnavailable
 from fleet.console.screens.linktest_dialog import LinktestDialog
+from fleet.console.screens.probe_allreduce import AllreduceDialog
+from fleet.console.screens.probe_alltoall import AlltoallDialog
 from fleet.console.screens.probe_dialog import ProbeDialog
+from fleet.fabric.naming import RAILS_PER_NODE, nic_name
 
 if TYPE_CHECKING:
     from textual.screen import Screen
@@ -40,6 +46,17 @@ class ProbeKeys:
         view = self._fleet().view
         return sorted(r.name for r in view.rows) if view is not None else []
 
+    def _worst_nic(self, node: str) -> str:
+        """The NIC the node's health finds a problem with (its worst); ``mlx5_0`` when it finds none (a
+        healthy node's "worst" NIC is only its busiest, no reason to probe it first)."""
+        view = self._fleet().view
+        row = next((r for r in view.rows if r.name == node), None) if view is not None else None
+        known = {nic_name(rail) for rail in range(RAILS_PER_NODE)}
+        if row is None or row.worst_nic not in known:
+            return nic_name(0)
+        troubled = any(reason.startswith(f"{row.worst_nic} ") for reason in row.reasons)
+        return row.worst_nic if troubled else nic_name(0)
+
     def _pair_dialog(self, kind: str) -> None:
         app = self._fleet()
         if not app.probes.can_probe:
@@ -58,7 +75,8 @@ class ProbeKeys:
             if answer is not None:
                 self._start(lambda: app.probes.start_pair(kind, src, answer[0], answer[1]))
 
-        app.push_screen(ProbeDialog(WHAT[kind], src, self._all_nodes(), peer=peer), chosen)
+        app.push_screen(ProbeDialog(WHAT[kind], src, self._all_nodes(), peer=peer, nic=self._worst_nic(src)),
+                        chosen)
 
     def _start(self, start: Callable[[], None]) -> None:
         app = self._fleet()
@@ -67,15 +85,15 @@ class ProbeKeys:
         except (ProbeUnavailable, ValueError) as problem:
             app.notify(str(problem), title="probe not started", severity="warning", markup=False)
 
-    @changes_machine
+    @changes_machine("starts ib_send_lat on two nodes and puts traffic on their links")
     def action_latency(self) -> None:
         self._pair_dialog("lat")
 
-    @changes_machine
+    @changes_machine("starts ib_send_bw on two nodes and fills their links")
     def action_bandwidth(self) -> None:
         self._pair_dialog("bw")
 
-    @changes_machine
+    @changes_machine("starts perftest on every pair of nodes on every rail chosen")
     def action_linktest(self) -> None:
         app = self._fleet()
         if not app.probes.can_probe:
@@ -89,3 +107,37 @@ class ProbeKeys:
                 self._start(lambda: app.probes.start_linktest(answer[0], answer[1]))
 
         app.push_screen(LinktestDialog(marked if len(marked) >= 2 else known, known), chosen)
+
+    @changes_machine("starts all_reduce_perf on the GPUs of the nodes chosen and loads their NICs")
+    def action_allreduce(self) -> None:
+        app = self._fleet()
+        if not app.probes.can_probe:
+            app.notify("no inventory: start the console with --inventory to run probes", severity="warning")
+            return
+        nodes = self.probe_nodes()
+        if not nodes:
+            app.notify("no node chosen", severity="warning")
+            return
+
+        def chosen(answer: tuple[str, ...] | None) -> None:
+            if answer is not None:
+                self._start(lambda: app.probes.start_allreduce(answer))
+
+        app.push_screen(AllreduceDialog(nodes, self._all_nodes()), chosen)
+
+    @changes_machine("starts alltoall_perf on the GPUs of the nodes chosen and loads every rail and spine")
+    def action_alltoall(self) -> None:
+        app = self._fleet()
+        if not app.probes.can_probe:
+            app.notify("no inventory: start the console with --inventory to run probes", severity="warning")
+            return
+        nodes = self.probe_nodes()
+        if not nodes:
+            app.notify("no node chosen", severity="warning")
+            return
+
+        def chosen(answer: tuple[str, ...] | None) -> None:
+            if answer is not None:
+                self._start(lambda: app.probes.start_alltoall(answer))
+
+        app.push_screen(AlltoallDialog(nodes, self._all_nodes()), chosen)

@@ -38,8 +38,13 @@ def probe_summary(record: ProbeRecord) -> str:
     """One probe's numbers in a line, units included."""
     r = record.result
     if record.kind == "linktest":  # not ok: something was found; the numbers say what
+        suspects, unreachable = len(r.get("suspects", [])), len(r.get("unreachable", {}))
         return (f"{r.get('probes')} probes in {r.get('seconds')} s, {len(r.get('bad_pairs', []))} bad pairs, "
-                f"{len(r.get('suspects', []))} suspects, {len(r.get('unreachable', {}))} unreachable")
+                f"{suspects} suspect{'' if suspects == 1 else 's'}, {unreachable} unreachable")
+    if record.kind == "acceptance":
+        checks = r.get("checks", [])
+        failed = sum(1 for c in checks if not c.get("passed"))
+        return f"{r.get('title', 'acceptance')}: {len(checks) - failed} of {len(checks)} checks pass"
     if not record.ok:
         return str(r.get("error", "failed"))
     if record.kind == "lat":
@@ -144,20 +149,19 @@ class ProbesScreen(ProbeKeys, FleetScreenBase):
             f"link test {format_moment(self.linktest.ts)}: "
             f"{r.get('probes')} probes, {len(r.get('nodes', []))} nodes, rails "
             f"{','.join(str(m.get('rail')) for m in matrices)} (r: next rail), {r.get('seconds')} s; "
+            f"{len(r.get('suspects', []))} suspect(s); "
             f"unreachable: {', '.join(sorted(r.get('unreachable', {}))) or 'none'}"))
         self.query_one(PairMatrix).show(matrices[self.rail_index])
-        self._fill_suspects(list(r.get("suspects", [])) + [
-            {"kind": "nic", "part": f"{p.get('node')}:{p.get('nic')}", "node": p.get("node", ""),
-             "reason": "; ".join(p.get("problems", []))}
-            for p in r.get("nic_problems", [])])
+        self._fill_suspects(list(r.get("suspects", [])))  # the probes' and the local checks': the count above
 
     def _fill_suspects(self, suspects: list[dict[str, Any]]) -> None:
         table = self.query_one("#suspects", DataTable)
         table.clear()
         for index, s in enumerate(suspects):
             counts = f"{s.get('bad')}/{s.get('total')}" if s.get("total") else ""
+            source = "local checks: " if s.get("source") == "local checks" else ""
             table.add_row(Text(str(s.get("kind", ""))), Text(str(s.get("part", ""))), Text(counts),
-                          Text(str(s.get("reason", ""))), key=f"{index}:{s.get('node', '')}")
+                          Text(f"{source}{s.get('reason', '')}"), key=f"{index}:{s.get('node', '')}")
 
     def _draw_history(self, history: tuple[ProbeRecord, ...]) -> None:
         if history == self._history:

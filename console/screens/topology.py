@@ -144,6 +144,9 @@ class TopologyScreen(FleetScreenBase):
         bars = Text(balance_bars([u.util_pct for u in balance.uplinks]))
         if balance.flagged:
             return bars, Text(f"{balance.imbalance:.2f} FLAG", style=f"bold {v.get('health-down', '')}".strip())
+        if balance.warning:  # a collision or an uneven group: a warning at any load
+            return bars, Text(f"{balance.imbalance:.2f} {balance.state[:4].upper()}",
+                              style=f"bold {v.get('health-degraded', '')}".strip())
         return bars, Text(f"{balance.imbalance:.2f}", style=v.get("health-degraded", "") if balance.imbalanced_now
                           else "")
 

@@ -1,4 +1,4 @@
-"""The top line of every screen: where you are, LIVE or the replayed time, READ-ONLY."""
+"""The top line of every screen: where you are, LIVE or the replayed time, READ-ONLY, STORE FAILING."""
 
 from __future__ import annotations
 
@@ -15,7 +15,9 @@ class FleetHeader(Static):
     FleetHeader { height: 1; background: $panel; color: $foreground; }
     """
 
-    def show(self, title: str, moment_ts: float | None, live: bool, read_only: bool) -> None:
+    def show(self, title: str, moment_ts: float | None, live: bool, read_only: bool,
+             store_failing: str = "") -> None:
+        """``store_failing``: why the history cannot be written (one line), "" while it can."""
         variables = self.app.theme_variables
         line = Text()
         line.append(" fleet ", style=f"bold {variables.get('primary', '')}")
@@ -30,4 +32,8 @@ class FleetHeader(Static):
         if read_only:
             line.append("  ")
             line.append(" READ-ONLY ", style=f"bold reverse {variables.get('warning', '')}")
+        if store_failing:
+            line.append("  ")
+            line.append(" STORE FAILING ", style=f"bold reverse {variables.get('error', '')}")
+            line.append(Text(f" {store_failing}", style=variables.get("error", "")))  # text, never markup
         self.update(line)

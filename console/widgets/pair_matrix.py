@@ -15,8 +15,11 @@ from typing import Any
 from rich.text import Text
 from textual.widgets import Static
 
+from fleet.fabric.localize import cell_reference
+
 SLOW_FACTOR = 1.5
-"""A cell above 1.5x the rail's reference p99 is drawn as slow (below the outlier rule of
+"""A cell above 1.5x its reference p99 (its rail's, for its path class: same leaf or through a spine) is
+drawn as slow (below the outlier rule of
 ``fleet.fabric.localize``, so a pair drifting towards a problem shows before it is flagged)."""
 NUMBERS_UP_TO_NODES = 16
 """Up to this many nodes a cell shows its p99 in usec; larger matrices draw one block per pair."""
@@ -49,8 +52,7 @@ def render_matrix(matrix: Mapping[str, Any], v: Mapping[str, str]) -> Text:
     width = 6 if numbers else 2
     label = max((len(n) for n in nodes), default=4) + 4
     out = Text()
-    out.append(f"rail {matrix.get('rail')} ({matrix.get('nic', '')}), p99 usec; reference "
-               f"{reference:.2f} usec\n" if reference else f"rail {matrix.get('rail')} ({matrix.get('nic', '')})\n")
+    out.append(f"rail {matrix.get('rail')} ({matrix.get('nic', '')}), p99 usec; {_reference_words(reference)}\n")
     out.append(" " * label)
     for j in range(len(nodes)):
         out.append(f"{j + 1:>{width}}" if numbers else f"{(j + 1) % 100:>2}"[-2:])
@@ -60,7 +62,8 @@ def render_matrix(matrix: Mapping[str, Any], v: Mapping[str, str]) -> Text:
         out.append(Text(src.ljust(label - 3)[: label - 3]))
         for j, dst in enumerate(nodes):
             value = cells[i][j] if i < len(cells) and j < len(cells[i]) else None
-            kind = "none" if i == j else cell_class(value, reference, (src, dst) in flagged or (dst, src) in flagged)
+            kind = "none" if i == j else cell_class(value, cell_reference(matrix, i, j),
+                                                    (src, dst) in flagged or (dst, src) in flagged)
             if numbers:
                 mark = "×" if kind == "bad" else ""
                 shown = "·" if i == j else mark + (f"{value:.1f}" if value is not None else ("" if mark else "-"))
@@ -69,10 +72,21 @@ def render_matrix(matrix: Mapping[str, Any], v: Mapping[str, str]) -> Text:
                 out.append({"ok": " ■", "slow": " ▲", "bad": " ×", "none": " ·"}[kind], style=styles[kind])
         out.append("\n")
     out.append("■ ok   ", style=styles["ok"])
-    out.append(f"▲ slow (> {SLOW_FACTOR:g}x reference)   ", style=styles["slow"])
+    out.append(f"▲ slow (> {SLOW_FACTOR:g}x the reference of its path)   ", style=styles["slow"])
     out.append("× outlier or failed   ", style=styles["bad"])
     out.append("· not measured", style=styles["none"])
     return out
+
+
+def _reference_words(reference: object) -> str:
+    """``reference 1.62 usec within a leaf, 2.71 through a spine`` (one per rail for older link tests)."""
+    if isinstance(reference, int | float):
+        return f"reference {reference:.2f} usec"
+    if isinstance(reference, Mapping) and reference:
+        names = {"leaf": "within a leaf", "spine": "through a spine", "unknown": "leaves unknown"}
+        return "reference " + ", ".join(f"{float(value):.2f} usec {names.get(str(cls), str(cls))}"
+                                        for cls, value in reference.items())
+    return "no reference"
 
 
 class PairMatrix(Static):

@@ -1,8 +1,9 @@
 """One small plot widget: a few series over time, drawn by plotext straight into Text.
 
 plotext 6 builds an ANSI string; ``Text.from_ansi`` turns it into a renderable.
-The figure is redrawn only when the data or the widget size changes
-(measurements: docs/benchmarks.md, "## UI").
+The figure is redrawn only when the data or the widget size changes: a 60x12
+figure of two series costs ~4 ms at 60 points a series and ~86 ms at 3,600 on a
+2-core machine, so series are also thinned before drawing (``console/node_history.py``).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from rich.text import Text
 from textual.widgets import Static
 
-from fleet.fabric.ecmp import LeafBalance
+from fleet.fabric.ecmp import COLLISION, IDLE, NO_DATA, SQUEEZED, UNEVEN, LeafBalance
 
 BAR_CELLS = 24
 
@@ -29,16 +29,22 @@ def balance_text(balance: LeafBalance | None, title: str, theme_variables: Mappi
         text.append("no uplink throughput in the store for this window\n")
         return text
     hot = theme_variables.get("health-degraded", "")
-    for uplink in balance.uplinks:
-        is_hot = uplink.port == balance.hot_port and balance.imbalanced_now
+    flows = balance.flows if len(balance.flows) == len(balance.uplinks) else ()
+    for index, uplink in enumerate(balance.uplinks):
+        is_hot = uplink.port == balance.hot_port and (balance.imbalanced_now or balance.warning)
         text.append(f"{uplink.spine:>10} {uplink.port:<8} ")
         text.append(bar(uplink.util_pct), style=hot if is_hot else "")
-        text.append(f" {uplink.util_pct:5.1f} %  {uplink.tx_gbps:6.1f} Gb/s\n")
-    mark = "FLAGGED" if balance.flagged else "imbalanced, not yet sustained" if balance.imbalanced_now else "balanced"
-    style = theme_variables.get("health-down" if balance.flagged else "health-ok" if not balance.imbalanced_now
-                                else "health-degraded", "")
+        text.append(f" {uplink.util_pct:5.1f} %  {uplink.tx_gbps:6.1f} Gb/s")
+        text.append(f"  ~{flows[index]} flows\n" if flows else "\n")
+    mark, level = {
+        SQUEEZED: ("FLAGGED: squeezed", "health-down"), COLLISION: ("COLLISION", "health-degraded"),
+        UNEVEN: ("UNEVEN", "health-degraded"), IDLE: ("idle", "health-unknown"), NO_DATA: ("no data", "health-unknown"),
+    }.get(balance.state, ("imbalanced, not yet sustained" if balance.imbalanced_now else "balanced", "health-ok"))
+    style = theme_variables.get(level, "")
     text.append(f"max/mean {balance.imbalance:.2f}  spread {balance.spread_gbps:.1f} Gb/s  ")
     text.append(mark, style=f"bold {style}".strip())
+    if balance.collision_rate is not None:
+        text.append(f"  {balance.collision_words()}")
     if balance.reason:
         text.append(f"  ({balance.reason})")
     if balance.jobs:

@@ -1,6 +1,7 @@
-"""Congestion control and load spreading: pfc_storm, ecn_not_working, ecmp_imbalance.
+"""Congestion control and load spreading: pfc_storm, ecn_not_working, nic_rx_discards, ecmp_imbalance.
 
-DOMAIN.md: a NIC that sends pause frames non-stop (a stuck receiver) freezes
+docs/domain.md, "PFC pause and pause storms" and "ECN, CNP and DCQCN": a NIC
+that sends pause frames non-stop (a stuck receiver) freezes
 its leaf port and, through the leaf's shared buffer, its neighbours; DCQCN
 works when ECN-marked packets are answered by CNPs and senders act on them.
 Marks without CNPs, CNPs ignored, or pauses rising while CNPs stay at zero
@@ -15,28 +16,55 @@ from fleet.fabric.ecmp import UplinkSeries, assess_leaf
 from fleet.fabric.events import Finding, Severity
 from fleet.fabric.rules.context import Context, rounded
 
+STORM_EVENTS = ("tx_pause_storm_warning_events", "tx_pause_storm_error_events")
+
 
 def rules(ctx: Context) -> list[Finding]:
     storms = _storms(ctx)
     ctx.flagged_nics |= {(f.node, f.nic) for f in storms}
     storm_leaves = {f.switch for f in storms if f.switch}
-    found = storms + _ecn(ctx, storm_leaves) + _ecmp(ctx)
+    found = storms + _ecn(ctx, storm_leaves) + _discards(ctx) + _ecmp(ctx)
     return found
 
 
+def _paused_share(ctx: Context, node: str, nic: str, port: str, recent: bool) -> float | None:
+    """Share of the span the NIC held its link partner paused: ``tx_prio3_pause_duration`` is microseconds
+    of XOFF sent (mlx5 counters.rst, priority port counters)."""
+    paused = ctx.delta(node, "tx_prio3_pause_duration", nic, port, recent=recent)
+    seconds = ctx.seconds(node, "tx_prio3_pause_duration", nic, port, recent=recent)
+    return None if paused is None or seconds <= 0 else min(1.0, paused / 1e6 / seconds)
+
+
 def _storms(ctx: Context) -> list[Finding]:
+    """A NIC that keeps its leaf port paused: by the time it held XOFF (the pause *duration*), its
+    watchdog's storm events in the window, or, where durations are not collected, its pause frame rate.
+
+    After the watchdog's error event the NIC stops sending pause frames and drops instead (mlx5
+    counters.rst: "on the period where pause frames were disabled, drop could have been occurred"): a
+    NIC whose watchdog has fired and that drops in the window is a storm still on. The drops are the
+    window's evidence; the watchdog's counter only names their cause.
+    """
+    t = ctx.t
     found = []
     for node, nic, port in ctx.nic_ports():
-        tx_pause = ctx.rate_or_gauge(node, "tx_prio3_pause", "tx_pause_per_s", nic, port) or 0.0
-        warnings = ctx.value(node, "tx_pause_storm_warning_events", nic, port) or 0.0
-        errors = ctx.value(node, "tx_pause_storm_error_events", nic, port) or 0.0
-        if tx_pause < ctx.t.storm_tx_pause_per_s and not warnings and not errors:
+        shares = [s for s in (_paused_share(ctx, node, nic, port, r) for r in ctx.spans) if s is not None]
+        share = max(shares, default=None)
+        frames = max((ctx.rate_or_gauge(node, "tx_prio3_pause", "tx_pause_per_s", nic, port, recent=r) or 0.0)
+                     for r in ctx.spans)
+        events = {m: ctx.delta(node, m, nic, port) or 0.0 for m in STORM_EVENTS}
+        discards = ctx.delta(node, "rx_discards_phy", nic, port) or 0.0
+        watchdog_off = (ctx.value(node, "tx_pause_storm_error_events", nic, port) or 0.0) > 0 and (
+            discards >= t.rx_discards_in_window)
+        storming = (share is not None and share >= t.storm_paused_share) or (
+            share is None and frames >= t.storm_tx_pause_per_s)
+        if not (storming or any(events.values()) or watchdog_off):
             continue
         found.append(ctx.nic_finding(
             "pfc_storm", Severity.CRITICAL, node, nic,
-            {"tx_pause_per_s": rounded(tx_pause), "storm_tx_pause_per_s": ctx.t.storm_tx_pause_per_s,
-             "storm_warning_events": warnings, "storm_error_events": errors,
-             "rx_discards_in_window": ctx.delta(node, "rx_discards_phy", nic, port)},
+            {"tx_paused_share": rounded(share), "storm_paused_share": t.storm_paused_share,
+             "tx_pause_per_s": rounded(frames), "storm_warning_events_in_window": events[STORM_EVENTS[0]],
+             "storm_error_events_in_window": events[STORM_EVENTS[1]],
+             "pause_disabled_by_watchdog": watchdog_off and not storming, "rx_discards_in_window": discards},
             "The NIC pauses its leaf port without end: usually a stuck receiver (hung host, PCIe trouble, a "
             "dead process holding buffers). Check dmesg and the NIC's discards, drain the node, keep the "
             "leaf's PFC watchdog on so one NIC cannot freeze its neighbours."))
@@ -50,27 +78,23 @@ def _ecn(ctx: Context, storm_leaves: set[str]) -> list[Finding]:
     for node, nic, port in ctx.nic_ports():
         if (node, nic) in ctx.flagged_nics:
             continue
-        marked = ctx.rate_or_gauge(node, "np_ecn_marked_roce_packets", "ecn_marked_per_s", nic, port) or 0.0
-        sent = ctx.rate_or_gauge(node, "np_cnp_sent", "cnp_sent_per_s", nic, port) or 0.0
-        handled = ctx.rate_or_gauge(node, "rp_cnp_handled", "cnp_handled_per_s", nic, port) or 0.0
-        ignored = ctx.rate(node, "rp_cnp_ignored", nic, port) or 0.0
-        paused = ctx.rate_or_gauge(node, "rx_prio3_pause", "rx_pause_per_s", nic, port) or 0.0
-        evidence = {"ecn_marked_per_s": rounded(marked), "cnp_sent_per_s": rounded(sent),
-                    "cnp_handled_per_s": rounded(handled), "cnp_ignored_per_s": rounded(ignored),
-                    "rx_pause_per_s": rounded(paused)}
-        np_off = marked >= t.ecn_marked_min_per_s and sent < t.cnp_to_mark_min_ratio * marked
-        rp_off = ignored >= t.cnp_ignored_min_per_s
-        if np_off or rp_off:
-            side = "answers no ECN mark with a CNP" if np_off else "ignores the CNPs it receives"
+        for recent in ctx.spans:
+            verdict = _ecn_verdict(ctx, node, nic, port, recent)
+            if verdict is not None:
+                break
+        if verdict is None:
+            continue
+        side, evidence = verdict
+        if side:
             found.append(ctx.nic_finding(
                 "ecn_not_working", Severity.WARNING, node, nic, evidence,
                 f"The NIC {side}: DCQCN is off on it. Check `mlnx_qos`/`cma_roce_tos` and the "
                 "roce_np/roce_rp enable flags (sysfs ecn/roce_np/enable/3, ecn/roce_rp/enable/3) and push "
                 "the fleet's flow-control template."))
-        elif paused >= t.pause_without_cnp_per_s and sent + handled < t.cnp_idle_per_s and marked < t.cnp_idle_per_s:
+        else:
             leaf, _ = ctx.switch_end(node, nic)
             if leaf and leaf not in storm_leaves:
-                quiet_by_leaf[leaf].append((node, nic, paused))
+                quiet_by_leaf[leaf].append((node, nic, float(evidence["rx_pause_per_s"] or 0.0)))
     for leaf, nics in sorted(quiet_by_leaf.items()):
         if len(nics) < t.ecn_switch_min_nics:
             continue
@@ -81,6 +105,49 @@ def _ecn(ctx: Context, storm_leaves: set[str]) -> list[Finding]:
                       "sw_ecn_marked_per_s": rounded(_switch_marks(ctx, leaf))},
             next_step="NICs behind this leaf are paused while no ECN mark or CNP flows: the leaf does not "
                       "ECN-mark the RoCE queue. Check its WRED/ECN profile on the RoCE traffic class."))
+    return found
+
+
+def _ecn_verdict(ctx: Context, node: str, nic: str, port: str,
+                 recent: bool) -> tuple[str, dict[str, float | None]] | None:
+    """("answers no ECN mark..." | "ignores the CNPs..." | "" for paused without any mark or CNP, evidence),
+    or None when DCQCN looks at work over the span."""
+    t = ctx.t
+    marked = ctx.rate_or_gauge(node, "np_ecn_marked_roce_packets", "ecn_marked_per_s", nic, port, recent=recent) or 0.0
+    sent = ctx.rate_or_gauge(node, "np_cnp_sent", "cnp_sent_per_s", nic, port, recent=recent) or 0.0
+    handled = ctx.rate_or_gauge(node, "rp_cnp_handled", "cnp_handled_per_s", nic, port, recent=recent) or 0.0
+    ignored = ctx.rate(node, "rp_cnp_ignored", nic, port, recent=recent) or 0.0
+    paused = ctx.rate_or_gauge(node, "rx_prio3_pause", "rx_pause_per_s", nic, port, recent=recent) or 0.0
+    evidence: dict[str, float | None] = {
+        "ecn_marked_per_s": rounded(marked), "cnp_sent_per_s": rounded(sent), "cnp_handled_per_s": rounded(handled),
+        "cnp_ignored_per_s": rounded(ignored), "rx_pause_per_s": rounded(paused)}
+    if marked >= t.ecn_marked_min_per_s and sent < t.cnp_to_mark_min_ratio * marked:
+        return "answers no ECN mark with a CNP", evidence
+    if ignored >= t.cnp_ignored_min_per_s:
+        return "ignores the CNPs it receives", evidence
+    if paused >= t.pause_without_cnp_per_s and sent + handled < t.cnp_idle_per_s and marked < t.cnp_idle_per_s:
+        return "", evidence
+    return None
+
+
+def _discards(ctx: Context) -> list[Finding]:
+    """Ethernet drops at the NIC's receiver (``rx_discards_phy``, no buffer), on a NIC no earlier rule
+    explained: on RoCE's lossless priority PFC should have paused the sender instead."""
+    found = []
+    for node, nic, port in ctx.nic_ports():
+        if (node, nic) in ctx.flagged_nics:
+            continue
+        discards = ctx.delta(node, "rx_discards_phy", nic, port) or 0.0
+        if discards < ctx.t.rx_discards_in_window:
+            continue
+        found.append(ctx.nic_finding(
+            "nic_rx_discards", Severity.WARNING, node, nic,
+            {"rx_discards_in_window": discards,
+             "rx_prio3_discards_in_window": ctx.delta(node, "rx_prio3_discards", nic, port),
+             "rx_out_of_buffer_in_window": ctx.delta(node, "out_of_buffer", nic, port)},
+            "The NIC dropped received packets for lack of buffer: check that PFC is enabled on the RoCE "
+            "priority at both ends (`mlnx_qos -i <if>`, the leaf's PFC config) and that the host drains the "
+            "NIC (PCIe errors, CPU/IRQ saturation)."))
     return found
 
 

@@ -6,6 +6,13 @@ Deltas and rates come from the first and the last value of each series in the
 window, never from one sample, so a single late or missing sample does not
 make or hide a finding. A counter that went down was reset (driver reload):
 the delta is then its new value (fabric.rates does the same).
+
+Two spans are judged: the whole window, and its newest part (``recent``, the
+last ``recent_s`` seconds). A ratio over the whole window is diluted by the
+healthy seconds before a fault started (marks answered by CNPs for 25 s of a
+30 s window hide 5 s without any); the newest part shows the onset within
+seconds, the whole window keeps the evidence until the fault has been over for
+a window. A rule fires when either span shows its pattern.
 """
 
 from __future__ import annotations
@@ -14,7 +21,7 @@ import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from fleet.fabric.events import Event, Finding, Severity
 from fleet.fabric.records import HostStatus, JobRecord, PortRecord, ProbeRecord
@@ -38,12 +45,23 @@ class Reading:
     value: float
 
 
+class Moment(NamedTuple):
+    """Some series as they were at ``ts`` (unix seconds): one of the ``history`` moments."""
+
+    ts: float
+    readings: Mapping[SeriesId, Reading]
+
+
 @dataclass(frozen=True, slots=True)
 class DiagnosisInput:
     """The fleet over ``[start_ts, end_ts]`` (unix seconds).
 
     ``latest``: newest value of each series; ``first``: its earliest value in
-    the window (or the last before it). ``uplink_tx_gbps``: transmit
+    the window (or the last before it); ``recent``: its value ``recent_s``
+    before the end (the newest part of the window, see the module doc);
+    ``history``: a few earlier moments (oldest first) of the counters that need
+    more than a window to be classed (link downs: one or a pattern) or to be
+    compared with their own past (job throughput). ``uplink_tx_gbps``: transmit
     throughput series ``(ts, gbps)`` of the leaf uplinks, keyed (leaf, port).
     ``baseline_probes``: probes before the window, to compare latencies with.
     """
@@ -64,6 +82,9 @@ class DiagnosisInput:
     jobs: Sequence[JobRecord] = ()
     uplink_tx_gbps: Mapping[tuple[str, str], tuple[tuple[float, ...], tuple[float, ...]]] = field(
         default_factory=dict)
+    recent: Mapping[SeriesId, Reading] = field(default_factory=dict)
+    recent_s: float = 0.0
+    history: Sequence[Moment] = ()
 
 
 class Context:
@@ -86,6 +107,8 @@ class Context:
             self.peer_of[link.a], self.peer_of[link.b] = link.b, link.a
         self._nic_ports = sorted(self._by_metric.get("port_state", {}))
         self._jobs_behind: dict[str, list[str]] | None = None
+        self.history_s = round(data.end_ts - data.history[0].ts, 1) if data.history else 0.0
+        """How far back the oldest ``history`` moment lies, seconds (0: no history read)."""
         self.flagged_nics: set[tuple[str, str]] = set()
         """NICs an earlier rule already explained (link, optics, storm...): later rules look past them."""
 
@@ -99,27 +122,56 @@ class Context:
         reading = self._by_metric.get(metric, {}).get((host, device, port))
         return reading.value if reading is not None else None
 
-    def delta(self, host: str, metric: str, device: str = "", port: str = "") -> float | None:
-        """Increase over the window; a counter that went down was reset, its new value is the increase."""
+    @property
+    def spans(self) -> tuple[bool, ...]:
+        """The spans to judge, ``recent`` flags: the whole window, then its newest part when read."""
+        return (False, True) if self.data.recent else (False,)
+
+    def _start(self, key: SeriesId, recent: bool) -> Reading | None:
+        if recent:
+            reading = self.data.recent.get(key)
+            if reading is not None:
+                return reading
+        return self.data.first.get(key)
+
+    def delta(self, host: str, metric: str, device: str = "", port: str = "", *, recent: bool = False) -> float | None:
+        """Increase over the window (``recent``: over its newest part); a counter that went down was reset,
+        its new value is the increase."""
         key = (host, metric, device, port)
-        last, first = self.data.latest.get(key), self.data.first.get(key)
+        last, first = self.data.latest.get(key), self._start(key, recent)
         if last is None or first is None:
             return None
         return last.value - first.value if last.value >= first.value else last.value
 
-    def rate(self, host: str, metric: str, device: str = "", port: str = "") -> float | None:
-        """Increase per second over the window; None without two readings apart in time."""
+    def rate(self, host: str, metric: str, device: str = "", port: str = "", *, recent: bool = False) -> float | None:
+        """Increase per second over the window (or its newest part); None without two readings apart in time."""
         key = (host, metric, device, port)
-        last, first = self.data.latest.get(key), self.data.first.get(key)
+        last, first = self.data.latest.get(key), self._start(key, recent)
         if last is None or first is None or last.ts <= first.ts:
             return None
-        increase = self.delta(host, metric, device, port)
+        increase = self.delta(host, metric, device, port, recent=recent)
         return None if increase is None else increase / (last.ts - first.ts)
 
-    def rate_or_gauge(self, host: str, counter: str, gauge: str, device: str, port: str = "1") -> float | None:
-        """The counter's rate over the window, else the collector's own rate gauge."""
-        rate = self.rate(host, counter, device, port)
+    def seconds(self, host: str, metric: str, device: str = "", port: str = "", *, recent: bool = False) -> float:
+        """Seconds the delta of a series spans (0 without two readings)."""
+        key = (host, metric, device, port)
+        last, first = self.data.latest.get(key), self._start(key, recent)
+        return max(0.0, last.ts - first.ts) if last is not None and first is not None else 0.0
+
+    def rate_or_gauge(self, host: str, counter: str, gauge: str, device: str, port: str = "1", *,
+                      recent: bool = False) -> float | None:
+        """The counter's rate over the window (or its newest part), else the collector's own rate gauge."""
+        rate = self.rate(host, counter, device, port, recent=recent)
         return rate if rate is not None else self.value(host, gauge, device, port)
+
+    def history_delta(self, host: str, metric: str, device: str = "", port: str = "") -> float | None:
+        """Increase from the oldest ``history`` moment to now: the longer memory some rules class by."""
+        key = (host, metric, device, port)
+        last = self.data.latest.get(key)
+        oldest = next((h.readings[key] for h in self.data.history if key in h.readings), None)
+        if last is None or oldest is None:
+            return None
+        return last.value - oldest.value if last.value >= oldest.value else last.value
 
     def nic_ports(self) -> list[tuple[str, str, str]]:
         """Every (node, device, port) that reported a port state, sorted."""
@@ -155,11 +207,11 @@ class Context:
         return (planned.switch, planned.port) if planned else ("", "")
 
     def nic_finding(self, kind: str, severity: Severity, node: str, nic: str, evidence: Mapping[str, Any],
-                    next_step: str) -> Finding:
+                    next_step: str, basis: str = "window") -> Finding:
         """A finding on a NIC and its cable: the switch end is named too, and the node's job."""
         switch, port = self.switch_end(node, nic)
         return Finding(kind, severity, node=node, nic=nic, switch=switch, port=port,
-                       job=self.job_of.get(node, ""), evidence=dict(evidence), next_step=next_step)
+                       job=self.job_of.get(node, ""), evidence=dict(evidence), next_step=next_step, basis=basis)
 
 
 def median(values: Iterable[float]) -> float | None:

@@ -1,4 +1,4 @@
-"""Hosts the collector cannot read: node_unreachable, node_unresponsive, node_slow.
+"""Hosts the collector cannot read: node_unreachable, node_unresponsive, host_unreadable, node_slow.
 
 The collector's own states (fabric.states) are the evidence. A host that was
 slow at any time in the window counts, because a streaming agent is only
@@ -33,16 +33,22 @@ def rules(ctx: Context) -> list[Finding]:
             found.append(_host_finding(ctx, "node_unresponsive", Severity.CRITICAL, host, status,
                                        "It accepts connections but does not answer: look at its console "
                                        "(BMC/serial) for a kernel hang or D-state processes; drain it."))
+        elif status.state is HostState.UNPARSABLE:
+            found.append(_host_finding(ctx, "host_unreadable", Severity.WARNING, host, status,
+                                       "It answers, but what it printed cannot be read (the reason names "
+                                       "the command): run that command on it by hand; a broken or "
+                                       "upgraded tool is the usual cause. Until then its state is unknown."))
     return found + _slow(ctx)
 
 
 def _host_finding(ctx: Context, kind: str, severity: Severity, host: str, status: HostStatus, step: str,
-                  extra: dict[str, object] | None = None) -> Finding:
+                  extra: dict[str, object] | None = None, basis: str = "state") -> Finding:
     evidence: dict[str, object] = {"state": status.state.value, "since_unix_s": round(status.since, 3),
                                    "reason": status.reason, **(extra or {})}
     if ctx.role(host) in ("leaf", "spine"):
-        return Finding(kind, severity, switch=host, evidence=evidence, next_step=step)
-    return Finding(kind, severity, node=host, job=ctx.job_of.get(host, ""), evidence=evidence, next_step=step)
+        return Finding(kind, severity, switch=host, evidence=evidence, next_step=step, basis=basis)
+    return Finding(kind, severity, node=host, job=ctx.job_of.get(host, ""), evidence=evidence, next_step=step,
+                   basis=basis)
 
 
 def _slow(ctx: Context) -> list[Finding]:
@@ -60,6 +66,8 @@ def _slow(ctx: Context) -> list[Finding]:
             answer_s[status.host] = seconds
             slow[status.host] = status
     for host, status in ctx.data.statuses.items():
+        if status.state is HostState.SLOW and ctx.data.end_ts - status.since >= ctx.t.slow_held_s:
+            times[host] += 1  # slow all along since its one state change: as good as slow again
         if status.state.is_failure:
             slow.pop(host, None)  # worse than slow: reported as such
     # Nodes only: switch CLIs (NVUE, SONiC show) and Slurm take seconds by design, so a slow answer from
@@ -73,7 +81,7 @@ def _slow(ctx: Context) -> list[Finding]:
                                        "pressure and the management link; a slow node delays every "
                                        "collective of its job.",
                                        {"answer_s": answer_s.get(host) or None,
-                                        "slow_times_in_window": times[host]}))
+                                        "slow_times_in_window": times[host]}, basis="window"))
     return found
 
 

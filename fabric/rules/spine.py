@@ -2,18 +2,25 @@
 
 1. The spine's own drop counters, when it counts them: drops concentrated on
    one spine's ports.
-2. Silent loss (a bad line card drops without counting): each receiving NIC
-   counts the packets that never came (``out_of_sequence``). Summed per leaf,
-   they follow the traffic each spine sent to that leaf if one spine loses a
-   fixed share of what crosses it: ``lost[leaf] = ratio x packets(spine -> leaf)``.
-   ECMP spreads the leaves' traffic unevenly over the spines, so only the bad
-   spine's traffic pattern fits the loss pattern. The spine whose one-number
-   fit explains most of the loss, clearly better than any other spine, is
-   named, with the loss ratio the fit gives.
+2. Silent loss (a bad line card drops without counting): RoCE's reliable
+   connections retransmit go-back-N, and each loss costs the *sender* one NAK
+   sequence error (``packet_seq_err``, the receiver's NAK) or, when the lost
+   packet was the last in flight, one ACK timeout (``local_ack_timeout_err``).
+   The receiver's ``out_of_sequence`` counts every packet that arrived behind
+   the gap (a window's worth per loss), so it measures loss times the
+   in-flight window, not lost packets. Summed per leaf, the senders' loss
+   events follow the traffic that leaf sent through each spine if one spine
+   loses a fixed share of what crosses it:
+   ``lost[leaf] = ratio x packets(leaf -> spine)``. ECMP spreads the leaves'
+   traffic unevenly over the spines, so only the bad spine's traffic pattern
+   fits the loss pattern. The spine whose one-number fit explains most of the
+   loss, clearly better than any other spine, is named, with the loss ratio
+   the fit gives.
 3. A link test that localized bad probes to one spine (fabric.localize).
 
 NICs an earlier rule already explained (a storm, a bad cable) are left out of
-2: their loss has its own cause.
+2, and so are the senders on the same rail of their jobs (NCCL's rings stay on
+their rail): their loss has its own cause.
 """
 
 from __future__ import annotations
@@ -60,11 +67,15 @@ def _counted_drops(ctx: Context) -> list[Finding]:
     return found
 
 
+LOSS_EVENT_COUNTERS = ("packet_seq_err", "local_ack_timeout_err", "implied_nak_seq_err")
+"""A sender's counters of retransmission episodes: under go-back-N one per lost packet."""
+
+
 def _silent_loss(ctx: Context) -> list[Finding]:
     lost, lost_total = _lost_per_leaf(ctx)
     if lost_total < ctx.t.spine_lost_packets_min:
         return []
-    sent = _packets_spine_to_leaf(ctx)
+    sent = _packets_leaf_to_spine(ctx)
     spines = sorted({spine for spine, _ in sent})
     leaves = sorted({leaf for _, leaf in sent} | set(lost))
     if len(spines) < 2 or len(leaves) < 2:
@@ -92,38 +103,47 @@ def _silent_loss(ctx: Context) -> list[Finding]:
         evidence={"estimated_loss_ratio": rounded(ratio), "explained_share": round(1.0 - unexplained, 3),
                   "runner_up_explained_share": round(1.0 - runner_up, 3),
                   "lost_packets_in_window": lost_total, "lost_packets_per_s": rounded(sum(y)),
+                  "out_of_sequence_in_window": _out_of_sequence(ctx),
                   "leaves_with_loss": sum(1 for v in y if v > 0)},
         next_step=_next_step(spine))]
 
 
 def _lost_per_leaf(ctx: Context) -> tuple[Mapping[str, float], float]:
-    """Packets lost per second at each leaf's receivers, and the packets lost over the window in all.
+    """Packets lost per second for the senders behind each leaf, and the packets lost over the window in all.
 
     Rates, not increases: node and switch counters are read at different moments and over different
     spans, and only per-second figures compare across them.
     """
     lost: dict[str, float] = defaultdict(float)
     total = 0.0
-    for node, nic, port in ctx.each("out_of_sequence"):
-        if (node, nic) in ctx.flagged_nics:
-            continue
+    senders = {(node, nic, port) for metric in LOSS_EVENT_COUNTERS for node, nic, port in ctx.each(metric)}
+    troubled_rails = {(ctx.job_of[node], nic) for node, nic in ctx.flagged_nics if node in ctx.job_of}
+    for node, nic, port in sorted(senders):
+        if (node, nic) in ctx.flagged_nics or (ctx.job_of.get(node, ""), nic) in troubled_rails:
+            continue  # NCCL's rings stay on their rail: this sender loses what a broken peer on it drops
         leaf, _ = ctx.switch_end(node, nic)
-        per_s = ctx.rate(node, "out_of_sequence", nic, port)
+        per_s = sum(ctx.rate(node, m, nic, port) or 0.0 for m in LOSS_EVENT_COUNTERS)
         if leaf and per_s:
             lost[leaf] += per_s
-            total += ctx.delta(node, "out_of_sequence", nic, port) or 0.0
+            total += sum(ctx.delta(node, m, nic, port) or 0.0 for m in LOSS_EVENT_COUNTERS)
     return lost, total
 
 
-def _packets_spine_to_leaf(ctx: Context) -> Mapping[tuple[str, str], float]:
-    """Packets per second each spine sent each leaf over the window: the spine's transmit bytes on the port
-    facing the leaf, else the leaf's receive bytes on its port facing the spine."""
+def _out_of_sequence(ctx: Context) -> float:
+    """Packets receivers dropped behind a gap, over the window: evidence of go-back-N at work, not lost packets."""
+    return sum(ctx.delta(node, "out_of_sequence", nic, port) or 0.0
+               for node, nic, port in ctx.each("out_of_sequence") if (node, nic) not in ctx.flagged_nics)
+
+
+def _packets_leaf_to_spine(ctx: Context) -> Mapping[tuple[str, str], float]:
+    """Packets per second each leaf sent through each spine over the window, keyed (spine, leaf): the leaf's
+    transmit bytes on its uplink to the spine, else the spine's receive bytes on its port facing the leaf."""
     sent: dict[tuple[str, str], float] = defaultdict(float)
     for link in ctx.data.graph.uplinks():
         leaf, spine = link.a, link.b
-        octets = ctx.rate(spine.host, "sw_tx_bytes", spine.port)
+        octets = ctx.rate(leaf.host, "sw_tx_bytes", leaf.port)
         if octets is None:
-            octets = ctx.rate(leaf.host, "sw_rx_bytes", leaf.port)
+            octets = ctx.rate(spine.host, "sw_rx_bytes", spine.port)
         if octets:
             sent[(spine.host, leaf.host)] += octets / ctx.t.roce_mtu_bytes
     return sent

@@ -16,6 +16,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from fleet.simulator.qos_state import NodeQos
 from fleet.simulator.state import JobView, LldpNeighbor, NicView, NodeView, OpticsView, SwitchView
 
 
@@ -46,6 +47,10 @@ class LazyNode(Protocol):
 
     def rail_of(self, netdev: str) -> int | None:
         """The rail of the NIC named ``netdev`` by the OS, None when the node has none."""
+        ...
+
+    def qos(self) -> NodeQos:
+        """The node's RoCE, PCIe and driver configuration (``fleet.simulator.qos_state``)."""
         ...
 
     def optics(self, rail: int) -> OpticsView:
@@ -130,6 +135,8 @@ TOOL_MODULES: tuple[str, ...] = (
     "fleet.simulator.tools.nvue",
     "fleet.simulator.tools.sonic",
     "fleet.simulator.tools.system",
+    "fleet.simulator.tools.roce",
+    "fleet.simulator.tools.sonic_qos",
 )
 
 

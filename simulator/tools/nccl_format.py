@@ -1,7 +1,8 @@
-"""Text of nccl-tests ``all_reduce_perf``, from the timings the model gives.
+"""Text of nccl-tests ``all_reduce_perf``, ``alltoall_perf`` and ``sendrecv_perf``, from the timings the model gives.
 
 Not a registered command: the simulator core decides which ranks run where
-and how long each size takes, then calls :func:`format_all_reduce_perf`.
+and how long each size takes, then calls :func:`format_all_reduce_perf` (any
+of the three: they share nccl-tests' ``common.cu`` layout).
 
 Layout of nccl-tests 2.x ``src/common.cu`` as the fixtures show it, line for
 line: ``nccl/a3mega-2node-16xH100-all_reduce_perf-8B-8G.txt`` (16 ranks over
@@ -13,11 +14,20 @@ lines padded with trailing blanks), ``nccl/autodl-2x2080ti-pcie-all_reduce_perf-
 prints at init). Row fields: ``%12li  %12li  %8s  %6s  %6i`` then per
 out-of-place / in-place ``  %7s  %6.2f  %6.2f  %5d`` where the time string is
 ``%7.2f`` below 100 us, ``%7.1f`` below 10 ms and ``%7.0f`` above.
-Bus bandwidth = algorithm bandwidth x 2(n-1)/n for all-reduce (DOMAIN.md).
+Bus bandwidth = algorithm bandwidth x 2(n-1)/n for all-reduce, (n-1)/n for all-to-all, 1 for
+send/receive (nccl-tests doc/PERFORMANCE.md; docs/domain.md, "Probes").
+
+``alltoall_perf`` and ``sendrecv_perf`` as
+``nccl/nccl-tests-issue321-2node-h20-vm-alltoall_perf-roce-bond-rdma-plugin.txt``
+shows them: ``redop`` ``none`` (all-to-all) or ``sum`` (send/receive), root
+``-1``, the count column per peer (all-to-all: the elements each rank sends to
+one rank), the in-place ``#wrong`` ``N/A`` (neither test checks in place), and,
+with ``NCCL_DEBUG=INFO``, NCCL's own lines between the table header and the rows.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 HEADER_PLACE = (
@@ -94,7 +104,8 @@ class NcclRow:
     in_algbw_gbs: float
     in_busbw_gbs: float
     out_wrong: int = 0
-    in_wrong: int = 0
+    in_wrong: int | None = 0
+    """None: not checked (``N/A``), as all-to-all and send/receive print in place."""
 
 
 def bus_factor(n_ranks: int) -> float:
@@ -108,20 +119,29 @@ def make_row(
     out_time_usec: float,
     in_time_usec: float,
     dtype: str = "float",
+    *,
+    factor: float | None = None,
+    count: int | None = None,
+    in_checked: bool = True,
 ) -> NcclRow:
-    """Derive count, algbw and busbw from the size and the times, as nccl-tests does."""
-    factor = bus_factor(n_ranks)
+    """Derive count, algbw and busbw from the size and the times, as nccl-tests does.
+
+    ``factor``: busbw / algbw (default the all-reduce's); ``count``: the count column (default the
+    size's elements); ``in_checked`` False prints the in-place ``#wrong`` as ``N/A``.
+    """
+    factor = bus_factor(n_ranks) if factor is None else factor
     out_alg = size_bytes / out_time_usec / 1e3
     in_alg = size_bytes / in_time_usec / 1e3
     return NcclRow(
         size_bytes=size_bytes,
-        count=size_bytes // DTYPE_BYTES[dtype],
+        count=size_bytes // DTYPE_BYTES[dtype] if count is None else count,
         out_time_usec=out_time_usec,
         out_algbw_gbs=out_alg,
         out_busbw_gbs=out_alg * factor,
         in_time_usec=in_time_usec,
         in_algbw_gbs=in_alg,
         in_busbw_gbs=in_alg * factor,
+        in_wrong=0 if in_checked else None,
     )
 
 
@@ -142,7 +162,8 @@ def _pci(bus_id: str) -> str:
 def _row(row: NcclRow, params: NcclParams) -> str:
     head = f"{row.size_bytes:12d}  {row.count:12d}  {params.dtype:>8s}  {params.redop:>6s}  {params.root:6d}"
     out = f"  {_time(row.out_time_usec)}  {row.out_algbw_gbs:6.2f}  {row.out_busbw_gbs:6.2f}  {row.out_wrong:5d}"
-    inp = f"  {_time(row.in_time_usec)}  {row.in_algbw_gbs:6.2f}  {row.in_busbw_gbs:6.2f}  {row.in_wrong:5d}"
+    in_wrong = "N/A" if row.in_wrong is None else str(row.in_wrong)
+    inp = f"  {_time(row.in_time_usec)}  {row.in_algbw_gbs:6.2f}  {row.in_busbw_gbs:6.2f}  {in_wrong:>5s}"
     return head + out + inp
 
 
@@ -157,8 +178,13 @@ def _g(value: float) -> str:
     return f"{value:g}"
 
 
-def format_all_reduce_perf(params: NcclParams, rows: list[NcclRow]) -> str:
-    """Everything ``all_reduce_perf`` prints on stdout for one run."""
+def format_all_reduce_perf(params: NcclParams, rows: list[NcclRow], *, log_before: Sequence[str] = (),
+                           log_in_table: Sequence[str] = ()) -> str:
+    """Everything ``all_reduce_perf`` (or ``alltoall_perf``, ``sendrecv_perf``) prints on stdout for one run.
+
+    ``log_before``: NCCL's INFO lines printed while the communicators start (before the table);
+    ``log_in_table``: those printed as the first size runs (between the header and the rows).
+    """
     lines = [
         f"# nThread {params.n_threads} nGpus {params.n_gpus} minBytes {params.min_bytes}"
         f" maxBytes {params.max_bytes} step: {params.step_factor}(factor)"
@@ -179,9 +205,11 @@ def format_all_reduce_perf(params: NcclParams, rows: list[NcclRow]) -> str:
         ]
     if params.nccl_version is not None:
         lines.append(f"NCCL version {params.nccl_version}")
+    lines += log_before
     lines += ["#", HEADER_PLACE, HEADER_NAMES, HEADER_UNITS]
+    lines += log_in_table
     lines += [_row(r, params) for r in rows]
-    wrong = sum(r.out_wrong + r.in_wrong for r in rows)
+    wrong = sum(r.out_wrong + (r.in_wrong or 0) for r in rows)
     lines.append(f"# Out of bounds values : {wrong} {'FAILED' if wrong else 'OK'}")
     lines.append(f"# Avg bus bandwidth    : {_g(average_busbw(rows))} ")
     lines.append("#")

@@ -1,4 +1,4 @@
-"""``nvidia-smi`` as a GPU node answers it: ``--query-gpu`` CSV, ``topo -m``, ``nvlink -e``.
+"""``nvidia-smi`` as a GPU node answers it: ``--query-gpu`` CSV, ``-q``, ``topo -m``, ``nvlink -e``.
 
 Layouts followed (see tests/fixtures/SOURCES.md for provenance):
 
@@ -20,6 +20,7 @@ Layouts followed (see tests/fixtures/SOURCES.md for provenance):
   cluster README and a ModelCloud/GPTQModel issue). The node's training
   processes are the owners of its ``python3`` QPs.
 - ``-L``: ``GPU i: NAME (UUID: ...)`` lines.
+- ``-q`` / ``-q -i N``: ``fleet.simulator.tools.nvidia_smi_query`` (the 535 driver's report).
 - ``nvlink -e``: no fixture; the layout of stas00/ml-engineering
   ("How to check NVLink error counters", H100 80GB HBM3): per GPU a
   ``GPU i: NAME (UUID: ...)`` line, then for every link three lines
@@ -38,6 +39,7 @@ from dataclasses import dataclass
 
 from fleet.simulator.state import GpuView, NicView, NodeView
 from fleet.simulator.tools import ToolContext, ToolOutput, register
+from fleet.simulator.tools.nvidia_smi_query import query
 
 NO_DRIVER = (
     "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
@@ -157,32 +159,35 @@ def _socket(index: int, count: int) -> int:
     return 0 if index < max(count // 2, 1) else 1
 
 
-def _gpu_nic_link(gpu: int, nic: int, n_gpus: int, n_nics: int) -> str:
-    if gpu == nic:
+def _gpu_nic_link(gpu: int, nic: int, n_gpus: int, n_nics: int, far: frozenset[int] = frozenset()) -> str:
+    """Rail r's NIC shares rail r's GPU's PCIe switch (PIX); a NIC ``far`` from it sits on the other socket."""
+    nic_socket = _socket(nic, n_nics) ^ (nic in far)
+    if gpu == nic and nic not in far:
         return "PIX"
-    return "NODE" if _socket(gpu, n_gpus) == _socket(nic, n_nics) else "SYS"
+    return "NODE" if _socket(gpu, n_gpus) == nic_socket else "SYS"
 
 
 def _topo(node: NodeView) -> str:
     gpus: tuple[GpuView, ...] = node.gpus
     nics: tuple[NicView, ...] = node.nics
     n_g, n_n = len(gpus), len(nics)
+    far = frozenset(i for i, nic in enumerate(nics) if nic.qos is not None and nic.qos.far)
     names = [f"GPU{g.index}" for g in gpus] + [f"NIC{i}" for i in range(n_n)]
     header = "\t\x1b[4m" + "\t".join([*names, "CPU Affinity", "NUMA Affinity", "GPU NUMA ID"])
     lines = [header + "\x1b[0m"]
     for gi in range(n_g):
         cells = [" X " if gj == gi else "NV18" for gj in range(n_g)]
-        cells += [_gpu_nic_link(gi, ni, n_g, n_n) for ni in range(n_n)]
+        cells += [_gpu_nic_link(gi, ni, n_g, n_n, far) for ni in range(n_n)]
         sock = _socket(gi, n_g)
         cells += [SOCKET_CPUS[sock], str(sock), "", "N/A"]
         lines.append("\t".join([names[gi], *cells]))
     for ni in range(n_n):
-        cells = [_gpu_nic_link(gi, ni, n_g, n_n) for gi in range(n_g)]
+        cells = [_gpu_nic_link(gi, ni, n_g, n_n, far) for gi in range(n_g)]
         for nj in range(n_n):
             if nj == ni:
                 cells.append(" X ")
             else:
-                same = _socket(ni, n_n) == _socket(nj, n_n)
+                same = (_socket(ni, n_n) ^ (ni in far)) == (_socket(nj, n_n) ^ (nj in far))
                 cells.append("NODE" if same else "SYS")
         cells += ["", "", "", ""]
         lines.append("\t".join([f"NIC{ni}", *cells]))
@@ -301,6 +306,15 @@ def nvidia_smi(ctx: ToolContext, argv: list[str]) -> ToolOutput:
     if args[:1] == ["topo"]:
         if args[1:] in (["-m"], ["--matrix"]):
             return ToolOutput(_topo(node))
+        return _usage_error()
+    if args[:1] in (["-q"], ["--query"]):
+        rest = args[1:]
+        if not rest:
+            return ToolOutput(query(node, ctx.now))
+        if len(rest) == 2 and rest[0] in ("-i", "--id"):
+            chosen = _gpu_ids(rest[1], node)
+            return ToolOutput(query(node, ctx.now, chosen)) if chosen is not None else ToolOutput(
+                "No devices were found\n", "", 6)
         return _usage_error()
     if args[:1] == ["nvlink"]:
         if args[1:] in (["-e"], ["--error-counters"]):

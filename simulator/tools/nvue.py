@@ -36,7 +36,7 @@ import json
 from collections.abc import Sequence
 
 from fleet.simulator.state import SwitchPortView, SwitchView
-from fleet.simulator.tools import ToolContext, ToolOutput, register
+from fleet.simulator.tools import ToolContext, ToolOutput, nvue_qos, register
 from fleet.simulator.tools.tables import natural_key, simple_table
 
 ECMP_FIELDS: tuple[str, ...] = (
@@ -136,7 +136,7 @@ def _avg_packet_bytes(port: SwitchPortView) -> int:
 
 def show_counters(port: SwitchPortView) -> str:
     """``nv show interface <port> counters`` as text."""
-    carrier = [["carrier-transitions", str(_carrier(port)), ""]]
+    carrier = [["carrier-transitions", str(port.carrier_transitions), ""]]
     lines = simple_table(["", "operational", "applied"], carrier, right=False)
     lines += _section(
         "Detailed Counters",
@@ -205,15 +205,10 @@ def show_counters(port: SwitchPortView) -> str:
     return _lines(lines)
 
 
-def _carrier(port: SwitchPortView) -> int:
-    """Link transitions since boot: one up after boot, two more for every time it went down."""
-    return 1 if port.oper_up else 2
-
-
 def counters_json(port: SwitchPortView) -> str:
     """``nv show interface <port> counters -o json``."""
     doc = {
-        "carrier-transitions": _carrier(port),
+        "carrier-transitions": port.carrier_transitions,
         "in-bytes": port.rx_bytes,
         "in-drops": port.rx_drops,
         "in-errors": port.rx_errors,
@@ -311,6 +306,10 @@ def _show_interface(switch: SwitchView, args: list[str], as_json: bool) -> ToolO
     rest = args[1:]
     if rest == ["counters"]:
         return ToolOutput(counters_json(port) if as_json else show_counters(port))
+    if rest == ["qos", "roce", "status"] and switch.qos is not None:
+        return ToolOutput(nvue_qos.show_port_roce_status(switch.qos, port.name))
+    if rest == ["qos", "pfc-watchdog"] and switch.qos is not None:
+        return ToolOutput(nvue_qos.show_pfc_watchdog(switch.qos, port.name))
     if rest == ["lldp"]:
         return ToolOutput(show_lldp(port))
     return ToolOutput("", NOT_FOUND, 1)
@@ -334,6 +333,8 @@ def nv(ctx: ToolContext, argv: list[str]) -> ToolOutput:
             del args[i : i + 2]
     if args[:2] == ["show", "interface"]:
         return _show_interface(switch, args[2:], as_json)
+    if args == ["show", "qos", "roce"] and switch.qos is not None:
+        return ToolOutput(nvue_qos.show_qos_roce(switch.qos))
     if args == ["show", "system", "forwarding"]:
         return ToolOutput(show_forwarding(switch))
     if args == ["show", "router", "adaptive-routing"]:

@@ -143,7 +143,7 @@ def _c_hex(value: int, width: int) -> str:
 @functools.lru_cache(maxsize=4096)
 def _gid_decimal(gid: str) -> str:
     """A GID as perftest prints it. Cached: a NIC's GIDs do not change, and parsing one with
-    ``ipaddress`` was ~4% of the simulator's CPU in a link test (four per pair)."""
+    ``ipaddress`` is ~4% of the simulator's CPU in a link test (four per pair)."""
     raw = ipaddress.IPv6Address(gid).packed
     return ":".join(f"{b:02d}" for b in raw)
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from fleet.simulator.state import SwitchPortView, SwitchView
-from fleet.simulator.tools import ToolContext, ToolOutput, register
+from fleet.simulator.tools import ToolContext, ToolOutput, register, sonic_qos
 from fleet.simulator.tools.tables import natural_key, simple_table
 
 PORTSTAT_HEADER: tuple[str, ...] = (
@@ -240,6 +240,17 @@ def show(ctx: ToolContext, argv: list[str]) -> ToolOutput:
         return ToolOutput(queue_counters(switch, names))
     if args == ["lldp", "table"]:
         return ToolOutput(lldp_table(switch))
+    qos = switch.qos
+    if qos is not None and args == ["pfc", "priority"]:
+        return ToolOutput(sonic_qos.show_pfc_priority(switch, qos))
+    if qos is not None and args == ["pfcwd", "config"]:
+        return ToolOutput(sonic_qos.show_pfcwd_config(switch, qos))
+    if qos is not None and args == ["pfcwd", "stats"]:
+        return ToolOutput(sonic_qos.show_pfcwd_stats(switch, qos))
+    if qos is not None and args == ["ecn"]:
+        return ToolOutput(sonic_qos.show_ecn(qos))
+    if qos is not None and args == ["buffer", "configuration"]:
+        return ToolOutput(sonic_qos.show_buffer_configuration(qos))
     if not args:
         return ToolOutput("", USAGE, 2)
     return ToolOutput("", USAGE.rstrip("\n") + "\n\n" + UNKNOWN_COMMAND.format(args[-1]), 2)

@@ -151,7 +151,7 @@ def _netdev_head(nic: NicView) -> dict[str, str]:
         "operstate": "up" if up else "down",
         "carrier": "1" if up else "0",
         "speed": str(nic.rate_gbps * 1000) if up else "-1",
-        "mtu": str(IPOIB_MTU if is_ib else ROCE_NETDEV_MTU),
+        "mtu": str(IPOIB_MTU if is_ib else nic.qos.netdev_mtu if nic.qos is not None else ROCE_NETDEV_MTU),
         "type": "32" if is_ib else "1",
     }
 
@@ -198,6 +198,13 @@ def _head_files(nic: NicView, host: str) -> dict[str, str]:
         files[f"{port}/gid_attrs/ndevs/{gid.index}"] = gid.netdev
     if is_ib and not nic.gids:
         files[f"{port}/gids/0"] = f"fe80:0000:0000:0000:{guid_colon(nic.port_guid)}"
+    if nic.qos is not None:
+        # MLNX_OFED's verbs default traffic class (empty until written) and the netdev's DCQCN switches
+        tclass = nic.qos.traffic_class
+        files[f"{dev}/tc/1/traffic_class"] = "" if tclass is None else f"Global tclass={tclass}"
+        for point in ("roce_np", "roce_rp"):
+            for priority, on in enumerate(getattr(nic.qos, f"ecn_{point.removeprefix('roce_')}")):
+                files[f"{NET_ROOT}/{nic.netdev}/ecn/{point}/enable/{priority}"] = "1" if on else "0"
     return files
 
 

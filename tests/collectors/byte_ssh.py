@@ -20,8 +20,6 @@ from fleet.collectors.sshpool import PoolSettings
 
 Handler = Callable[[asyncssh.SSHServerProcess[bytes]], Awaitable[None]]
 FAST = PoolSettings(connect_timeout_s=2.0, slow_threshold_s=5.0, ssh_config=())
-WINDOW_BYTES = 2 * 1024 * 1024
-"""asyncssh's default channel window: the longest line the pool buffers before handing it on in pieces."""
 
 
 @dataclass

@@ -103,6 +103,7 @@ class FakeHost:
         self.acceptor = await asyncssh.listen(
             self.address, self.port, server_host_keys=[self.host_key],
             server_factory=Server, process_factory=self._handle,
+            reuse_address=True,  # a restart listens again on the port its closed connections leave in TIME_WAIT
         )
         self.port = self.acceptor.get_port()
 

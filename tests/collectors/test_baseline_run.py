@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from fleet.collectors.baseline_run import (
+    LOSS_HW_COUNTERS,
     SuiteSettings,
     bandwidth_pairs,
     counters_command,
@@ -23,7 +24,14 @@ def test_bandwidth_pairs_cross_to_the_far_half_and_keep_an_odd_node() -> None:
 def test_counters_command_reads_packets_and_loss_counters_of_every_port() -> None:
     text = counters_command().text
     assert text.startswith("grep -H . /sys/class/infiniband/*/ports/*/counters/port_xmit_packets")
-    assert "hw_counters/out_of_sequence" in text and "counters/port_xmit_discards" in text
+    assert "hw_counters/packet_seq_err" in text and "counters/port_xmit_discards" in text
+    assert "statistics/rx_crc_errors" in text  # frames lost to a bad FCS, from the RoCE netdev
+
+
+def test_a_loss_is_counted_once_under_go_back_n() -> None:
+    """The sender's NAK sequence errors and ACK timeouts count one per lost packet; the receiver's
+    out-of-sequence packets (a window of them per loss) and out_of_buffer are not losses."""
+    assert set(LOSS_HW_COUNTERS) == {"packet_seq_err", "local_ack_timeout_err", "implied_nak_seq_err"}
 
 
 def failed(stage: str, error: str) -> ProbeRecord:

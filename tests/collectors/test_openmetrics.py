@@ -40,7 +40,7 @@ FAST = CollectSettings(interval_s=1.0, hung_after_s=4.0, slow_after_s=1.0, facts
 def test_docs_metrics_md_is_generated_from_the_catalogue() -> None:
     assert DOC.read_text(encoding="utf-8") == metrics_table(), (
         "docs/metrics.md is stale: regenerate it with "
-        "`python -c 'from collectors.openmetrics import metrics_table; print(metrics_table(), end=\"\")' > docs/metrics.md`")
+        "`python -c 'from fleet.collectors.openmetrics import metrics_table; print(metrics_table(), end=\"\")' > docs/metrics.md`")
 
 
 def test_exported_names_are_unique_valid_and_carry_units() -> None:
@@ -67,7 +67,7 @@ def test_listen_addresses(text: str, expected: tuple[str, int]) -> None:
 
 def test_a_missing_history_is_refused_in_one_line(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["export", "--listen", "127.0.0.1:0", "--db", str(tmp_path / "none.db")])
-    assert result.exit_code == 1
+    assert result.exit_code == 3  # nothing collected there (docs/exit-codes.md)
     assert "no history at" in result.output
 
 
@@ -156,7 +156,7 @@ async def test_scraped_values_and_labels_match_the_store(tmp_path: Path) -> None
 
     # The command serves the same store; one line on stderr says where.
     process = subprocess.Popen(
-        [sys.executable, "-c", "from console.cli import main; main()", "export", "--listen", "127.0.0.1:0",
+        [sys.executable, "-c", "from fleet.console.cli import main; main()", "export", "--listen", "127.0.0.1:0",
          "--db", str(db)], stderr=subprocess.PIPE, text=True)
     try:
         assert process.stderr is not None
@@ -172,7 +172,7 @@ async def test_scraped_values_and_labels_match_the_store(tmp_path: Path) -> None
 async def test_export_with_collect_serves_what_it_collects_and_stops_on_sigterm(tmp_path: Path) -> None:
     async with running_fleet(small_scenario(FAULT), tmp_path / "sim") as inventory_path:
         process = subprocess.Popen(
-            [sys.executable, "-c", "from console.cli import main; main()", "export", "--listen", "127.0.0.1:0",
+            [sys.executable, "-c", "from fleet.console.cli import main; main()", "export", "--listen", "127.0.0.1:0",
              "--collect", "--inventory", str(inventory_path), "--db", str(tmp_path / "fleet.db")],
             stderr=subprocess.PIPE, text=True)
         try:

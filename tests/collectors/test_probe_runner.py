@@ -103,7 +103,7 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-def _gone(pid: int, timeout_s: float = 5.0) -> bool:
+def _gone(pid: int, timeout_s: float = 15.0) -> bool:
     deadline = time.monotonic() + timeout_s
     while _alive(pid):
         if time.monotonic() > deadline:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import random
 import resource
-import time
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
@@ -71,6 +70,7 @@ async def test_auth_rejected(make_host: MakeHost, tmp_path: Path) -> None:
     wrong = asyncssh.generate_private_key("ssh-ed25519")
     wrong_path = tmp_path / "wrong_key"
     wrong.write_private_key(str(wrong_path))
+    wrong_path.chmod(0o600)  # private, as OpenSSH requires: the server, not the mode, must reject it
     known = write_known_hosts(tmp_path / "known_hosts", host)
     pool = SshPool([inventory_host(host, wrong_path)], known_hosts=known, settings=FAST)
     result = await pool.run("gpu002", HOSTNAME, timeout_s=5)
@@ -138,21 +138,19 @@ async def test_hung_host_does_not_delay_others(make_host: MakeHost, client_key: 
     fast = [await make_host(f"gpu1{index:02d}") for index in range(5)]
     known = write_known_hosts(tmp_path / "known_hosts", hung, *fast)
     pool = SshPool([inventory_host(host, client_key[1]) for host in (hung, *fast)], known_hosts=known, settings=FAST)
-    finished: dict[str, float] = {}
-    started = time.monotonic()
+    finished: list[str] = []
 
-    async def timed(name: str) -> Any:
-        result = await pool.run(name, HOSTNAME, timeout_s=1.0)
-        finished[name] = time.monotonic() - started
+    async def answered(name: str) -> Any:
+        result = await pool.run(name, HOSTNAME, timeout_s=3.0)
+        finished.append(name)
         return result
 
-    results = await asyncio.gather(*(timed(host.name) for host in (hung, *fast)))
+    results = await asyncio.wait_for(asyncio.gather(*(answered(host.name) for host in (hung, *fast))), 30)
     await pool.close()
     assert results[0].state is HostState.HUNG
-    assert results[0].reason == "no output within 1 s"
-    assert 1.0 <= finished["gpu006"] < 2.0
+    assert results[0].reason == "no output within 3 s"
     assert all(result.state is HostState.OK for result in results[1:])
-    assert max(finished[host.name] for host in fast) < 0.9
+    assert finished[-1] == "gpu006"  # every other host answered while the hung one was still waited for
 
 
 async def test_handshake_that_never_finishes_is_hung(client_key: tuple[Any, Path], tmp_path: Path) -> None:
@@ -179,9 +177,8 @@ async def test_slow_host(make_host: MakeHost, client_key: tuple[Any, Path], tmp_
                    settings=PoolSettings(slow_threshold_s=0.2, ssh_config=()))
     result = await pool.run("gpu008", HOSTNAME, timeout_s=5)
     await pool.close()
-    assert result.state is HostState.SLOW
+    assert result.state is HostState.SLOW  # its answer came after the slow threshold (0.2 s)
     assert result.stdout == "gpu008\n"
-    assert result.seconds >= 0.3
     assert result.ok
 
 

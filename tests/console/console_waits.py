@@ -6,6 +6,8 @@ import asyncio
 from collections.abc import Callable
 
 from fleetstore import T0
+from textual.command import CommandList
+from textual.pilot import Pilot
 
 from fleet.console.app import FleetApp
 from fleet.console.view_model import ConsoleView
@@ -26,3 +28,23 @@ async def view_where(app: FleetApp, predicate: Callable[[ConsoleView], bool],
             await app.next_view()
 
     return await asyncio.wait_for(wait(), timeout)
+
+
+async def palette_highlights(app: FleetApp, pilot: Pilot[object], text: str, timeout: float = 5.0) -> None:
+    """Wait (bounded) until the open command palette has searched what was typed and highlights a
+    command whose prompt holds ``text``: its search runs in a worker, its hits come when they come."""
+
+    async def wait() -> None:
+        while True:
+            commands = app.screen.query(CommandList)
+            option = commands.first().highlighted_option if commands else None
+            if option is not None and text in _plain(option.prompt):
+                return
+            await pilot.pause()
+
+    await asyncio.wait_for(wait(), timeout)
+
+
+def _plain(prompt: object) -> str:
+    plain = getattr(prompt, "plain", None)
+    return plain if isinstance(plain, str) else str(prompt)

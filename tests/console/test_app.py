@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
-from console_waits import NOW, view_where
+from console_waits import NOW, palette_highlights, view_where
 from fleetstore import T0
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Input
@@ -186,7 +186,7 @@ async def test_theme_switches_from_the_palette(make_app: MakeApp) -> None:
         await pilot.press("colon")
         await pilot.pause()
         await pilot.press(*"fleet-light")
-        await pilot.pause(0.3)
+        await palette_highlights(app, pilot, "fleet-light")
         await pilot.press("enter")
         await pilot.pause()
         assert app.theme == "fleet-light"
@@ -274,7 +274,7 @@ class ScreenWithAMachineAction(FleetScreen):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("x", "apply_change", "Apply change", id="test.apply")]
     applied = 0
 
-    @changes_machine
+    @changes_machine("changes a machine in this test")
     def action_apply_change(self) -> None:
         type(self).applied += 1
 
@@ -297,6 +297,9 @@ async def test_read_only_hides_and_refuses_machine_changes(make_app: MakeApp) ->
             await pilot.pause()
             assert ScreenWithAMachineAction.applied == expected
             assert ("READ-ONLY" in header_text(app)) is read_only
+            said = [n.message for n in app._notifications]  # the toasts shown, oldest first
+            assert (said == ["Apply change (x) changes a machine in this test: refused, read-only mode sends "
+                             "nothing and changes nothing"]) is read_only, said
 
 
 async def test_palette_finds_a_node_and_opens_it(make_app: MakeApp) -> None:
@@ -306,7 +309,7 @@ async def test_palette_finds_a_node_and_opens_it(make_app: MakeApp) -> None:
         await pilot.press("colon")
         await pilot.pause()
         await pilot.press(*"gpu005")
-        await pilot.pause(0.3)
+        await palette_highlights(app, pilot, "gpu005")
         await pilot.press("enter")
         await pilot.pause()
         assert isinstance(app.screen, NodeScreen) and app.screen.node_name == "gpu005"

@@ -27,7 +27,7 @@ def test_info_json_reports_counts_span_and_bytes_per_sample(tmp_path: Path) -> N
     result = CliRunner().invoke(main, ["db", "info", "--db", str(path), "--json"])
     assert result.exit_code == 0, result.output
     info = json.loads(result.output)
-    assert info["schema_version"] == SCHEMA_VERSION == 5
+    assert info["schema_version"] == SCHEMA_VERSION == 6
     assert info["stored_samples"] == 60
     assert info["rows"]["series"] == 2 and info["rows"]["latest"] == 1
     assert info["time_span"] == [1_700_000_000.0, 1_700_000_290.0]
@@ -41,7 +41,7 @@ def test_info_text_and_missing_file(tmp_path: Path) -> None:
     assert result.exit_code == 0
     assert f"schema version  {SCHEMA_VERSION}" in result.output and "stored samples  60" in result.output
     missing = CliRunner().invoke(main, ["db", "info", "--db", str(tmp_path / "none.db")])
-    assert missing.exit_code == 1 and "no fleet history" in missing.output
+    assert missing.exit_code == 3 and "no fleet history" in missing.output  # nothing there (docs/exit-codes.md)
 
 
 def test_default_path_follows_xdg_data_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -25,7 +25,7 @@ def test_list() -> None:
     code, out, _ = _run("--list")
     assert code == 0
     kinds = [line.split()[0] for line in out.splitlines()]
-    assert len(kinds) == 26 and "perftest" in kinds and "sonic-pfc" in kinds
+    assert len(kinds) == 28 and "perftest" in kinds and "sonic-pfc" in kinds and "ep-bench" in kinds
     code, out, _ = _run("--list", "--json")
     assert code == 0 and {
         "kind": "nccl",
@@ -71,7 +71,7 @@ def test_errors_are_one_line_and_non_zero(tmp_path: Path) -> None:
     unknown.write_text("just some words\n")
     code, _, err = _run(str(unknown))
     assert (
-        code == 1
+        code == 2
         and err.startswith("fleet parse: cannot tell what tool printed")
         and err.count("\n") == 1
     )

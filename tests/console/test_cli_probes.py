@@ -74,19 +74,20 @@ def test_a_failed_probe_exits_1_with_one_line(sim: SimProcess, tmp_path: Path) -
     assert code == 1 and out == ""
     assert err.count("\n") == 1 and err.startswith("fleet: gpu001: no RDMA device mlx5_9")
     code, _, err = fleet(sim, tmp_path / "fleet.db", "lat", "gpu001", "gpu404")
-    assert code == 1 and "not a node of the inventory: gpu404" in err
+    assert code == 2 and "not a node of the inventory: gpu404" in err  # an input error (docs/exit-codes.md)
 
 
 def test_linktest_json_names_the_down_nic(sim: SimProcess, tmp_path: Path) -> None:
     db = tmp_path / "fleet.db"
     code, out, err = fleet(sim, db, "linktest", "--rails", "0-1", "--json")
-    assert code == 0, err
+    assert code == 1, err  # it found bad pairs: the exit status says so, the JSON says which
+    assert err == "fleet: link test found 3 bad pair(s), 1 NIC(s) with problems; suspects: nic gpu004:mlx5_1\n"
     document = json.loads(out)
     assert document["rounds"] == 3 and document["probes"] == 12
     assert [m["nic"] for m in document["matrices"]] == ["mlx5_0", "mlx5_1"]
     assert [(s["kind"], s["node"], s["nic"]) for s in document["suspects"]] == [("nic", "gpu004", "mlx5_1")]
     assert document["nic_problems"][0]["node"] == "gpu004"
-    assert err == ""  # no progress bar when stderr is not a terminal
+    # no progress bar when stderr is not a terminal: the one line above is all
     with StoreReader(db) as reader:
         assert len(reader.probes(kind="lat", run_id=document["run_id"])) == 12
         assert len(reader.probes(kind="linktest")) == 1

@@ -71,3 +71,10 @@ def test_timespec_round_trip() -> None:
     with pytest.raises(TimeSpecError):
         parse_moment("", NOW)
 
+
+
+def test_the_job_latency_sampler_never_runs_in_read_only_mode(tmp_path: Path) -> None:
+    for choice in ("auto", "on"):
+        env = write_config(tmp_path, f'read_only = true\njob_latency = "{choice}"\n')
+        assert load_config({}, env, NOW).job_latency_enabled is False
+        assert load_config({"read_only": False}, env, NOW).job_latency_enabled is True

@@ -17,13 +17,11 @@ from fleet.collectors.node_poller import CollectSettings
 from fleet.console.app import FleetApp
 from fleet.console.cli.diagnose import collect_for
 from fleet.console.config import Config
-from fleet.console.diagnosis_watch import DiagnosisWatch, event_key, open_findings
+from fleet.console.diagnosis_watch import DiagnosisWatch
 from fleet.console.feed import Feed, open_store_loader
 from fleet.console.screens.events import EventsScreen
 from fleet.console.screens.node import NodeScreen
 from fleet.console.widgets.summary_bar import SummaryBar
-from fleet.fabric.diagnosis import finding_event
-from fleet.fabric.events import Finding, Severity
 from fleet.simulator.scenario import parse_scenario
 from fleet.store.reader import StoreReader
 from fleet.store.writer import StoreWriter
@@ -106,19 +104,25 @@ async def test_the_worker_stores_a_finding_once_and_the_events_screen_jumps_to_i
         assert isinstance(app.screen, NodeScreen) and app.screen.node_name == "gpu002"
 
 
-def test_a_finding_that_went_away_is_stored_as_cleared(collected: Path) -> None:
-    """The watch's transitions: raised once, kept while open, cleared when the rules stop finding it."""
-    watch = DiagnosisWatch(collected)
-    first = watch.run(now_ts=1.0)
+def test_the_watch_raises_once_keeps_the_life_and_resumes_from_the_store(collected: Path) -> None:
+    """Raised once with its opened_at, seen again without a new event; a new watch (a restarted console, the
+    next `fleet diagnose`) reads the open finding back from the stored events and keeps its opened_at."""
+    with StoreReader(collected) as reader:
+        span = reader.time_span()
+    assert span is not None
+    now = span[1] + 1.0
+    watch = DiagnosisWatch(collected, window_s=300.0)
+    first = watch.run(now_ts=now)
     assert first.raised >= 1 and not first.cleared
-    assert any(e.kind == "link_down" and e.host == "gpu002" for e in first.events)
-    again = watch.run(now_ts=2.0)
+    [raised] = [e for e in first.events if e.kind == "link_down" and e.host == "gpu002"]
+    assert raised.data["opened_at"] == now and raised.data["active"] is True
+    again = watch.run(now_ts=now + 1)
     assert (again.raised, again.cleared, again.events) == (0, 0, ())
-    healthy = finding_event(Finding("link_down", Severity.CRITICAL, node="gpu003", nic="mlx5_0"), 0.5)
-    watch._open = {**open_findings(first.events), event_key(healthy): healthy}  # type: ignore[dict-item]
-    cleared = watch.run(now_ts=3.0)
-    assert (cleared.raised, cleared.cleared) == (0, 1)
-    (event,) = cleared.events
-    assert (event.host, event.device, event.severity, event.data.get("cleared"), event.ts) == (
-        "gpu003", "mlx5_0", Severity.INFO, True, 3.0)
-    assert open_findings([*first.events, healthy, event]).keys() == open_findings(first.events).keys()
+    life = next(f for f in again.findings if f.finding.kind == "link_down")
+    assert (life.opened_at, life.last_seen, life.active) == (now, now + 1, True)
+    with StoreWriter(collected) as writer:
+        for event in first.events:
+            writer.put_event(event)
+    resumed = DiagnosisWatch(collected, window_s=300.0).run(now_ts=now + 2)
+    assert resumed.raised == 0
+    assert next(f for f in resumed.findings if f.finding.kind == "link_down").opened_at == now

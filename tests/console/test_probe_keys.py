@@ -1,5 +1,6 @@
 """The console's probe keys against a real simulated fleet over SSH, a real store, the app's workers:
-`t` between two marked nodes, `l` over a small fleet on one rail, and the per-job latency sampler."""
+`t` between two marked nodes (on the node's worst NIC, with a verdict), `l` over a small fleet on one
+rail, `a` all-reduce, read-only refusing each with its reason, and the per-job latency sampler."""
 
 from __future__ import annotations
 
@@ -10,14 +11,15 @@ from pathlib import Path
 import pytest
 from console_waits import view_where
 from helpers.simfleet import running_fleet
-from textual.widgets import DataTable, OptionList, Select
+from textual.widgets import DataTable, Input, OptionList, Select
 
 from fleet.collectors.inventory import load_inventory
 from fleet.console.app import FleetApp
 from fleet.console.config import Config
 from fleet.console.feed import Feed, open_store_loader
-from fleet.console.probe_control import ProbeState
+from fleet.console.probe_control import ProbeState, ProbeUnavailable
 from fleet.console.screens.node import NodeScreen
+from fleet.console.screens.probe_allreduce import AllreduceDialog
 from fleet.console.screens.probe_dialog import ProbeDialog
 from fleet.console.screens.probes import ProbesScreen
 from fleet.console.widgets.fleet_table import FleetTable
@@ -41,6 +43,12 @@ id = 501
 tenant = "acme"
 nodes = "gpu[001-004]"
 load = 0.6
+
+[[faults]]
+kind = "optics_attenuation"
+target = "gpu003:mlx5_2"
+db = 7.0
+at = 0
 """
 
 
@@ -122,14 +130,82 @@ async def test_a_probe_that_cannot_run_says_why(fleet_app: Callable[..., FleetAp
         assert "failed" in text and "mlx5_9" in text
 
 
-async def test_read_only_hides_the_probe_keys(fleet_app: Callable[..., FleetApp]) -> None:
-    app = fleet_app(read_only=True)
+async def test_read_only_hides_the_probe_keys_and_says_why(fleet_app: Callable[..., FleetApp]) -> None:
+    app = fleet_app(read_only=True, job_latency="on")
     async with app.run_test(size=SIZE) as pilot:
         await view_where(app, lambda v: len(v.rows) == 4, timeout=15)
-        await pilot.press("t", "b", "l")
+        await pilot.press("t", "b", "l", "a")
         await pilot.pause()
         assert not isinstance(app.screen, ProbeDialog) and not app.probes.state.label
         assert not app.screen.query_one(ProbePanel).display
+        said = [n.message for n in app._notifications]
+        assert [m.split(" (", 1)[0] for m in said] == ["Latency", "Bandwidth", "Link test", "All-reduce"]
+        assert all(m.endswith("refused, read-only mode sends nothing and changes nothing") for m in said)
+        assert "starts ib_send_lat on two nodes" in said[0]
+        await pilot.press("p", "l")  # the Probes screen's link test too
+        await pilot.pause()
+        assert [n.message for n in app._notifications][-1].startswith("Link test (l)")
+        with pytest.raises(ProbeUnavailable, match="refused, read-only"):  # the palette's way in as well
+            app.probes.start_pair("lat", "gpu001", "gpu002")
+        await pilot.pause()
+    with StoreReader(app.config.db_path) as reader:
+        assert reader.probes() == []  # nothing sent: not even the job sampler, though job_latency = "on"
+
+
+async def test_latency_defaults_to_the_worst_nic_and_carries_a_verdict(fleet_app: Callable[..., FleetApp]) -> None:
+    app = fleet_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await view_where(app, lambda v: any(r.name == "gpu003" and r.worst_nic == "mlx5_2" for r in v.rows),
+                         timeout=20)
+        table = app.screen.query_one(FleetTable)
+        table.move_cursor(row=list(table.order).index("gpu003"))
+        await pilot.press("b")
+        await pilot.pause()
+        dialog = app.screen
+        assert isinstance(dialog, ProbeDialog)
+        assert dialog.query_one("#probe-nic", Select).value == "mlx5_2"  # where the trouble is, not mlx5_0
+        await pilot.press("0", "0", "1", "enter")
+        state = await probe_state(app, lambda s: s.result is not None or bool(s.error))
+        assert state.result is not None and state.result.record.src_nic == "mlx5_2", state.error
+        verdict = state.result.verdict
+        assert verdict is not None and " % of 400G" in verdict.words and verdict.verdict in ("PASS", "FAIL")
+        await pilot.pause()
+        assert f"verdict: {verdict.words}" in str(app.screen.query_one("#probe-text").render())
+
+
+async def test_allreduce_key_runs_on_the_marked_nodes(fleet_app: Callable[..., FleetApp]) -> None:
+    app = fleet_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await view_where(app, lambda v: len(v.rows) == 4, timeout=15)
+        table = app.screen.query_one(FleetTable)
+        for name in ("gpu001", "gpu002"):
+            table.move_cursor(row=list(table.order).index(name))
+            await pilot.press("space")
+        await pilot.press("a")
+        await pilot.pause()
+        assert isinstance(app.screen, AllreduceDialog)
+        assert app.screen.query_one("#allreduce-nodes", Input).value == "gpu[001-002]"
+        await pilot.press("enter")
+        state = await probe_state(app, lambda s: s.result is not None or bool(s.error), timeout=30)
+        assert state.result is not None, state.error
+        record = state.result.record
+        assert record.kind == "allreduce" and record.params["nodes"] == ["gpu001", "gpu002"] and record.ok
+        assert state.result.verdict is not None and "bus bandwidth" in state.result.verdict.words
+        await pilot.pause()
+        assert "peak bus bandwidth" in str(app.screen.query_one("#probe-text").render())
+
+
+async def test_allreduce_key_on_the_jobs_screen_takes_the_jobs_nodes(fleet_app: Callable[..., FleetApp]) -> None:
+    app = fleet_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await view_where(app, lambda v: any(j.job_id == "501" for j in v.jobs), timeout=20)
+        await pilot.press("3")
+        await pilot.pause()
+        await pilot.press("a")
+        await pilot.pause()
+        assert isinstance(app.screen, AllreduceDialog)
+        assert app.screen.query_one("#allreduce-nodes", Input).value == "gpu[001-004]"
+        await pilot.press("escape")
 
 
 async def test_link_test_fills_the_probes_screen(fleet_app: Callable[..., FleetApp]) -> None:

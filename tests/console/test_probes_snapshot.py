@@ -32,7 +32,7 @@ def stored_link_test(writer: StoreWriter) -> None:
     bad = tuple(o for o in outcomes if "gpu003" in (o.src, o.dst))
     report = LinktestReport(
         run_id="linktest-snapshot", spec=LinktestSpec(NODES, rails=(0,)), seconds=2.5, rounds=3, unreachable={},
-        nic_checks=(), outcomes=outcomes, references_usec={0: 2.3}, bad=bad,
+        nic_checks=(), outcomes=outcomes, references_usec={(0, "leaf"): 2.3}, bad=bad,
         suspects=(Suspect("nic", "gpu003:mlx5_0", node="gpu003", nic="mlx5_0", bad=3, total=3, explains=3,
                           reason="every pair through gpu003:mlx5_0 is slow, others are not"),))
     writer.put_probe(ProbeRecord(ts=T0 - 120, kind="lat", src="gpu001", dst="gpu002", src_nic="mlx5_0",

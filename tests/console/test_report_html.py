@@ -40,6 +40,8 @@ def measured(*, weak: str = "", slow: str = "", label: str = "month-1") -> Basel
             for other in NODES[k + 1:]:
                 parts[part_id("pair", rail, node, other)] = {"p99_usec": 1.54 + 0.1 * ((k + rail) % 4)}
     parts[part_id("fleet", "allreduce")] = {"allreduce_efficiency": 0.93, "allreduce_busbw_gbytes_s": 93.0}
+    parts[part_id("fleet", "alltoall")] = {"alltoall_efficiency": 0.78, "alltoall_busbw_gbytes_s": 73.1,
+                                           "alltoall_theoretical_gbytes_s": 93.75}
     matrices = []
     for rail in range(2):
         cells = [[None if i == j else 1.54 + 0.1 * ((min(i, j) + rail) % 4) for j in range(8)] for i in range(8)]
@@ -82,9 +84,24 @@ def test_the_report_embeds_its_data_and_the_digest_of_it() -> None:
 
 def test_markdown_has_each_check_with_threshold_and_evidence() -> None:
     text = render_markdown(broken_acceptance())
-    assert "**NOT ACCEPTED**: 6 of 8 checks pass." in text
-    assert "| allreduce-node |" in text and ">= 0.94" in text and "gpu005 0.81 < 0.94" in text
-    assert "| nic/gpu003/mlx5_1 | -4.7 | -4.7 < -3 dBm |" in text
+    assert "**NOT ACCEPTED**: 7 of 9 checks pass." in text
+    assert "| allreduce-node |" in text and "\\>= 0.94" in text and "gpu005 0.81 \\< 0.94" in text  # < > escaped
+    assert "| nic/gpu003/mlx5_1 | -4.7 | -4.7 \\< -3 dBm |" in text
+
+
+def test_both_reports_show_nvlink_beside_the_network() -> None:
+    report = broken_acceptance()
+    html, markdown = render_html(report), render_markdown(report)
+    for text in (html, markdown):
+        assert "NVLink beside the network" in text
+        assert "73.1 / 93.8 GB/s = 78 %" in text  # the all-to-all across nodes against its theoretical figure
+    assert "428.0 / 450.5 GB/s = 95 %" in html  # a node's NVLink all-reduce (busbw / efficiency)
+    assert report.data["interconnect"]["fleet"]["rdma_alltoall"]["ratio"] == 73.1 / 93.75
+    before, after = measured(label="month-1"), measured(slow="gpu005", label="month-2")
+    changed = diff_report(diff(before, after), 1_795_000_200.0)
+    for text in (render_html(changed), render_markdown(changed)):
+        assert "NVLink beside the network: before" in text and "NVLink beside the network: after" in text
+        assert "365.0 / 450.6 GB/s = 81 %" in text  # the slow node's all-reduce, after
 
 
 def chromium() -> str:

@@ -5,18 +5,23 @@ test_ecmp_console.py and test_walkthrough_live.py."""
 from __future__ import annotations
 
 import asyncio
+import shutil
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-from console_waits import view_where
+from console_waits import NOW, view_where
+from fleetstore import fill_store
 from textual.widgets import DataTable, Static
 from tooldata import T_BASE, baseline, leaf01_plan
 
-from fleet.collectors.accept_run import AcceptanceRun
+from fleet.collectors.accept_run import AcceptanceRun, acceptance_record
 from fleet.collectors.baseline_run import SuiteRun
 from fleet.console.app import FleetApp
+from fleet.console.config import load_config
 from fleet.console.ecmp_ops import EcmpOps, EcmpSettings, roles_inventory
+from fleet.console.feed import Feed, open_store_loader
+from fleet.console.report_write import chromium_binary
 from fleet.console.screens.baselines import BaselinesScreen
 from fleet.console.screens.ecmp_confirm import ConfirmApplyScreen
 from fleet.console.screens.ecmp_plan import EcmpPlanScreen
@@ -24,6 +29,8 @@ from fleet.console.screens.path_prompt import PathPrompt
 from fleet.console.screens.walkthrough import WALKTHROUGH_THEME, WalkthroughScreen
 from fleet.fabric.acceptance import evaluate, parse_criteria
 from fleet.fabric.ecmp_plan import plan_remedies
+from fleet.fabric.report_model import acceptance_report
+from fleet.store.reader import StoreReader
 from fleet.store.writer import StoreWriter
 
 SIZE = (160, 40)
@@ -91,6 +98,25 @@ async def test_read_only_hides_and_refuses_the_apply(make_app: MakeApp) -> None:
         assert app.screen is screen  # no confirmation opened
 
 
+async def test_apply_on_a_leaf_that_needs_no_remedy_is_refused_with_the_reason(make_app: MakeApp) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await view_where(app, lambda v: len(v.rows) == 8)
+        idle = replace(leaf01_plan().balance, state="idle", flagged=False, imbalanced_now=False, imbalance=0.0,
+                       reason="idle: the uplinks carry 0.02 Gb/s on average (< 1)")
+        screen = EcmpPlanScreen("leaf01", plan=replace(leaf01_plan(), balance=idle),
+                                ops=EcmpOps(roles_inventory([("leaf01", "leaf")]), Path("/nonexistent.db"),
+                                            EcmpSettings()))
+        await app.push_screen(screen)
+        await asyncio.wait_for(screen.planned.wait(), 5)
+        await pilot.press("a")
+        await pilot.pause()
+        assert app.screen is screen  # no confirmation: nothing can be applied
+        said = [n.message for n in app._notifications]
+        assert said and said[-1].startswith("refused: leaf01 needs no remedy, it is idle: idle: the uplinks carry")
+        assert "idle" in str(screen.query_one("#ecmp-balance", Static).render())
+
+
 async def test_baselines_screen_diffs_two_stored_baselines_and_writes_the_report(
         make_app: MakeApp, store: tuple[Path, StoreWriter], tmp_path: Path) -> None:
     _path, writer = store
@@ -152,7 +178,7 @@ async def test_walkthrough_turns_each_check_in_turn_on_the_high_contrast_theme(m
         await asyncio.wait_for(screen.measured.wait(), 5)
         assert app.theme == WALKTHROUGH_THEME
         checks = screen.query_one("#walk-checks", DataTable)
-        assert _cells(checks, 0) == ["…"] * 8
+        assert _cells(checks, 0) == ["…"] * 9
         await pilot.press("space")
         await pilot.pause()
         assert _cells(checks, 0)[:2] == ["PASS", "…"]
@@ -167,7 +193,7 @@ async def test_walkthrough_turns_each_check_in_turn_on_the_high_contrast_theme(m
         evidence = str(screen.query_one("#walk-evidence", Static).render())
         assert "FAIL nic/gpu001/mlx5_0: -4.5" in evidence and "-3" in evidence
         summary = str(screen.query_one("#walk-summary", Static).render())
-        assert summary.startswith("NOT ACCEPTED: 1 of 8 checks failed: optics")
+        assert summary.startswith("NOT ACCEPTED: 1 of 9 checks failed: optics")
         await pilot.press("w")
         await pilot.pause()
         report_prompt = app.screen
@@ -175,7 +201,9 @@ async def test_walkthrough_turns_each_check_in_turn_on_the_high_contrast_theme(m
         report_prompt.dismiss(tmp_path / "acceptance.html")
         await pilot.pause()
         await app.workers.wait_for_complete()
-        assert screen.report_written == (tmp_path / "acceptance.html", tmp_path / "acceptance.md")
+        written = screen.report_written
+        assert written is not None and (written.html, written.markdown) == (tmp_path / "acceptance.html",
+                                                                            tmp_path / "acceptance.md")
         markdown = (tmp_path / "acceptance.md").read_text()
         assert markdown.startswith("# Acceptance of the 64-node H100 RoCE cluster") and "optics" in markdown
         await pilot.press("escape")
@@ -239,3 +267,72 @@ async def test_the_confirmation_shows_machine_text_as_typed(make_app: MakeApp) -
         await pilot.pause()
         text = str(app.screen.query_one("#confirm-text", Static).render())
         assert "Change leaf[bold]01:" in text and "on leaf[bold]01'" in text
+
+
+async def test_read_only_walkthrough_shows_and_exports_the_newest_stored_run(
+        make_app: MakeApp, store: tuple[Path, StoreWriter], tmp_path: Path) -> None:
+    path, writer = store
+    run = fixed_run(bad_optic=True)
+    stored = acceptance_report(run.criteria, run.suite.baseline, run.results, run.findings, T_BASE + 10)
+    writer.put_probe(acceptance_record(stored, "suite-fixed"))
+    assert writer.flush(timeout=10)
+    with StoreReader(path) as reader:
+        before = reader.probes()
+    app = make_app(read_only=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await view_where(app, lambda v: len(v.rows) == 8)
+        await pilot.press("W")  # no criteria prompt: read-only mode measures nothing
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, WalkthroughScreen)
+        await asyncio.wait_for(screen.measured.wait(), 5)
+        assert screen.stored and screen.report is not None and screen.report.sha256 == stored.sha256
+        assert "the newest acceptance run stored" in str(screen.query_one("#walk-title", Static).render())
+        await pilot.press("a")
+        await pilot.pause()
+        summary = str(screen.query_one("#walk-summary", Static).render())
+        assert summary.startswith("NOT ACCEPTED: 1 of 9 checks failed: optics")
+        evidence = str(screen.query_one("#walk-evidence", Static).render())
+        assert "agreed wording:" in evidence
+        await pilot.press("w")
+        await pilot.pause()
+        prompt = app.screen
+        assert isinstance(prompt, PathPrompt)
+        prompt.dismiss(tmp_path / "exported.html")
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        written = screen.report_written
+        assert written is not None and stored.sha256 in written.html.read_text()  # the same data, exported
+    with StoreReader(path) as reader:
+        assert reader.probes() == before  # nothing measured, nothing sent
+
+
+async def test_a_report_written_in_the_demo_outlives_its_temporary_history(tmp_path: Path) -> None:
+    """`fleet demo` keeps its history in a temporary folder deleted on quit; the report goes to the
+    reports folder ($XDG_DATA_HOME/fleet/reports), whose path the toast names."""
+    demo = tmp_path / "fleet-demo-x"
+    db = demo / "demo.sqlite"
+    fill_store(db).close(timeout=10.0)
+    env = {"XDG_DATA_HOME": str(tmp_path / "home-data"), "XDG_CONFIG_HOME": str(tmp_path / "cfg"),
+           "HOME": str(tmp_path)}
+    config = load_config({"db": str(db)}, env, NOW)
+    app = FleetApp(replace(config, refresh_s=0.2, diagnose=False),
+                   Feed(lambda: open_store_loader(db), refresh_s=0.2, now=lambda: NOW))
+    async with app.run_test(size=SIZE) as pilot:
+        await view_where(app, lambda v: len(v.rows) == 8)
+        screen = WalkthroughScreen(EXAMPLE, run=fixed_run())
+        await app.push_screen(screen)
+        await asyncio.wait_for(screen.measured.wait(), 5)
+        await pilot.press("w")
+        await pilot.pause()
+        assert isinstance(app.screen, PathPrompt)
+        await pilot.press("enter")  # the default the prompt offers
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        written = screen.report_written
+        said = [n.message for n in app._notifications]
+    assert written is not None and said[-1].startswith(f"report written: {written.html}")
+    assert written.html.parent == tmp_path / "home-data" / "fleet" / "reports"
+    shutil.rmtree(demo)  # what `fleet demo` does on quit
+    assert written.html.exists() and written.markdown.exists()
+    assert (written.pdf is not None) == (chromium_binary() is not None)

@@ -41,9 +41,9 @@ async def test_every_check_passes_on_the_healthy_cluster(tmp_path: Path, monkeyp
             await pilot.pause()
             verdicts = {str(checks.get_row_at(i)[1]): str(checks.get_row_at(i)[0]) for i in range(checks.row_count)}
             assert set(verdicts.values()) == {"PASS"}, verdicts
-            assert len(verdicts) == 8
+            assert len(verdicts) == 9
             summary = str(screen.query_one("#walk-summary", Static).render())
-            assert summary.startswith("ACCEPTED: all 8 checks pass")
+            assert summary.startswith("ACCEPTED: all 9 checks pass")
             bandwidth = str(checks.get_row_at(list(verdicts).index("bandwidth"))[3])
             assert bandwidth.endswith("Gb/s") and " / " in bandwidth
     labels = [b.label for b in stored_baselines(db)]

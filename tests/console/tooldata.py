@@ -6,7 +6,7 @@ from __future__ import annotations
 from fleet.collectors.ecmp_config import ConfigSnapshot
 from fleet.collectors.ecmp_status import LeafPlan
 from fleet.fabric.baseline import Baseline, CableCheck, FleetShape
-from fleet.fabric.ecmp import LeafBalance, UplinkLoad
+from fleet.fabric.ecmp import OK, SQUEEZED, LeafBalance, UplinkLoad
 from fleet.fabric.ecmp_plan import HashConfig, plan_remedies
 
 T_BASE = 1_790_000_000.0
@@ -17,7 +17,8 @@ NICS = ("mlx5_0", "mlx5_1")
 def baseline(label: str, ts: float, *, bw_gbps: float = 392.0, p99_usec: float = 3.1,
              efficiency: float = 0.96, rx_dbm: float = 1.2, nodes: tuple[str, ...] = NODES) -> Baseline:
     """A two-node baseline (two NICs each) with the numbers given for every part."""
-    parts: dict[str, dict[str, float]] = {"fleet/allreduce": {"allreduce_efficiency": efficiency - 0.1}}
+    parts: dict[str, dict[str, float]] = {"fleet/allreduce": {"allreduce_efficiency": efficiency - 0.1},
+                                          "fleet/alltoall": {"alltoall_efficiency": efficiency - 0.2}}
     for node in nodes:
         parts[f"node/{node}"] = {"allreduce_efficiency": efficiency}
         for nic in NICS:
@@ -44,7 +45,7 @@ def leaf01_balance(utils: tuple[float, ...] = (97.0, 20.0, 18.0, 21.0)) -> LeafB
                        spread_gbps=hot.tx_gbps - min(u.tx_gbps for u in loads), hot_port=hot.port,
                        hot_spine=hot.spine, hot_util_pct=hot.util_pct, imbalanced_now=flagged, held_s=60.0,
                        flagged=flagged, samples=60, window_s=60.0, jobs=("5101", "5102"),
-                       reason="max/mean 2.49 held 60 s" if flagged else "")
+                       reason="max/mean 2.49 held 60 s" if flagged else "", state=SQUEEZED if flagged else OK)
 
 
 def leaf01_plan() -> LeafPlan:

@@ -1,8 +1,7 @@
 """Each diagnosis rule fires on its pattern, names the right part, and stays quiet on a healthy fleet.
 
-A small synthetic fabric: four nodes with two NICs (rails) each, rail r cabled
-to leaf0(r+1) port swp<node>, two spines, a 60 s window. ``Fleet`` holds the
-first and the newest value of every series; each test breaks one thing.
+The fabric is ``helpers.diagnosis_fleet.Fleet``: four nodes, two rails, two
+leaves, two spines, a 60 s window; each test breaks one thing.
 """
 
 from __future__ import annotations
@@ -10,110 +9,24 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-
-from fleet.fabric.diagnosis import (
-    DiagnosisInput,
-    Reading,
-    Thresholds,
-    diagnose,
-    finding_event,
-    finding_json,
+from helpers.diagnosis_fleet import (
+    LEAVES,
+    NICS,
+    NODES,
+    PLAN,
+    T0,
+    T1,
+    Fleet,
+    module_limits,
+    parts,
+    ports_of,
 )
+
+from fleet.fabric.diagnosis import Thresholds, diagnose, finding_event, finding_json
 from fleet.fabric.events import Event, Severity
-from fleet.fabric.records import HostStatus, JobRecord, PortRecord, ProbeRecord
+from fleet.fabric.records import HostStatus, ProbeRecord
 from fleet.fabric.rules.thresholds import with_overrides
 from fleet.fabric.states import HostState
-from fleet.fabric.topology import PlannedCable, build_graph, compare
-
-T0, T1 = 1_000.0, 1_060.0
-NODES = ("gpu001", "gpu002", "gpu003", "gpu004")
-NICS = ("mlx5_0", "mlx5_1")
-LEAVES = ("leaf01", "leaf02")
-SPINES = ("spine01", "spine02")
-ROLES = {**{n: "node" for n in NODES}, **{leaf: "leaf" for leaf in LEAVES}, **{s: "spine" for s in SPINES}}
-PLAN = [PlannedCable(n, nic, LEAVES[r], f"swp{i + 1}") for i, n in enumerate(NODES) for r, nic in enumerate(NICS)]
-
-
-def _ports(plan: list[PlannedCable]) -> list[PortRecord]:
-    records = []
-    for c in plan:
-        records.append(PortRecord(c.node, c.nic, "1", f"eth{c.nic[-1]}", "Ethernet", c.switch, c.port))
-        records.append(PortRecord(c.switch, c.port, "", "", "Ethernet", c.node, f"eth{c.nic[-1]}"))
-    for li, leaf in enumerate(LEAVES):
-        for si, spine in enumerate(SPINES):
-            records.append(PortRecord(leaf, f"swp{9 + si}", "", "", "Ethernet", spine, f"swp{li + 1}"))
-            records.append(PortRecord(spine, f"swp{li + 1}", "", "", "Ethernet", leaf, f"swp{9 + si}"))
-    return records
-
-
-class Fleet:
-    """A healthy fabric's readings; tests overwrite what their fault changes."""
-
-    def __init__(self) -> None:
-        self.first: dict[tuple[str, str, str, str], Reading] = {}
-        self.latest: dict[tuple[str, str, str, str], Reading] = {}
-        self.statuses = {h: HostStatus(h, HostState.OK, T0) for h in ROLES}
-        self.events: list[Event] = []
-        self.probes: list[ProbeRecord] = []
-        self.baseline: list[ProbeRecord] = []
-        self.uplinks: dict[tuple[str, str], tuple[tuple[float, ...], tuple[float, ...]]] = {}
-        self.ports = _ports(PLAN)
-        for node in NODES:
-            for nic in NICS:
-                self.nic(node, nic)
-            for gpu in ("gpu0", "gpu1"):
-                for metric, value in (("gpu_temp_c", 62.0), ("gpu_throttle_reasons", 0.0), ("gpu_xid_last", 0.0),
-                                      ("gpu_xid_count", 0.0), ("gpu_sm_clock_mhz", 1980.0)):
-                    self.gauge(node, metric, gpu, "", value)
-        for leaf in LEAVES:
-            for port in range(1, 11):
-                self.gauge(leaf, "sw_oper_up", f"swp{port}", "", 1.0)
-        for spine in SPINES:
-            for li, _ in enumerate(LEAVES):
-                self.counter(spine, "sw_tx_bytes", f"swp{li + 1}", "", 0.0, 60 * 20e9)
-                self.counter(spine, "sw_tx_drops", f"swp{li + 1}", "", 0.0, 0.0)
-
-    def nic(self, node: str, nic: str) -> None:
-        for metric, value in (("port_state", 4.0), ("phys_state", 5.0), ("rate_gbps", 400.0)):
-            self.gauge(node, metric, nic, "1", value)
-        self.gauge(node, "qp_count", nic, "", 9.0)
-        for lane in range(4):
-            self.gauge(node, "optics_rx_power_dbm", nic, f"L{lane}", 0.5 + 0.1 * lane)
-        counters = {"link_downed": 0, "link_down_events_phy": 0, "rx_corrected_bits_phy": 60 * 1e4,
-                    "rx_bits_phy": 60 * 4e11, "symbol_error": 0, "rx_pcs_symbol_err_phy": 0,
-                    "tx_prio3_pause": 0, "rx_prio3_pause": 60 * 0.4, "np_ecn_marked_roce_packets": 60 * 500,
-                    "np_cnp_sent": 60 * 250, "rp_cnp_handled": 60 * 250, "rp_cnp_ignored": 0,
-                    "out_of_sequence": 0, "req_cqe_error": 0, "resp_cqe_error": 0, "rnr_nak_retry_err": 0,
-                    "out_of_buffer": 0, "tx_pause_storm_warning_events": 0, "tx_pause_storm_error_events": 0}
-        for metric, increase in counters.items():
-            self.counter(node, metric, nic, "1", 0.0, float(increase))
-
-    def gauge(self, host: str, metric: str, device: str, port: str, value: float) -> None:
-        self.latest[(host, metric, device, port)] = Reading(T1, value)
-
-    def counter(self, host: str, metric: str, device: str, port: str, first: float, last: float) -> None:
-        self.first[(host, metric, device, port)] = Reading(T0, first)
-        self.latest[(host, metric, device, port)] = Reading(T1, last)
-
-    def rate(self, host: str, metric: str, device: str, per_s: float, port: str = "1") -> None:
-        self.counter(host, metric, device, port, 1000.0, 1000.0 + per_s * (T1 - T0))
-
-    def drop(self, host: str, device: str) -> None:
-        for key in [k for k in self.latest if k[0] == host and k[2] == device]:
-            del self.latest[key]
-            self.first.pop(key, None)
-
-    def input(self, plan: list[PlannedCable] = PLAN) -> DiagnosisInput:
-        graph = build_graph(self.ports, ROLES)
-        silent = [h for h, s in self.statuses.items() if s.state in (HostState.UNREACHABLE, HostState.HUNG)]
-        jobs = [JobRecord(T0, "77", "train", "alice", "acme", "RUNNING", NODES[:2])]
-        return DiagnosisInput(T0, T1, self.latest, self.first, self.statuses, self.events, self.probes,
-                              self.baseline, ROLES, self.ports, plan, graph, compare(graph, plan, silent=silent),
-                              jobs, self.uplinks)
-
-
-def parts(fleet: Fleet, thresholds: Thresholds | None = None) -> list[tuple[str, str, str, str, str]]:
-    return [(f.kind, f.node, f.nic, f.switch, f.port) for f in diagnose(fleet.input(), thresholds)]
 
 
 @pytest.fixture
@@ -138,11 +51,10 @@ def test_link_down_names_the_nic_and_its_switch_port(fleet: Fleet) -> None:
     assert finding.evidence["port_state_code"] == 1.0
 
 
-def test_a_link_that_went_down_repeatedly_or_in_the_window_is_flapping(fleet: Fleet) -> None:
-    fleet.counter("gpu003", "link_downed", "mlx5_0", "1", 3.0, 3.0)
+def test_a_link_that_went_down_in_the_window_and_is_up_again_is_flapping(fleet: Fleet) -> None:
+    fleet.counter("gpu003", "link_downed", "mlx5_0", "1", 3.0, 3.0)  # downs long ago (leaf reboots): not now
     fleet.counter("gpu004", "link_down_events_phy", "mlx5_1", "1", 0.0, 1.0)
-    assert parts(fleet) == [("link_flapping", "gpu003", "mlx5_0", "leaf01", "swp3"),
-                            ("link_flapping", "gpu004", "mlx5_1", "leaf02", "swp4")]
+    assert parts(fleet) == [("link_flapping", "gpu004", "mlx5_1", "leaf02", "swp4")]
 
 
 def test_a_switch_port_down_names_the_planned_nic_when_the_node_said_nothing(fleet: Fleet) -> None:
@@ -173,6 +85,7 @@ def test_degraded_rate_against_the_fleets_design_rate_or_a_configured_one(fleet:
 
 
 def test_low_rx_power_takes_the_ber_it_causes_as_evidence(fleet: Fleet) -> None:
+    module_limits(fleet, "gpu001", "mlx5_0")
     for lane in range(4):
         fleet.gauge("gpu001", "optics_rx_power_dbm", "mlx5_0", f"L{lane}", -8.5 + 0.2 * lane)
     fleet.counter("gpu001", "rx_corrected_bits_phy", "mlx5_0", "1", 0.0, 60 * 4e11 * 3e-5)
@@ -180,6 +93,7 @@ def test_low_rx_power_takes_the_ber_it_causes_as_evidence(fleet: Fleet) -> None:
     assert (finding.kind, finding.node, finding.nic) == ("optics_low_rx_power", "gpu001", "mlx5_0")
     assert finding.evidence["rx_power_dbm"] == -8.5 and finding.evidence["lane"] == "L0"
     assert finding.evidence["pre_fec_ber"] == pytest.approx(3e-5)
+    assert finding.evidence["past"] == "low_warning" and finding.evidence["module_low_warning_dbm"] == -7.0
 
 
 def test_rx_power_far_below_the_nodes_other_nics_is_flagged_before_the_alarm(fleet: Fleet) -> None:
@@ -202,7 +116,7 @@ def test_high_ber_warns_and_is_critical_once_fec_gives_up(fleet: Fleet) -> None:
 def test_swapped_cables_are_two_miswired_findings(fleet: Fleet) -> None:
     swapped = [replace(c, port={"swp1": "swp2", "swp2": "swp1"}[c.port])
                if c.switch == "leaf01" and c.port in ("swp1", "swp2") else c for c in PLAN]
-    fleet.ports = _ports(swapped)
+    fleet.ports = ports_of(swapped)
     assert parts(fleet) == [("miswired", "gpu001", "mlx5_0", "leaf01", "swp2"),
                             ("miswired", "gpu002", "mlx5_0", "leaf01", "swp1")]
 
@@ -219,8 +133,9 @@ def test_pfc_storm_is_named_and_its_neighbours_pauses_are_not_blamed_on_ecn(flee
     assert finding.evidence["tx_pause_per_s"] == pytest.approx(140_000.0)
 
 
-def test_a_storm_seen_only_by_the_watchdog_still_counts(fleet: Fleet) -> None:
-    fleet.counter("gpu004", "tx_pause_storm_error_events", "mlx5_1", "1", 1.0, 1.0)
+def test_a_storm_seen_by_the_watchdog_in_the_window_counts_and_an_old_one_does_not(fleet: Fleet) -> None:
+    fleet.counter("gpu004", "tx_pause_storm_error_events", "mlx5_1", "1", 0.0, 1.0)
+    fleet.counter("gpu003", "tx_pause_storm_error_events", "mlx5_1", "1", 4.0, 4.0)  # storms of last week
     assert parts(fleet) == [("pfc_storm", "gpu004", "mlx5_1", "leaf02", "swp4")]
 
 
@@ -243,14 +158,19 @@ def test_pauses_without_any_mark_or_cnp_behind_one_leaf_point_at_the_leaf(fleet:
 
 
 def _silent_spine_loss(fleet: Fleet, bad: str, ratio: float) -> None:
-    """Uneven ECMP spread: spine01 sends leaf01 a lot and leaf02 little, spine02 the reverse."""
+    """Uneven ECMP spread: leaf01 sends a lot through spine01 and little through spine02, leaf02 the reverse.
+
+    Under go-back-N a lost packet costs its sender one NAK sequence error; the receivers count a window
+    of out-of-sequence packets behind each loss (64 here), which says nothing about how many were lost.
+    """
     sent = {("spine01", 0): 30e9, ("spine01", 1): 5e9, ("spine02", 0): 5e9, ("spine02", 1): 30e9}
     for (spine, li), per_s in sent.items():
-        fleet.counter(spine, "sw_tx_bytes", f"swp{li + 1}", "", 0.0, per_s * 60)
+        fleet.counter(LEAVES[li], "sw_tx_bytes", f"swp{9 + int(spine[-1]) - 1}", "", 0.0, per_s * 60)
     for li in range(len(LEAVES)):
         packets = sent[(bad, li)] * 60 / 4096 * ratio
-        for node in NODES:  # the leaf's receivers share the loss
-            fleet.counter(node, "out_of_sequence", NICS[li], "1", 0.0, packets / len(NODES))
+        for node in NODES:  # the leaf's senders share the loss
+            fleet.counter(node, "packet_seq_err", NICS[li], "1", 0.0, packets / len(NODES))
+            fleet.counter(node, "out_of_sequence", NICS[1 - li], "1", 0.0, 64 * packets / len(NODES))
 
 
 def test_silent_loss_following_one_spines_traffic_names_that_spine(fleet: Fleet) -> None:
@@ -267,8 +187,8 @@ def test_loss_below_the_delivery_standard_or_spread_evenly_names_no_spine(fleet:
     even = Fleet()
     for node in NODES:
         for nic in NICS:
-            even.counter(node, "out_of_sequence", nic, "1", 0.0, 5_000.0)
-    assert parts(even) == []  # every spine sends every leaf alike: no spine fits better than another
+            even.counter(node, "packet_seq_err", nic, "1", 0.0, 5_000.0)
+    assert parts(even) == []  # every leaf sends through every spine alike: no spine fits better than another
 
 
 def test_drops_counted_on_one_spine_name_it(fleet: Fleet) -> None:
@@ -326,6 +246,14 @@ def test_host_states_become_host_findings(fleet: Fleet) -> None:
     assert ("node_slow", "gpu002", "", "", "") not in parts(fleet)
 
 
+def test_a_host_whose_output_cannot_be_read_is_a_finding_with_the_reason(fleet: Fleet) -> None:
+    reason = "lldpctl -f json: RecursionError: maximum recursion depth exceeded"
+    fleet.statuses["gpu002"] = HostStatus("gpu002", HostState.UNPARSABLE, T0, reason)
+    [finding] = [f for f in diagnose(fleet.input()) if f.node == "gpu002"]
+    assert (finding.kind, finding.severity, finding.basis) == ("host_unreadable", Severity.WARNING, "state")
+    assert finding.evidence["reason"] == reason and "by hand" in finding.next_step
+
+
 def test_when_most_hosts_are_slow_together_only_the_much_slower_one_is_named(fleet: Fleet) -> None:
     for node, seconds in (("gpu001", 3.1), ("gpu002", 3.3), ("gpu003", 3.2), ("gpu004", 6.4)):
         fleet.statuses[node] = HostStatus(node, HostState.SLOW, T0, f"answered in {seconds} s (slow above 2 s)")
@@ -379,8 +307,18 @@ def test_findings_as_json_and_as_store_events(fleet: Fleet) -> None:
     fleet.gauge("gpu001", "gpu_temp_c", "gpu1", "", 90.0)
     [finding] = diagnose(fleet.input())
     document = finding_json(finding)
-    assert set(document) == {"kind", "severity", "node", "nic", "switch", "port", "job", "evidence", "next_step"}
+    assert set(document) == {"kind", "severity", "node", "nic", "switch", "port", "job", "evidence", "next_step",
+                             "basis"}
+    assert document["basis"] == "state"  # a hot GPU is hot now, whatever the window held
     assert document["severity"] == "warning" and document["next_step"]
     event = finding_event(finding, T1)
     assert (event.kind, event.host, event.device, event.job) == ("gpu_thermal", "gpu001", "gpu1", "77")
     assert "gpu_temp_c=90.0" in event.message and event.data["finding"] is True
+
+
+def test_a_node_slow_all_along_since_its_one_state_change_stays_named(fleet: Fleet) -> None:
+    """Streaming agents change state once when they turn slow: slow for 30 s is no hiccup."""
+    fleet.statuses["gpu002"] = HostStatus("gpu002", HostState.SLOW, T1 - 30, "agent lines 4.2 s apart")
+    assert parts(fleet) == [("node_slow", "gpu002", "", "", "")]
+    fleet.statuses["gpu002"] = HostStatus("gpu002", HostState.SLOW, T1 - 2, "agent lines 4.2 s apart")
+    assert parts(fleet) == []  # just turned slow, once: not yet

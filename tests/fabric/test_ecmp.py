@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from fleet.fabric.ecmp import EcmpThresholds, UplinkSeries, assess_leaf, improved, jobs_across
+from fleet.fabric.ecmp import (
+    EcmpThresholds,
+    UplinkSeries,
+    assess_leaf,
+    collision_rate,
+    flows_on,
+    improved,
+    jobs_across,
+    max_load_chance,
+)
 from fleet.fabric.ecmp_plan import HashConfig, default_remedy, plan_remedies
 from fleet.fabric.records import JobRecord
 
@@ -24,13 +33,58 @@ def test_collision_on_one_saturated_uplink_is_flagged_with_numbers() -> None:
 
 def test_uneven_hash_without_a_hot_uplink_is_not_flagged() -> None:
     b = assess_leaf("leaf07", group([0, 100, 250, 50]), T)
-    assert b.imbalance == 2.5 and not b.flagged and "no flow is squeezed" in b.reason
+    assert b.imbalance == 2.5 and not b.flagged and "squeezes no flow yet" in b.reason
+    assert b.state == "uneven" and b.warning and "flows are unknown" in b.reason
 
 
 def test_balanced_and_idle_groups_are_not_flagged() -> None:
-    assert not assess_leaf("a", group([300, 310, 320, 300]), T).flagged
-    idle = assess_leaf("b", group([0, 0, 0, 0]), T)
-    assert not idle.flagged and idle.reason == "idle"
+    balanced = assess_leaf("a", group([300, 310, 320, 300]), T)
+    assert not balanced.flagged and balanced.state == "ok" and not balanced.actionable
+    idle = assess_leaf("b", group([0.2, 0.0, 0.1, 0.0]), T)
+    assert not idle.flagged and idle.state == "idle" and idle.reason.startswith("idle")
+    assert idle.imbalance == 0.0  # no ratio of background noise: the CLI and the console both show 0.00
+    unknown_speed = [UplinkSeries(u.port, u.spine, 0.0, u.ts, u.tx_gbps) for u in group([0, 0, 0, 0])]
+    assert assess_leaf("c", unknown_speed, T).state == "idle"  # an idle port reports no speed
+    assert assess_leaf("d", group([100, 0])[:1], T).state == "no data"
+
+
+def test_every_flow_on_one_uplink_at_partial_load_is_a_collision_with_its_rate() -> None:
+    b = assess_leaf("leaf01", group([0, 0, 240, 0]), T, flow_gbps=30.0)
+    assert not b.flagged and b.state == "collision" and b.warning and b.actionable
+    assert b.flows == (0, 0, 8, 0) and b.collision_rate == 0.75
+    assert b.chance_p is not None and abs(b.chance_p - 4 * 0.25**8) < 1e-9
+    assert b.collision_words() == "collision rate 75.0 % of ~8 flows (target < 0.5 %)"
+    assert "a uniform hash does that 1 time in 16,384" in b.reason
+    squeezed = assess_leaf("leaf01", group([0, 0, 398, 0]), T, flow_gbps=50.0)
+    assert squeezed.state == "squeezed" and squeezed.flagged  # the urgent state wins
+
+
+def test_a_spread_a_hash_gives_by_chance_is_no_collision() -> None:
+    b = assess_leaf("leaf02", group([90, 30, 60, 60]), T, flow_gbps=30.0)  # 3/1/2/2 flows
+    assert b.state == "ok" and b.flows == (3, 1, 2, 2) and b.collision_rate == 0.125
+    assert b.chance_p is not None and b.chance_p > 0.5 and "by chance" in b.reason
+
+
+def test_max_load_chance_against_counting() -> None:
+    import itertools
+
+    for flows, bins in ((5, 3), (6, 4), (4, 2)):
+        outcomes = list(itertools.product(range(bins), repeat=flows))
+        for at_least in range(1, flows + 2):
+            counted = sum(1 for o in outcomes if max(o.count(b) for b in range(bins)) >= at_least) / len(outcomes)
+            assert abs(max_load_chance(flows, bins, at_least) - counted) < 1e-12
+    assert collision_rate((0, 0, 8, 0)) == 0.75 and collision_rate((2, 2, 2, 2)) == 0.0
+    assert flows_on([0.0, 14.0, 16.0, 91.0], 30.0) == (0, 0, 1, 3)
+
+
+def test_a_collision_is_kept_fixed_only_when_it_is_gone_and_never_on_an_idle_group() -> None:
+    before = assess_leaf("l", group([0, 0, 240, 0]), T, flow_gbps=30.0)
+    spread = assess_leaf("l", group([60, 60, 90, 30]), T, flow_gbps=30.0)
+    assert improved(before, spread, T, 0.25)[0]
+    still = improved(before, assess_leaf("l", group([0, 0, 240, 0]), T, flow_gbps=30.0), T, 0.25)
+    assert still[0] is False and still[1].startswith("still a collision")
+    idle = improved(before, assess_leaf("l", group([0, 0, 0, 0]), T, flow_gbps=30.0), T, 0.25)
+    assert idle[0] is False and idle[1].startswith("nothing to judge after the change: idle")
 
 
 def test_a_burst_shorter_than_the_sustain_window_is_not_flagged() -> None:

@@ -18,9 +18,11 @@ from typing import Any
 import pytest
 from helpers.agent_reference import agent_line
 from sim_helpers import small_model
+from virtual_time import VirtualTime
 
 from fleet.collectors.agent import changed_line, slot_paths
 from fleet.collectors.agent_reader import ETHTOOL_COUNTERS
+from fleet.simulator import agent_stream
 from fleet.simulator.agent_stream import (
     AgentLines,
     AgentOptions,
@@ -135,20 +137,22 @@ def test_ModuleReadings_a_module_is_the_filtered_render(db: float) -> None:
             assert modules[rail].text(optics) == optics_readings(render_module(optics))
 
 
-async def test_lines_come_on_fixed_ticks_as_the_real_agent() -> None:
-    """A client that takes 0.07 s to drain each line does not stretch the 0.1 s interval to 0.17 s."""
+async def _line_times(monkeypatch: pytest.MonkeyPatch, drain_s: float, lines: int = 9) -> list[float]:
+    """When an agent streaming every 0.1 s writes its first ``lines`` lines to a client that takes
+    ``drain_s`` to take each, on the stream's virtual clock (``virtual_time``)."""
+    clock = VirtualTime()
+    monkeypatch.setattr(agent_stream, "asyncio", clock)
     model = small_model()
-    loop = asyncio.get_running_loop()
     at: list[float] = []
     enough = asyncio.Event()
 
     def out(_: str) -> None:
-        at.append(loop.time())
-        if len(at) == 9:
+        at.append(clock.now)
+        if len(at) == lines:
             enough.set()
 
     async def slow_drain() -> None:
-        await asyncio.sleep(0.07)
+        await clock.sleep(drain_s)
 
     io = StreamIO(out, out, drain=slow_drain)
     shell = Shell(Machine("gpu002", "node", model, Rendezvous()))
@@ -156,5 +160,16 @@ async def test_lines_come_on_fixed_ticks_as_the_real_agent() -> None:
     await asyncio.wait_for(enough.wait(), 10)
     io.stdin_eof.set()
     assert await asyncio.wait_for(task, 5) == 0
-    gaps = [round((b - a) / 0.1) for a, b in pairwise(at[1:])]  # from the 2nd line: set-up aside
-    assert gaps.count(1) >= len(gaps) - 2, gaps  # on the ticks; a busy machine may skip one or two
+    return at[:lines]
+
+
+async def test_lines_come_on_fixed_ticks_as_the_real_agent(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A client that takes 0.07 s to drain each line does not stretch the 0.1 s interval to 0.17 s."""
+    at = await _line_times(monkeypatch, drain_s=0.07)
+    assert [round(b - a, 9) for a, b in pairwise(at)] == [0.1] * (len(at) - 1)
+
+
+async def test_a_stream_that_falls_behind_skips_the_ticks_it_missed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A client that takes 0.25 s per line gets a line every third tick, not lines piled up to catch up."""
+    at = await _line_times(monkeypatch, drain_s=0.25, lines=5)
+    assert [round(b - a, 9) for a, b in pairwise(at)] == [0.3] * (len(at) - 1)

@@ -107,8 +107,17 @@ def test_optics_attenuation_beyond_loss_of_signal_takes_the_link_down() -> None:
     assert nic(faulty, "gpu002", 1).state == "DOWN"
 
 
+def test_high_ber_inside_the_fec_limit_loses_nothing() -> None:
+    """RS(544,514) corrects a pre-FEC BER of 2e-4 (inside its 2.4e-4 limit) to ~1e-13 of codewords."""
+    base, faulty = pair(fault("high_ber", "gpu002:mlx5_1", ber=0.0002))
+    corrected = delta(faulty, "gpu002", 1, "ethtool", "rx_corrected_bits_phy")
+    assert corrected > 1000 * delta(base, "gpu002", 1, "ethtool", "rx_corrected_bits_phy")
+    assert delta(faulty, "gpu002", 1, "ethtool", "rx_pcs_symbol_err_phy") == 0
+    assert delta(faulty, "gpu002", 1, "hw_counters", "out_of_sequence") == 0
+
+
 def test_high_ber() -> None:
-    base, faulty = pair(fault("high_ber", "gpu002:mlx5_1", ber=0.0005))
+    base, faulty = pair(fault("high_ber", "gpu002:mlx5_1", ber=0.001))
     assert delta(faulty, "gpu002", 1, "ethtool", "rx_pcs_symbol_err_phy") > 0
     assert delta(base, "gpu002", 1, "ethtool", "rx_pcs_symbol_err_phy") == 0
     assert delta(faulty, "gpu002", 1, "counters", "port_rcv_errors", 10.5, 11.5) > 0
@@ -249,3 +258,14 @@ def test_flow_labels_probe_every_spine_and_find_the_lossy_one() -> None:
         spine = estimate.switches[1]
         seen.setdefault(spine, set()).add(estimate.loss > 0)
     assert seen == {"spine01": {True}, "spine02": {False}}
+
+
+def test_a_flap_that_ends_counts_only_the_downs_that_began_before_its_end() -> None:
+    from fleet.simulator.faults import link_down_events
+    from fleet.simulator.scenario import FaultSpec, load_scenario
+    from fleet.simulator.topology import Topology
+
+    topology = Topology(load_scenario("healthy").fabric, {})
+    flap = FaultSpec("link_flap", "gpu001:mlx5_0", at=20.0, until=80.0, params={"period": 20.0})
+    counts = [link_down_events([flap], topology, ("gpu001", "mlx5_0"), t) for t in (19.0, 20.0, 79.9, 80.0, 200.0)]
+    assert counts == [0, 1, 3, 3, 3]  # downs at 20, 40, 60; none at 80, when the fault is over

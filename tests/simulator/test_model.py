@@ -133,3 +133,16 @@ def test_every_builtin_scenario_keeps_counters_monotonic(name: str) -> None:
             for counter, value in values.items():
                 assert current[key][counter] >= value, (name, t, key, counter)
         previous = current
+
+
+def test_a_roce_ports_guid_is_gid0s_interface_identifier() -> None:
+    """ibstat on a real ConnectX-7 Ethernet port: MAC 94:6d:ae:c2:b6:90, Port GUID 0x966daefffec2b690 (the
+    modified EUI-64 that GID[0] carries); the Node GUID is the device's own."""
+    from fleet.simulator.model import FleetModel, port_guid
+    from fleet.simulator.scenario import load_scenario
+
+    assert port_guid("94:6d:ae:c2:b6:90") == "0x966daefffec2b690"
+    model = FleetModel(load_scenario("healthy"), start_unix=0.0)
+    nic = model.node_view("gpu001", 1.0).nics[0]
+    assert nic.port_guid != nic.node_guid
+    assert nic.gids[0].gid.replace(":", "").endswith(nic.port_guid.removeprefix("0x"))

@@ -3,7 +3,6 @@ waits for the queue (flush, close) is never kept waiting for the linger."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from store_samples import T0, nic_sample
@@ -14,13 +13,11 @@ from fleet.store.writer import StoreWriter
 
 def test_flush_and_close_cut_the_linger_short(fresh_db: Path) -> None:
     writer = StoreWriter(fresh_db, linger_s=60.0).start()
-    began = time.monotonic()
     for k in range(5):
         assert writer.put_samples(nic_sample("n1", T0 + k, k))
-    assert writer.flush(20)
+    assert writer.flush(20)  # done within 20 s: it did not wait out the 60 s linger
     assert writer.put_samples(nic_sample("n1", T0 + 5, 5))
     assert writer.close(20)
-    assert time.monotonic() - began < 20
     series = StoreReader(fresh_db).series("n1", "tx_bytes", "mlx5_0", "1", start=T0, end=T0 + 10)
     assert series.avg == [float(1_000_000 * k) for k in range(6)]
 

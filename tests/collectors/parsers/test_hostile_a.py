@@ -3,12 +3,13 @@
 Empty, whitespace, truncated mid-line, binary garbage, 10 MB of output, another
 tool's output and every other captured sample: a parser never raises, never
 invents data from text that is not its tool's, and lists what it could not read.
+(The fuzz suite, tests/security/test_parser_fuzz.py, holds every parser to the same
+contract on mutated captures; benchmarks/parsers.py times 10 MB per kind.)
 """
 
 from __future__ import annotations
 
 import random
-import time
 from collections.abc import Callable, Sized
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,6 +80,7 @@ OWN_SAMPLES: dict[str, str] = {
     "rdma/hns-rdma-res-show-qp-jp-dd-after-fix.txt": "rdma-qp",
     "rdma/hns-rdma-res-show-qp-jp-dd-before-fix-broken.txt": "rdma-qp",
     "rdma/iproute2-rdma-res-show-qp-kernel-qps-mlx5-hns.txt": "rdma-qp",
+    "rdma/stelline-asus-esc8000a-ibv_devinfo-4x-cx7-mixed-fw.txt": "ibv_devinfo",
     "rdma/tensorflow-gdr-ibv_devinfo-mlx4-roce-dualport.txt": "ibv_devinfo",
     "ethtool/cn-notes-ethtool-S-grep-discards-cx4lx-prio-discards.txt": "ethtool-stats",
     "ethtool/cn-notes-ethtool-S-grep-pause-cx4lx-tx-global-pause.txt": "ethtool-stats",
@@ -112,7 +114,7 @@ def _read(name: str) -> str:
 def test_every_sample_of_these_kinds_is_known() -> None:
     dirs = ("ibstat", "rdma", "ethtool", "perfquery", "sysfs", "topology")
     on_disk = {str(p.relative_to(FIXTURES)) for d in dirs for p in (FIXTURES / d).iterdir()}
-    assert on_disk == set(OWN_SAMPLES)
+    assert on_disk == {name for name in OWN_SAMPLES if name.split("/")[0] in dirs}
 
 
 @pytest.mark.parametrize("kind", ALL)
@@ -146,15 +148,13 @@ def test_binary_garbage(kind: str) -> None:
 
 
 @pytest.mark.parametrize("kind", ALL)
-def test_ten_megabytes_in_well_under_a_few_seconds(kind: str) -> None:
+def test_ten_megabytes(kind: str) -> None:
+    """10 MB of a real capture repeated parses whole (its time is benchmarks/parsers.py's job)."""
     k = KINDS[kind]
     one = _read(k.sample)
     one = one if one.endswith("\n") else one + "\n"
     repeats = 10_000_000 // len(one) + 1
-    started = time.perf_counter()
     r = k.parse(one * repeats)
-    elapsed = time.perf_counter() - started
-    assert elapsed < 4.0
     single = len(k.data(k.parse(one)))
     if k.accumulates:
         assert len(k.data(r)) == single * repeats

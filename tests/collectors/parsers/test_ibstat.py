@@ -99,4 +99,7 @@ def test_ibstat_bad_numbers_are_problems_not_guesses() -> None:
     r = parse_ibstat("CA 'mlx5_0'\n\tCA type: MT4129\n\tPort 1:\n\t\tRate: fast\n\t\tBase lid: x\n")
     port = r.devices[0].ports[0]
     assert port.rate_gbps is None and port.base_lid is None
-    assert {p.reason for p in r.problems} == {"port 1: rate is not a number", "port 1: base_lid is not an integer"}
+    assert {p.reason for p in r.problems} == {
+        "port 1: rate: 'fast' is not a finite number",
+        "port 1: base_lid: 'x' is not an integer",
+    }

@@ -10,8 +10,8 @@ FIXTURES = Path(__file__).parents[2] / "fixtures" / "rdma"
 
 # ibv_devinfo -v in the layout of rdma-core libibverbs/examples/devinfo.c (print_hca_cap,
 # print_port_attr): flag lists one per line, nested "tso_caps:"/"rss_caps:" sections,
-# per-port width/speed/phys_state and the GID table. No -v capture exists in
-# ../shared/fixtures, so this text is written from that source, values invented.
+# per-port width/speed/phys_state and the GID table. No published -v capture was found,
+# so this text is written from that source, values invented.
 VERBOSE = """hca_id:\tmlx5_0
 \ttransport:\t\t\tInfiniBand (0)
 \tfw_ver:\t\t\t\t20.31.1014

@@ -1,4 +1,4 @@
-"""The parser registry: all 26 kinds, detection of every fixture, JSON form, and hostile input
+"""The parser registry: all 28 kinds, detection of every fixture, JSON form, and hostile input
 for every GPU / benchmark / Slurm / switch parser (empty, garbage, truncated, 10 MB, foreign)."""
 
 from __future__ import annotations
@@ -7,11 +7,12 @@ import dataclasses
 import json
 import math
 import random
-import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.config_fixtures import CONFIG_KINDS
+from helpers.parser_fixtures import FIXTURES, expected_kind, fixture_files, read, samples
 
 from fleet.collectors.parsers import registry
 from fleet.collectors.parsers.base import ParseProblem
@@ -24,9 +25,7 @@ from fleet.collectors.parsers.registry import (
     to_jsonable,
 )
 
-FIXTURES = Path(__file__).parents[2] / "fixtures"
-
-ISSUE_KINDS = {
+CORE_KINDS = {
     "ibstat",
     "ibstatus",
     "ibv_devinfo",
@@ -46,6 +45,8 @@ ISSUE_KINDS = {
     "iblinkinfo",
     "perftest",
     "nccl",
+    "nccl-log",
+    "ep-bench",
     "squeue-json",
     "squeue",
     "scontrol-job",
@@ -62,6 +63,7 @@ DATA_FIELDS: dict[str, tuple[str, ...]] = {
     "nvidia-smi-nvlink": ("gpus",),
     "perftest": ("lat_rows", "bw_rows", "header"),
     "nccl": ("rows", "ranks"),
+    "ep-bench": ("best",),
     "squeue-json": ("jobs",),
     "squeue": ("jobs",),
     "scontrol-job": ("jobs",),
@@ -70,53 +72,6 @@ DATA_FIELDS: dict[str, tuple[str, ...]] = {
     "sonic-pfc": ("rows",),
     "sonic-queue": ("rows",),
 }
-
-# What each fixture file is, by its directory and name.
-_EXPECTED: tuple[tuple[str, str], ...] = (
-    (r"^ethtool/.*-ethtool-S-", "ethtool-stats"),
-    (r"^ethtool/.*-ethtool-m-", "ethtool-module"),
-    (r"^ibstat/.*ibstatus", "ibstatus"),
-    (r"^ibstat/", "ibstat"),
-    (r"^nccl/", "nccl"),
-    (r"^nvidia-smi/.*topo-m", "nvidia-smi-topo"),
-    (r"^nvidia-smi/.*nvlink", "nvidia-smi-nvlink"),
-    (r"^nvidia-smi/.*(query-gpu|-q-)", "nvidia-smi-query"),
-    (r"^perfquery/.*ibqueryerrors", "ibqueryerrors"),
-    (r"^perfquery/", "perfquery"),
-    (r"^perftest/", "perftest"),
-    (r"^rdma/.*rdma-res(ource)?-show-qp", "rdma-qp"),
-    (r"^rdma/.*rdma-statistic", "rdma-statistic"),
-    (r"^rdma/.*show_gids", "show-gids"),
-    (r"^rdma/.*ibv_devinfo", "ibv_devinfo"),
-    (r"^slurm/.*squeue-json", "squeue-json"),
-    (r"^slurm/.*squeue-o", "squeue"),
-    (r"^slurm/.*scontrol", "scontrol-job"),
-    (r"^switch/.*(net-show-counters|nv-show-interface)", "nvue-counters"),
-    (r"^switch/.*(portstat|show-interfaces-counters)", "sonic-counters"),
-    (r"^switch/.*queue-counter", "sonic-queue"),
-    (r"^switch/.*pfc", "sonic-pfc"),
-    (r"^sysfs/", "sysfs"),
-    (r"^topology/.*iblinkinfo", "iblinkinfo"),
-    (r"^topology/.*ibnetdiscover", "ibnetdiscover"),
-    (r"^topology/.*lldp", "lldp"),
-)
-
-
-def _expected_kind(relative: str) -> str | None:
-    return next((kind for pattern, kind in _EXPECTED if re.search(pattern, relative)), None)
-
-
-def _fixture_files() -> list[Path]:
-    return sorted(p for p in FIXTURES.glob("*/*") if p.is_file())
-
-
-def _text(path: Path) -> str:
-    return path.read_bytes().decode("utf-8", errors="replace")
-
-
-def _samples(kind: str) -> list[Path]:
-    return [p for p in _fixture_files() if _expected_kind(str(p.relative_to(FIXTURES))) == kind]
-
 
 def _data_count(kind: str, result: Any) -> int:
     return sum(len(getattr(result, name)) for name in DATA_FIELDS[kind])
@@ -132,8 +87,8 @@ def _assert_well_formed(result: Any) -> None:
     json.dumps(to_jsonable(result))  # always serialisable
 
 
-def test_kinds_are_the_26_of_the_issue() -> None:
-    assert set(KINDS) == ISSUE_KINDS
+def test_kinds_are_the_core_ones_and_the_configuration_ones() -> None:
+    assert set(KINDS) == CORE_KINDS | CONFIG_KINDS
     assert all(spec.kind == kind for kind, spec in KINDS.items())
     assert set(DATA_FIELDS) <= set(KINDS)
 
@@ -163,16 +118,18 @@ def test_every_kind_loads_or_says_why() -> None:
             assert spec.kind in str(exc)
 
 
-@pytest.mark.parametrize("path", _fixture_files(), ids=lambda p: str(p.relative_to(FIXTURES)))
+@pytest.mark.parametrize("path", fixture_files(), ids=lambda p: str(p.relative_to(FIXTURES)))
 def test_detect_every_fixture(path: Path) -> None:
-    expected = _expected_kind(str(path.relative_to(FIXTURES)))
+    expected = expected_kind(str(path.relative_to(FIXTURES)))
     assert expected is not None, "a new fixture: add its kind to _EXPECTED"
+    if not expected or expected == "cma-roce-tos" or not path.read_bytes():
+        pytest.skip("no parser reads this capture yet, or it is empty or a bare number no signature can tell")
     if expected not in DATA_FIELDS:
         try:
             __import__("fleet.collectors.parsers.signatures_a")
         except ImportError:
             pytest.skip("host-side signatures (collectors.parsers.signatures_a) not present")
-    assert detect(_text(path)) == expected
+    assert detect(read(path)) == expected
 
 
 def test_detect_refuses_what_it_does_not_know() -> None:
@@ -186,7 +143,7 @@ def test_a_broken_signature_does_not_stop_detection(monkeypatch: pytest.MonkeyPa
         raise RuntimeError("bug")
 
     monkeypatch.setitem(registry.SIGNATURES_B, "sonic-pfc", boom)
-    text = _text(FIXTURES / "nccl" / "autodl-2x2080ti-pcie-all_reduce_perf-no-p2p.txt")
+    text = read(FIXTURES / "nccl" / "autodl-2x2080ti-pcie-all_reduce_perf-no-p2p.txt")
     assert detect(text) == "nccl"
 
 
@@ -238,8 +195,7 @@ def test_binary_garbage(kind: str) -> None:
 @pytest.mark.parametrize("kind", HOSTILE_KINDS)
 def test_truncated_anywhere(kind: str) -> None:
     """Every cut of every sample parses without raising and never yields more than the whole."""
-    samples = _samples(kind) or []
-    texts = [_text(p) for p in samples] or [_SYNTHETIC[kind]]
+    texts = [read(p) for p in samples(kind)] or [_SYNTHETIC[kind]]
     for text in texts:
         whole = _data_count(kind, parse(kind, text))
         step = max(1, len(text) // 300)
@@ -252,7 +208,7 @@ def test_truncated_anywhere(kind: str) -> None:
 @pytest.mark.parametrize("kind", HOSTILE_KINDS)
 def test_random_damage_never_raises(kind: str) -> None:
     rng = random.Random(f"damage-{kind}")
-    texts = [_text(p) for p in _samples(kind)] or [_SYNTHETIC[kind]]
+    texts = [read(p) for p in samples(kind)] or [_SYNTHETIC[kind]]
     for text in texts:
         for _ in range(60):
             chars = list(text)
@@ -268,12 +224,19 @@ def test_random_damage_never_raises(kind: str) -> None:
             _assert_well_formed(parse(kind, "".join(chars)))
 
 
+_SAME_LAYOUT = {("nvue-counters", "cumulus-docs-514-nv-show-interface-swp16-qos-roce-status.txt"),
+                ("nvue-counters", "cumulus-docs-514-nv-show-qos-roce-lossless-single-ipool.txt")}
+"""Another NVUE view in the very layout of ``nv show interface PORT counters`` (key, operational, applied)."""
+
+
 @pytest.mark.parametrize("kind", HOSTILE_KINDS)
 def test_another_tools_output_gives_no_data(kind: str) -> None:
-    for path in _fixture_files():
-        if _expected_kind(str(path.relative_to(FIXTURES))) == kind:
+    for path in fixture_files():
+        if expected_kind(str(path.relative_to(FIXTURES))) == kind or not path.read_bytes():
+            continue  # an empty capture is no tool's output in particular
+        if (kind, path.name) in _SAME_LAYOUT:
             continue
-        result = parse(kind, _text(path))
+        result = parse(kind, read(path))
         _assert_well_formed(result)
         assert _data_count(kind, result) == 0, path.name
         assert result.problems, path.name
@@ -295,11 +258,11 @@ _SYNTHETIC: dict[str, str] = {
 
 def _ten_megabytes(kind: str) -> str:
     if kind == "squeue-json":
-        sample = json.loads(_text(_samples(kind)[0]))
+        sample = json.loads(read(samples(kind)[0]))
         job = sample["jobs"][0]
         count = 10_000_000 // len(json.dumps(job)) + 1
         return json.dumps({**sample, "jobs": [job] * count})
-    text = _text(_samples(kind)[0]) if _samples(kind) else _SYNTHETIC[kind]
+    text = read(samples(kind)[0]) if samples(kind) else _SYNTHETIC[kind]
     return (text + "\n") * (10_000_000 // (len(text) + 1) + 1)
 
 

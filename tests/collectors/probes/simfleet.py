@@ -45,8 +45,9 @@ class Fleet:
         return sum(1 for host in hosts for conn in self.server.listeners[host].connections
                    for chan in list(conn._channels.values()) if "--probe-runner" in (chan.get_command() or ""))
 
-    async def wait_until(self, condition: Callable[[], bool], timeout_s: float = 3.0) -> bool:
-        """Poll ``condition`` on the event loop until it holds or ``timeout_s`` passes."""
+    async def wait_until(self, condition: Callable[[], bool], timeout_s: float = 15.0) -> bool:
+        """Poll ``condition`` on the event loop until it holds or ``timeout_s`` passes (generous: a loaded
+        machine is slow to end processes, and a condition that holds returns at once)."""
         deadline = time.monotonic() + timeout_s
         while not condition():
             if time.monotonic() > deadline:

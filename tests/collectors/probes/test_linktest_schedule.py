@@ -28,7 +28,7 @@ from fleet.collectors.probes.perftest_probe import GidCache, PerftestSpec
 from fleet.collectors.probes.ports import PortAllocator
 from fleet.collectors.sshpool import SshPool
 from fleet.fabric.naming import nic_name
-from fleet.fabric.pairing import schedule
+from fleet.fabric.pairing import PairTest, schedule
 from fleet.fabric.records import ProbeRecord
 
 pytestmark = pytest.mark.timeout(20)
@@ -139,7 +139,8 @@ async def test_every_pair_runs_once_no_nic_twice_and_rounds_in_order(
     fake = FakePerftest(seed=7)
     report = await _run(fake, spec, monkeypatch)
     round_of = _round_of(spec)
-    expected = Counter((src, dst, rail, label) for (src, dst, rail) in round_of for label in linktest._labels(2))
+    expected = Counter((src, dst, rail, label) for (src, dst, rail) in round_of
+                       for label in linktest.flow_labels(PairTest(src, dst, rail), 2, roce=False))
     assert Counter(fake.started) == expected and max(expected.values()) == 1
     assert fake.overlaps == []
     assert fake.most_waiting == 1  # a NIC's next probe waits for its turn, never two of them
@@ -153,8 +154,9 @@ async def test_every_pair_runs_once_no_nic_twice_and_rounds_in_order(
 
 
 async def test_a_straggler_holds_back_only_the_probes_that_wait_for_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    # One pair of round 0 hangs. Its two nodes' next partners must wait, and theirs, and so on (2, 4, 8, 16
-    # nodes held by round 0, 1, 2, 3); with 32 nodes the other half still reaches round 3 meanwhile.
+    # One pair of the first round hangs. Its two nodes' next partners must wait, and theirs, and so on
+    # (2, 4, 8, 16 nodes held by the first four rounds); with 32 nodes the other half still reaches the
+    # fourth round meanwhile.
     nodes = tuple(f"gpu{k:03d}" for k in range(1, 33))
     spec = LinktestSpec(nodes, rails=(0,), local_checks=False)
     round_of = _round_of(spec)

@@ -66,10 +66,23 @@ def _complete(lines: list[bytes]) -> bool:
 
 
 def _real() -> list[bytes]:
-    process = subprocess.run([sys.executable, "-u", "-c", runner_source(), "--probe-runner"],
-                             input="".join(r + "\n" for r in REQUESTS).encode(), capture_output=True, timeout=20)
-    assert process.returncode == 0, process.stderr
-    return process.stdout.splitlines(keepends=True)
+    """The real runner's lines for :data:`REQUESTS`, its stdin kept open until every command has
+    ended, as the simulated runner's session is: at the end of its stdin a runner stops what still
+    runs (SIGTERM), so a ``false`` still running then would end by a signal instead of its status."""
+    process = subprocess.Popen([sys.executable, "-u", "-c", runner_source(), "--probe-runner"],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write("".join(r + "\n" for r in REQUESTS).encode())
+    process.stdin.flush()
+    lines: list[bytes] = []
+    while not _complete(lines):
+        line = process.stdout.readline()  # bounded by the test's timeout
+        if not line:
+            break
+        lines.append(line)
+    rest, errors = process.communicate(timeout=20)  # closes stdin: the runner ends
+    assert process.returncode == 0, errors
+    return lines + rest.splitlines(keepends=True)
 
 
 async def test_the_simulated_runner_writes_what_the_real_one_writes(fleet: Fleet) -> None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from fleet.fabric.counters import IB_SATURATING_COUNTER_BITS
+from fleet.simulator.optics_modules import MODULE_TYPES
 from fleet.simulator.state import (
     GidView,
     LldpNeighbor,
@@ -47,6 +49,11 @@ def make_optics(
             OpticsLane(rx_power_mw=rx_mw - 0.01 * i, tx_power_mw=1.1 + 0.01 * i, tx_bias_ma=7.5)
             for i in range(lanes)
         ),
+        rx_power_thresholds_dbm=MODULE_TYPES[0].rx_power_dbm,
+        tx_power_thresholds_dbm=MODULE_TYPES[0].tx_power_dbm,
+        bias_thresholds_ma=MODULE_TYPES[0].bias_ma,
+        temp_thresholds_c=MODULE_TYPES[0].temp_c,
+        voltage_thresholds_v=MODULE_TYPES[0].voltage_v,
     )
 
 
@@ -54,7 +61,12 @@ def make_nic(rail: int = 0, *, link_layer: str = "Ethernet", **changes: object) 
     """One NIC of rail ``rail`` with every counter the renderers know, numbered so each differs."""
     is_ib = link_layer == "InfiniBand"
     mac = f"b8:3f:d2:a0:{rail:02x}:10"
-    counters = {name: 1000 * (i + 1) + rail for i, name in enumerate(ib_port_counter_names())}
+    # Error counters stay below the maximum of their IBA width (they cannot pass it, and at it
+    # they would read as saturated).
+    counters = {
+        name: (1000 * (i + 1) + rail) % (2 ** IB_SATURATING_COUNTER_BITS.get(name, 64) - 1)
+        for i, name in enumerate(ib_port_counter_names())
+    }
     hw = {name: 10 * (i + 1) + rail for i, name in enumerate(mlx5_hw_counter_names(link_layer))}
     ethtool = {name: i * 7 + rail for i, name in enumerate(mlx5_ethtool_counter_names())}
     ip = f"10.{rail}.0.1"
