@@ -2,11 +2,13 @@
 
 The one reader of a module's readings (temperature, supply voltage, per-lane
 bias current and optical power) into values, in agent and command mode alike.
-It reads a reading as ``fleet.collectors.parsers.ethtool_module`` does (the same
-keys through its ``measurement_key``, the same value patterns, a later line of
-the same reading winning), but only the reading lines, line by line, knowing
-each key after its first sight: every node sends each NIC's readings every few
-seconds, so this runs a thousand times a second at 1,024 nodes.
+What it reads is what ``fleet.collectors.parsers.ethtool_module`` reads from the
+reading lines (``fleet.collectors.agent.optics_readings``): the parser is the
+rule. Every node sends each NIC's readings every few seconds, a thousand dumps
+a second at 1,024 nodes, and a module prints the same lines every time, only
+the numbers change; so the reader keeps, per shape of dump, where the parser
+finds each reading, and reads the next dumps of that shape by one
+regular-expression match (see ``OpticsReader``).
 """
 
 from __future__ import annotations
@@ -16,103 +18,116 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import NamedTuple
 
-from fleet.collectors.agent import is_optics_reading
-from fleet.collectors.parsers.ethtool_module import measurement_key
+from fleet.collectors.agent import is_optics_reading, optics_readings
+from fleet.collectors.parsers.ethtool_module import (
+    EthtoolModule,
+    measurement_key,
+    parse_ethtool_module,
+)
+from fleet.collectors.parsers.values import (
+    MAX_DIGITS,
+    MODULE_BIAS_MA,
+    MODULE_POWER_DBM,
+    MODULE_POWER_MW,
+    MODULE_TEMP_C,
+    MODULE_VOLTAGE_V,
+    Range,
+)
 
 DARK_LANE_DBM = -40.0
 """What a lane with no light (``-inf dBm``) is stored as."""
 
-_AS_PRINTED: Mapping[str, str] = MappingProxyType({
-    "tx_power": r"([-+0-9.eE]+) mW / ([-+0-9.a-zA-Z]+) dBm",
-    "rx_power": r"([-+0-9.eE]+) mW / ([-+0-9.a-zA-Z]+) dBm",
-    "temp": r"([-+0-9.]+) degrees C / [-+0-9.]+ degrees F",
-    "tx_bias": r"([-+0-9.]+) mA",
-    "voltage": r"([-+0-9.]+) V",
+Readings = dict[tuple[str, str], float]
+"""``{(metric, port): value}``: ``("optics_temp_c", "")``, ``("optics_rx_power_dbm", "L0")``."""
+
+
+class _Printed(NamedTuple):
+    """A quantity's value as ethtool prints it: its numbers as groups, and the parser's range for each."""
+
+    pattern: str
+    ranges: tuple[Range, ...]
+
+
+_NUMBER = f"([-+0-9.eE]{{1,{2 * MAX_DIGITS}}})"
+"""A number as ``read_float`` reads it: only its characters, no blank, at most its length; of such a
+token, ``float`` gives what ``read_float`` gives, or an infinity where it gives None (which no range
+holds), or raises where it gives None."""
+_PRINTED: Mapping[str, _Printed] = MappingProxyType({
+    "tx_power": _Printed(f"{_NUMBER} mW / (-inf|{_NUMBER[1:-1]}) dBm", (MODULE_POWER_MW, MODULE_POWER_DBM)),
+    "rx_power": _Printed(f"{_NUMBER} mW / (-inf|{_NUMBER[1:-1]}) dBm", (MODULE_POWER_MW, MODULE_POWER_DBM)),
+    "temp": _Printed(f"{_NUMBER} degrees C / [-+0-9.]+ degrees F", (MODULE_TEMP_C,)),
+    "tx_bias": _Printed(f"{_NUMBER} mA", (MODULE_BIAS_MA,)),
+    "voltage": _Printed(f"{_NUMBER} V", (MODULE_VOLTAGE_V,)),
 })
-"""Each quantity's value as ethtool prints it, its numbers as groups, padded with spaces or tabs. The
-parser reads such a value as these numbers: its first pattern that matches is the quantity's own, and
-each group is the whole of the token the parser takes (what follows a token is a space), so where
-``float`` reads each group, they are the reading."""
+"""Each group is the whole token the parser's own value patterns take from such a value (what
+follows a token is a space), and only this quantity's pattern matches it. ``-inf`` dBm is how
+ethtool prints no light, the one dBm the parser takes outside its range."""
 _PADDED = "[ \t]*{}[ \t]*"
 """A value as printed, after `` :``: what ``strip`` leaves is the value."""
-
-# The parser's value patterns, tried in its order whatever the key: a "temperature" printed in V
-# still reads as a voltage, and sets the temperature to nothing.
-_POWER = re.compile(r"^([-+0-9.eE]+)\s*mW\s*/\s*([-+0-9.a-zA-Z]+)\s*dBm")
-_TEMP = re.compile(r"^([-+0-9.]+)\s*degrees C")
-_UNIT = re.compile(r"^([-+0-9.]+)\s*(mA|V)\b")
-
-
-class _Key(NamedTuple):
-    """What a reading line's key measures."""
-
-    quantity: str
-    """``temp``, ``voltage``, ``tx_bias``, ``tx_power`` or ``rx_power``."""
-    lane: int
-    """As printed (1-based); a module-wide reading or an SFP's single lane is 1."""
+_FIELDS_OF: Mapping[str, tuple[str, ...]] = MappingProxyType({
+    "temp": ("temp_c",), "voltage": ("voltage_v",), "tx_bias": ("tx_bias_ma",),
+    "tx_power": ("tx_power_mw", "tx_power_dbm"), "rx_power": ("rx_power_mw", "rx_power_dbm"),
+})
+"""The fields of ``EthtoolModule`` (and its ``ModuleLane``) a quantity's numbers set, in their order."""
+_LANE_FIELDS = ("tx_bias_ma", "tx_power_mw", "tx_power_dbm", "rx_power_mw", "rx_power_dbm")
 
 
-class _Set(NamedTuple):
-    """What one reading line sets: its ``quantity`` (of its lane) to ``number`` (and ``dbm``, for a
-    power). ``number`` None: the reading is in another unit, and sets its quantity to nothing."""
-
-    key: _Key
-    number: float | None
-    dbm: float | None
+_UNSET = -1
+"""The group index of a reading no line of a template sets: a dump's numbers end with None there."""
 
 
-class _LanePlan(NamedTuple):
-    """Where a template finds one lane's readings: indexes into a dump's numbers (``_Template``)."""
+class _LaneGroups(NamedTuple):
+    """Which of a template's groups sets each of one lane's readings (``_UNSET``: none)."""
 
+    port: str
+    """``L0``.. (0-based)."""
     tx_bias_ma: int
-    tx_mw: int
-    tx_dbm: int
-    rx_mw: int
-    rx_dbm: int
-    rx_key: tuple[str, str]
-    tx_key: tuple[str, str]
-    bias_key: tuple[str, str]
-
-
-_LANE_FIELDS = ("tx_bias_ma", "tx_mw", "tx_dbm", "rx_mw", "rx_dbm")
-_FIELDS_OF: Mapping[str, tuple[str, ...]] = MappingProxyType(
-    {"tx_bias": ("tx_bias_ma",), "tx_power": ("tx_mw", "tx_dbm"), "rx_power": ("rx_mw", "rx_dbm")})
-"""A lane quantity's fields in a ``_LanePlan``, in the order of its numbers."""
+    tx_power_mw: int
+    tx_power_dbm: int
+    rx_power_mw: int
+    rx_power_dbm: int
 
 
 class _Template(NamedTuple):
-    """The shape of a dump, as one pattern: each line as it is, but for the values of readings printed
-    as ethtool prints them, each a group. A dump's numbers are its groups' then ``constants`` (the
-    readings of its lines printed otherwise, which are in the pattern as they are), then None."""
+    """Where the parser finds each reading in dumps of one shape: each line as it is, but for the
+    values of reading lines, each number a group of ``pattern``; the fields name the group that
+    sets them (the last line of a reading winning, as in the parser)."""
 
     pattern: re.Pattern[str]
-    constants: tuple[float | None, ...]
+    ranges: tuple[Range, ...]
+    """The parser's range for each group's number."""
     temp_c: int
     voltage_v: int
-    lanes: tuple[_LanePlan, ...]
+    lanes: tuple[_LaneGroups, ...]
     """In lane order."""
+
+
+class _Matched(NamedTuple):
+    """A template, and its match of a dump of its shape."""
+
+    template: _Template
+    match: re.Match[str]
 
 
 class OpticsReader:
     """``ethtool -m`` text -> ``{(metric, port): value}``; lanes are ``L0``.. (0-based).
 
-    Reads as ``fleet.collectors.parsers.ethtool_module`` does (the same keys,
-    through its ``measurement_key``; the same value patterns; a later line of a
-    reading winning) the readings: temperature, supply voltage, per-lane bias
-    current and optical power. A dark lane reads ``-inf dBm``: it is kept as
+    The readings are those ``parse_ethtool_module`` gives for the text's reading
+    lines (``optics_readings``). A dark lane reads ``-inf dBm``: it is kept as
     -40 dBm, below every real receiver's sensitivity, so that it shows as the
     worst margin instead of vanishing from the series (the store keeps finite
     numbers only). A lane whose laser is off and that receives nothing (no
     bias, no light either way) is an unused channel, as CMIS modules print for
     8 channels of a 4-lane link, and is left out.
 
-    Every node sends each NIC's readings every few seconds, and a module prints
-    the same lines every time, only the numbers change. So the reader turns the
-    first dump of each shape into a ``_Template`` and reads every dump through
-    the template of its shape, one regular-expression match and no work per
-    line. It keeps ``most`` templates (a fleet has a few module types; past
-    that, a dump of a new shape has its template built for it alone) and what
-    each key it saw measures. One reader serves a whole collector.
+    For speed, the first dump of each shape whose every reading is printed as
+    ethtool prints it becomes a template (``_Template``): the next dumps of
+    that shape are read by one match, each number as the parser's
+    ``read_float`` reads it and within the parser's range. A dump the templates cannot
+    read that way (a reading printed otherwise, a number the parser refuses or
+    leaves out) is read by the parser itself. The reader keeps ``most``
+    templates (a fleet has a few module types); one reader serves a whole
+    collector.
     """
 
     def __init__(self, most: int = 256) -> None:
@@ -120,151 +135,122 @@ class OpticsReader:
         self._templates: dict[str, list[_Template]] = {}
         """A dump's first line -> the templates of dumps that begin with it."""
         self._kept = 0
-        self._keys: dict[str, _Key | None] = {}
-        """A key as printed (before `` :``, padding included) -> what it measures; None: no reading."""
 
-    def __call__(self, text: str) -> dict[tuple[str, str], float]:
-        first = text.partition("\n")[0]
-        templates = self._templates.get(first, ())
-        for template in templates:
-            values = _read(template, text)
-            if values is not None:
-                return values
-        lines = text.splitlines()
-        dump = "\n".join(lines)  # line breaks of any kind as the one kind a template has
-        for template in templates if dump != text else ():
-            values = _read(template, dump)
-            if values is not None:
-                return values
-        template = self._template(lines)
-        if self._kept < self.most:
-            self._templates.setdefault(first, []).append(template)
-            self._kept += 1
-        values = _read(template, dump)
-        assert values is not None, "a dump matches the template of its own shape"
+    @property
+    def templates(self) -> int:
+        """How many templates the reader keeps (at most ``most``)."""
+        return self._kept
+
+    def __call__(self, text: str) -> Readings:
+        found = self._matched(text)
+        if found is None:
+            lines = text.splitlines()
+            dump = "\n".join(lines)  # line breaks of any kind as the one kind a template has
+            found = self._matched(dump) if dump != text else None
+            if found is None:
+                template = _template(lines)
+                if template is None:  # a reading printed otherwise than ethtool prints it
+                    return module_readings(parse_ethtool_module(optics_readings(dump)))
+                if self._kept < self.most:
+                    self._templates.setdefault(lines[0] if lines else "", []).append(template)
+                    self._kept += 1
+                match = template.pattern.fullmatch(dump)
+                assert match is not None, "a dump is of the shape of the template made from it"
+                found = _Matched(template, match)
+        values = _read(found)
+        if values is None:  # a number the parser refuses or leaves out: it says what it makes of it
+            return module_readings(parse_ethtool_module(optics_readings(text)))
         return values
 
-    def _template(self, lines: list[str]) -> _Template:
-        parts: list[str] = []
-        constants: list[float | None] = []
-        groups = 0
-        temp_c = voltage_v = -1
-        lanes: dict[int, dict[str, int]] = {}  # lane -> _LanePlan's indexes so far (-1: None)
-        for line in lines:
-            cut = line.find(" :")
-            key = self._key(line[:cut]) if cut >= 0 else None
-            printed = None if key is None else re.fullmatch(_PADDED.format(_AS_PRINTED[key.quantity]), line[cut + 2:])
-            if printed is not None and key is not None and _all_numbers(printed.groups()):
-                parts.append(re.escape(line[:cut + 2]) + _PADDED.format(_AS_PRINTED[key.quantity]))
-                at = list(range(groups, groups + len(printed.groups())))
-                groups += len(at)
-            else:  # no reading, or one printed otherwise: the line as it is, and what it sets as a constant
-                parts.append(re.escape(line))
-                reading = None if key is None else _set(key, line[cut + 2:].strip())
-                if reading is None:
-                    continue
-                key, at = reading.key, []
-                for number in (reading.number, reading.dbm)[:2 if key.quantity in ("tx_power", "rx_power") else 1]:
-                    at.append(-2 - len(constants))
-                    constants.append(number)
-            if key.quantity == "temp":
-                temp_c = at[0]
-            elif key.quantity == "voltage":
-                voltage_v = at[0]
-            else:
-                lane = lanes.setdefault(key.lane, dict.fromkeys(_LANE_FIELDS, -1))
-                lane.update(zip(_FIELDS_OF[key.quantity], at, strict=True))
-        return _Template(
-            re.compile("\n".join(parts) + "\n?"), tuple(constants), temp_c, voltage_v,
-            tuple(_LanePlan(**plan, rx_key=("optics_rx_power_dbm", f"L{lane - 1}"),
-                            tx_key=("optics_tx_power_dbm", f"L{lane - 1}"), bias_key=("optics_tx_bias_ma", f"L{lane - 1}"))
-                  for lane, plan in sorted(lanes.items())))
-
-    def _key(self, raw_key: str) -> _Key | None:
-        keys = self._keys
-        if raw_key in keys:
-            return keys[raw_key]
-        key = _key(raw_key)
-        if len(keys) < 64 * self.most:
-            keys[raw_key] = key
-        return key
-
-
-def _read(template: _Template, dump: str) -> dict[tuple[str, str], float] | None:
-    """A dump's values by ``template``; None when it is not of the template's shape. Its numbers are the
-    groups' (each read by ``float``: one that ``float`` refuses is not of the shape), the constants',
-    then None, and the template's plan says where each goes."""
-    match = template.pattern.fullmatch(dump)
-    if match is None:
+    def _matched(self, dump: str) -> _Matched | None:
+        """The kept template of ``dump``'s shape, and its match; None if none is of that shape."""
+        for template in self._templates.get(dump.partition("\n")[0], ()):
+            match = template.pattern.fullmatch(dump)
+            if match is not None:
+                return _Matched(template, match)
         return None
-    try:
-        numbers: list[float | None] = [*map(float, match.groups()), *reversed(template.constants), None]
-    except ValueError:
-        return None
-    values: dict[tuple[str, str], float] = {}
-    temp_c, voltage_v = numbers[template.temp_c], numbers[template.voltage_v]
+
+
+def module_readings(module: EthtoolModule) -> Readings:
+    """The readings of a parsed module (see ``OpticsReader``)."""
+    values: Readings = {}
+    _put_module(values, module.temp_c, module.voltage_v)
+    for lane in module.lanes:
+        _put_lane(values, f"L{lane.lane - 1}", lane.tx_bias_ma, lane.tx_power_mw, lane.tx_power_dbm,
+                  lane.rx_power_mw, lane.rx_power_dbm)
+    return values
+
+
+def _put_module(values: Readings, temp_c: float | None, voltage_v: float | None) -> None:
     if temp_c is not None:
         values[("optics_temp_c", "")] = temp_c
     if voltage_v is not None:
         values[("optics_voltage_v", "")] = voltage_v
+
+
+def _put_lane(values: Readings, port: str, tx_bias_ma: float | None, tx_power_mw: float | None,
+              tx_power_dbm: float | None, rx_power_mw: float | None, rx_power_dbm: float | None) -> None:
+    """One lane's readings, unless the lane is unused; a dark lane's power as ``DARK_LANE_DBM``."""
+    if not (tx_bias_ma or tx_power_mw or rx_power_mw):
+        return
+    if rx_power_dbm is not None:
+        values[("optics_rx_power_dbm", port)] = max(rx_power_dbm, DARK_LANE_DBM)
+    if tx_power_dbm is not None:
+        values[("optics_tx_power_dbm", port)] = max(tx_power_dbm, DARK_LANE_DBM)
+    if tx_bias_ma is not None:
+        values[("optics_tx_bias_ma", port)] = tx_bias_ma
+
+
+def _template(lines: list[str]) -> _Template | None:
+    """The template of dumps shaped as ``lines``; None when one of its readings is printed otherwise
+    than ethtool prints it (the parser reads such a dump)."""
+    parts: list[str] = []
+    ranges: list[Range] = []
+    module: dict[str, int] = {}
+    lanes: dict[int, dict[str, int]] = {}
+    for line in lines:
+        cut = line.find(" :")
+        measured = measurement_key(line[:cut].strip()) if cut >= 0 and is_optics_reading(line[:cut].lower()) \
+            else None
+        if measured is None:  # not a reading (or not one the parser is given): it sets nothing
+            parts.append(re.escape(line))
+            continue
+        quantity, lane = measured
+        printed = _PRINTED[quantity]
+        if re.fullmatch(_PADDED.format(printed.pattern), line[cut + 2:]) is None:
+            return None
+        parts.append(re.escape(line[:cut + 2]) + _PADDED.format(printed.pattern))
+        fields = _FIELDS_OF[quantity]
+        groups = range(len(ranges), len(ranges) + len(fields))
+        ranges += printed.ranges
+        where = module if quantity in ("temp", "voltage") else lanes.setdefault(lane or 1, {})
+        where.update(zip(fields, groups, strict=True))
+    return _Template(
+        re.compile("\n".join(parts) + "\n?"), tuple(ranges), module.get("temp_c", _UNSET),
+        module.get("voltage_v", _UNSET),
+        tuple(_LaneGroups(f"L{lane - 1}", *(found.get(field, _UNSET) for field in _LANE_FIELDS))
+              for lane, found in sorted(lanes.items())))
+
+
+def _read(found: _Matched) -> Readings | None:
+    """A dump's readings by the template of its shape; None when one of its numbers is one the
+    parser refuses (``read_float``) or leaves out (outside its range)."""
+    template = found.template
+    tokens = found.match.groups()
+    try:
+        read = [*map(float, tokens)]  # as read_float reads them (_NUMBER)
+    except ValueError:
+        return None
+    for number, token, allowed in zip(read, tokens, template.ranges, strict=True):
+        if not (allowed.holds(number) or token == "-inf"):
+            return None
+    numbers: list[float | None] = [*read, None]  # None at _UNSET
+    values: Readings = {}
+    _put_module(values, numbers[template.temp_c], numbers[template.voltage_v])
     for lane in template.lanes:
-        bias = numbers[lane.tx_bias_ma]
-        if not (bias or numbers[lane.tx_mw] or numbers[lane.rx_mw]):
-            continue  # an unused channel
-        rx_dbm, tx_dbm = numbers[lane.rx_dbm], numbers[lane.tx_dbm]
-        if rx_dbm is not None and rx_dbm == rx_dbm:  # not NaN
-            values[lane.rx_key] = max(rx_dbm, DARK_LANE_DBM)
-        if tx_dbm is not None and tx_dbm == tx_dbm:
-            values[lane.tx_key] = max(tx_dbm, DARK_LANE_DBM)
-        if bias is not None and bias == bias:
-            values[lane.bias_key] = bias
+        _put_lane(values, lane.port, numbers[lane.tx_bias_ma], numbers[lane.tx_power_mw], numbers[lane.tx_power_dbm],
+                  numbers[lane.rx_power_mw], numbers[lane.rx_power_dbm])
     return values
 
 
-def _key(raw_key: str) -> _Key | None:
-    """What a key measures: a reading by the agent's ``--optics-readings`` rule (no threshold, flag
-    or identification), then by the parser's ``measurement_key``; None for anything else."""
-    key = raw_key.strip()
-    if not key or not is_optics_reading(raw_key.lower()):
-        return None
-    measured = measurement_key(key)
-    if measured is None:
-        return None
-    quantity, lane = measured
-    return _Key(quantity, lane or 1)
-
-
-def _set(key: _Key, value: str) -> _Set | None:
-    """What a reading line of ``key`` with ``value`` (stripped) sets, as the parser reads it: its first
-    pattern that matches gives the units (a number ``float`` refuses is none); a value with none sets
-    nothing, nor does a power without mW; a value in another unit sets its quantity to nothing."""
-    quantity = key.quantity
-    power = _POWER.match(value)
-    if power is not None:
-        mw, dbm = _number(power[1]), _number(power[2])
-        if mw is None and dbm is None:
-            return None
-        if quantity in ("tx_power", "rx_power"):
-            return None if mw is None else _Set(key, mw, dbm)
-        return _Set(key, None, None)
-    temp = _TEMP.match(value)
-    unit = _UNIT.match(value) if temp is None else None
-    number = _number(temp[1]) if temp is not None else _number(unit[1]) if unit is not None else None
-    if number is None or quantity in ("tx_power", "rx_power"):
-        return None
-    read_as = "temp" if temp is not None else "tx_bias" if unit is not None and unit[2] == "mA" else "voltage"
-    return _Set(key, number if read_as == quantity else None, None)
-
-
-def _all_numbers(texts: tuple[str, ...]) -> bool:
-    try:
-        return all(float(text) is not None for text in texts)
-    except ValueError:
-        return False
-
-
-def _number(text: str) -> float | None:
-    try:
-        return float(text)
-    except ValueError:
-        return None
+__all__ = ["DARK_LANE_DBM", "OpticsReader", "Readings", "module_readings"]
