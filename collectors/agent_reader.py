@@ -322,6 +322,14 @@ class Kept(NamedTuple):
     factor: int
 
 
+class NetdevOwner(NamedTuple):
+    """The RDMA port a netdev belongs to (from the port's ``netdev``)."""
+
+    device: str
+    port: str
+    """As the series keys have it (``PortKeys.port``)."""
+
+
 class PortKeys(NamedTuple):
     """The keys of one port's values, by the name the agent sends each under."""
 
@@ -350,7 +358,7 @@ class AgentKeys:
         self.layouts = layouts if layouts is not None else SeriesLayouts()
         self.most = most
         self._ports: dict[tuple[str, int], PortKeys] = {}
-        self._ethtool: dict[tuple[str, str], Mapping[str, Kept]] = {}
+        self._ethtool: dict[NetdevOwner, Mapping[str, Kept]] = {}
         self._gpus: dict[int, Mapping[str, Kept]] = {}
         self._slot_tables: dict[tuple[SeriesLayout, tuple[Kept | None, ...]], SlotTable] = {}
 
@@ -367,7 +375,7 @@ class AgentKeys:
                 self._ports[(device, port)] = keys
         return keys
 
-    def ethtool(self, owner: tuple[str, str]) -> Mapping[str, Kept]:
+    def ethtool(self, owner: NetdevOwner) -> Mapping[str, Kept]:
         """The kept ethtool counters of the netdev of RDMA ``owner`` (device, port), with their keys."""
         keys = self._ethtool.get(owner)
         if keys is None:
@@ -414,7 +422,7 @@ def host_sample(line: AgentLine, host: str | None = None, optics: ReadOptics | N
     values are filed under the RDMA device of that netdev. ``keys``: a
     collector's, shared by its nodes.
     """
-    owners: dict[str, tuple[str, str]] = {}
+    owners: dict[str, NetdevOwner] = {}
     values = _line_values(line, keys if keys is not None else AgentKeys(), owners)
     if optics is not None:
         for device, text in _optics_texts(line, owners):
@@ -422,7 +430,7 @@ def host_sample(line: AgentLine, host: str | None = None, optics: ReadOptics | N
     return HostSample(host or line.host, line.ts, values)
 
 
-def _line_values(line: AgentLine, keys: AgentKeys, netdev_owner: dict[str, tuple[str, str]]) -> dict[SeriesKey, float]:
+def _line_values(line: AgentLine, keys: AgentKeys, netdev_owner: dict[str, NetdevOwner]) -> dict[SeriesKey, float]:
     """Every value of ``line`` but optics; fills ``netdev_owner`` (netdev -> RDMA device and port)."""
     values: dict[SeriesKey, float] = {}
     for port in line.ports:
@@ -445,7 +453,7 @@ def _line_values(line: AgentLine, keys: AgentKeys, netdev_owner: dict[str, tuple
         if port.rate_gbps is not None:
             values[gauges["rate_gbps"]] = float(port.rate_gbps)
         if port.netdev:
-            netdev_owner.setdefault(port.netdev, (port.device, port_keys.port))
+            netdev_owner.setdefault(port.netdev, NetdevOwner(port.device, port_keys.port))
     for name, netdev in line.netdevs.items():
         owner = netdev_owner.get(name)
         if owner is None:
@@ -465,9 +473,9 @@ def _line_values(line: AgentLine, keys: AgentKeys, netdev_owner: dict[str, tuple
     return values
 
 
-def _optics_texts(line: AgentLine, netdev_owner: Mapping[str, tuple[str, str]]) -> list[tuple[str, str]]:
+def _optics_texts(line: AgentLine, netdev_owner: Mapping[str, NetdevOwner]) -> list[tuple[str, str]]:
     """(RDMA device, ``ethtool -m`` text) of each netdev of ``line`` with an owner that carries one."""
-    return [(netdev_owner[name][0], netdev.optics_text) for name, netdev in line.netdevs.items()
+    return [(netdev_owner[name].device, netdev.optics_text) for name, netdev in line.netdevs.items()
             if netdev.optics_text is not None and name in netdev_owner]
 
 
@@ -496,7 +504,7 @@ class SlotTable:
     """Each slot's multiplier to its metric's unit."""
 
 
-def _slots_kept(raw: dict[str, Any], owners: Mapping[str, tuple[str, str]], keys: AgentKeys) -> tuple[Kept | None, ...]:
+def _slots_kept(raw: dict[str, Any], owners: Mapping[str, NetdevOwner], keys: AgentKeys) -> tuple[Kept | None, ...]:
     """What fleet keeps of each slot of a full line (``raw``, already decoded without error), by the
     agent's rule: every number under ports' ``counters`` and ``hw_counters``, netdevs' ``ethtool``,
     ``qp_count`` and GPUs (but ``index``), in the line's order; None for a number it does not keep."""
@@ -602,7 +610,7 @@ class StreamSample:
     """Every value but optics as of this line (``PackedValues`` of the last full line's layout)."""
     optics: Mapping[SeriesKey, float]
     """The optics readings of this line (empty on the lines that read none): gauges that take no rate."""
-    netdev_owner: Mapping[str, tuple[str, str]] | None
+    netdev_owner: Mapping[str, NetdevOwner] | None
     """netdev -> (RDMA device, port) from a full line; None on a changed-only line (unchanged)."""
     moved: MovedNumbers | None = None
     """A changed-only line's numbers, which ``put_moved`` must put in ``sample`` before it is used."""
@@ -638,7 +646,7 @@ class AgentStream:
         self._seq = 0
         self._slots: SlotTable | None = None
         """The slots of the last full line, which a changed-only line's ``packed`` numbers."""
-        self._owners: dict[str, tuple[str, str]] = {}
+        self._owners: dict[str, NetdevOwner] = {}
         """netdev -> its RDMA (device, port), of the last full line."""
         self._last_optics: dict[str, _Readings] = {}
         """RDMA device -> its module's last readings: an unchanged text is not read again."""
@@ -680,7 +688,7 @@ class AgentStream:
         return StreamSample(HostSample(host, ts, PackedValues(layout, moved.values)), optics, None, moved)
 
     def _full(self, line: AgentLine, raw: dict[str, Any]) -> StreamSample:
-        owners: dict[str, tuple[str, str]] = {}
+        owners: dict[str, NetdevOwner] = {}
         values = _line_values(line, self._keys, owners)
         layout = self._keys.layouts.of(tuple(values))
         self._slots = self._keys.slot_table(layout, _slots_kept(raw, owners, self._keys))
@@ -706,7 +714,7 @@ class AgentStream:
                 raise AgentLineError(f"netdevs.{netdev}.ethtool: a changed-only line carries its numbers in packed only")
             text, owner = entry.get("optics_text"), self._owners.get(netdev)
             if isinstance(text, str) and owner is not None:
-                optics.update(self._optics_of(owner[0], text))
+                optics.update(self._optics_of(owner.device, text))
         return optics
 
     def _optics_of(self, device: str, text: str) -> dict[SeriesKey, float]:

@@ -142,7 +142,7 @@ class NodePoller:
         if abs(sample.ts - now) > MAX_CLOCK_SKEW_S:
             sample = replace(sample, ts=now)
         if read.netdev_owner is not None:
-            self._netdev_owner.update((netdev, owner[0]) for netdev, owner in read.netdev_owner.items())
+            self._netdev_owner.update((netdev, owner.device) for netdev, owner in read.netdev_owner.items())
         self._queue.put(sample, self._store, read.optics, read.moved)
         arrived = time.monotonic()
         gap_s, self._last_line_at = arrived - self._last_line_at, arrived

@@ -186,8 +186,8 @@ RATED: Mapping[str, CounterSpec] = MappingProxyType({
 })
 """Every counter and error counter of the catalogue with its wrap/saturation rule: what gets a delta."""
 
-_GAUGE_OF: Mapping[str, tuple[str, float]] = MappingProxyType(
-    {source.counter: (gauge, source.factor) for gauge, source in GAUGE_SOURCES.items()})
+_GAUGE_OF: Mapping[str, str] = MappingProxyType({source.counter: gauge for gauge, source in GAUGE_SOURCES.items()})
+"""Source counter -> its rate gauge."""
 _NO_VALUES: Mapping[SeriesKey, float] = MappingProxyType({})
 
 
@@ -230,14 +230,15 @@ class RatePlan:
         corrected: dict[tuple[str, str], int] = {}
         received: dict[tuple[str, str], int] = {}
         for place, key in enumerate(layout.keys):
-            metric, port = key[0], (key[1], key[2])
+            metric, device, port_name = key
+            port = (device, port_name)
             spec = RATED.get(metric)
             if spec is None:
                 continue
             specs[place] = spec
             gauge = _GAUGE_OF.get(metric)
             if gauge is not None:
-                gauges.append((place, (gauge[0], *port), gauge[1]))
+                gauges.append((place, (gauge, *port), GAUGE_SOURCES[gauge].factor))
             if metric in NIC_ERROR_METRICS:
                 errors.append((place, ports.setdefault(port, len(ports))))
             elif metric == FEC_CORRECTED:
