@@ -76,15 +76,15 @@ class Collector:
                             on_event=writer.put_event,
                             settings=PoolSettings(slow_threshold_s=self.settings.slow_after_s,
                                                   connect_timeout_s=self.settings.hung_after_s))
-        self.counters = CollectorStats()
+        self.stats = CollectorStats()
         """What the collector has done: collector statistics, not RDMA counters."""
         layouts = SeriesLayouts()
         rates = RateTracker(max_gap_s=max(10.0, 3 * self.settings.interval_s), layouts=layouts)
         self._queue = RateQueue(rates)
         keys, optics = AgentKeys(layouts), OpticsReader()
-        self.nodes = [NodePoller(h, self.pool, writer, self.status, self._queue, self.settings, self.counters, keys, optics)
+        self.nodes = [NodePoller(h, self.pool, writer, self.status, self._queue, self.settings, self.stats, keys, optics)
                       for h in inventory.nodes]
-        self.switches = [SwitchPoller(h, self.pool, writer, self.status, rates, self.settings, self.counters)
+        self.switches = [SwitchPoller(h, self.pool, writer, self.status, rates, self.settings, self.stats)
                          for h in inventory.switches]
         head = inventory.head
         self.slurm = SlurmPoller(head, self.pool, writer, self.status, self.settings) if head else None
@@ -97,7 +97,7 @@ class Collector:
         states = self.status.all()
         failed = Counter(s.state.value for s in states.values() if s.state.is_failure)
         ok = sum(1 for s in states.values() if not s.state.is_failure)
-        return RoundSummary(time.time(), ok, dict(failed), self.counters.samples,
+        return RoundSummary(time.time(), ok, dict(failed), self.stats.samples,
                             time.monotonic() - self._started, states)
 
     def status_failed(self, host: str) -> bool:
