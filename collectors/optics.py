@@ -13,8 +13,10 @@ regular-expression match (see ``OpticsReader``).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
+from operator import le
 from types import MappingProxyType
 from typing import NamedTuple
 
@@ -42,26 +44,32 @@ Readings = dict[tuple[str, str], float]
 
 
 class _Printed(NamedTuple):
-    """A quantity's value as ethtool prints it: its numbers as groups, and the parser's range for each."""
+    """A quantity's value as ethtool prints it: its numbers as groups, and the lowest and highest
+    number of each that the parser keeps (its ``Range``; ``-inf`` dBm too, ethtool's no light)."""
 
     pattern: str
-    ranges: tuple[Range, ...]
+    lows: tuple[float, ...]
+    highs: tuple[float, ...]
 
 
-_NUMBER = f"([-+0-9.eE]{{1,{2 * MAX_DIGITS}}})"
-"""A number as ``read_float`` reads it: only its characters, no blank, at most its length; of such a
-token, ``float`` gives what ``read_float`` gives, or an infinity where it gives None (which no range
-holds), or raises where it gives None."""
+def _printed(pattern: str, *ranges: Range, no_light: bool = False) -> _Printed:
+    lows = tuple(-math.inf if no_light and at == len(ranges) - 1 else kept.low for at, kept in enumerate(ranges))
+    return _Printed(pattern, lows, tuple(kept.high for kept in ranges))
+
+
+_NUMBER = f"([-+0-9.]{{1,{2 * MAX_DIGITS}}})"
+"""A number as ethtool prints it (``%.4f``, no exponent). Of such a token ``float`` gives what the
+parser's ``read_float`` gives (a finite number), or raises where it gives None."""
+_POWER = f"{_NUMBER} mW / (-inf|{_NUMBER[1:-1]}) dBm"
 _PRINTED: Mapping[str, _Printed] = MappingProxyType({
-    "tx_power": _Printed(f"{_NUMBER} mW / (-inf|{_NUMBER[1:-1]}) dBm", (MODULE_POWER_MW, MODULE_POWER_DBM)),
-    "rx_power": _Printed(f"{_NUMBER} mW / (-inf|{_NUMBER[1:-1]}) dBm", (MODULE_POWER_MW, MODULE_POWER_DBM)),
-    "temp": _Printed(f"{_NUMBER} degrees C / [-+0-9.]+ degrees F", (MODULE_TEMP_C,)),
-    "tx_bias": _Printed(f"{_NUMBER} mA", (MODULE_BIAS_MA,)),
-    "voltage": _Printed(f"{_NUMBER} V", (MODULE_VOLTAGE_V,)),
+    "tx_power": _printed(_POWER, MODULE_POWER_MW, MODULE_POWER_DBM, no_light=True),
+    "rx_power": _printed(_POWER, MODULE_POWER_MW, MODULE_POWER_DBM, no_light=True),
+    "temp": _printed(f"{_NUMBER} degrees C / [-+0-9.]+ degrees F", MODULE_TEMP_C),
+    "tx_bias": _printed(f"{_NUMBER} mA", MODULE_BIAS_MA),
+    "voltage": _printed(f"{_NUMBER} V", MODULE_VOLTAGE_V),
 })
 """Each group is the whole token the parser's own value patterns take from such a value (what
-follows a token is a space), and only this quantity's pattern matches it. ``-inf`` dBm is how
-ethtool prints no light, the one dBm the parser takes outside its range."""
+follows a token is a space), and only this quantity's pattern matches it."""
 _PADDED = "[ \t]*{}[ \t]*"
 """A value as printed, after `` :``: what ``strip`` leaves is the value."""
 _FIELDS_OF: Mapping[str, tuple[str, ...]] = MappingProxyType({
@@ -94,8 +102,10 @@ class _Template(NamedTuple):
     sets them (the last line of a reading winning, as in the parser)."""
 
     pattern: re.Pattern[str]
-    ranges: tuple[Range, ...]
-    """The parser's range for each group's number."""
+    lows: tuple[float, ...]
+    """The lowest number the parser keeps, by group."""
+    highs: tuple[float, ...]
+    """The highest, by group."""
     temp_c: int
     voltage_v: int
     lanes: tuple[_LaneGroups, ...]
@@ -205,7 +215,8 @@ def _template(lines: list[str]) -> _Template | None:
     """The template of dumps shaped as ``lines``; None when one of its readings is printed otherwise
     than ethtool prints it (the parser reads such a dump)."""
     parts: list[str] = []
-    ranges: list[Range] = []
+    lows: list[float] = []
+    highs: list[float] = []
     module: dict[str, int] = {}
     lanes: dict[int, dict[str, int]] = {}
     for line in lines:
@@ -221,12 +232,13 @@ def _template(lines: list[str]) -> _Template | None:
             return None
         parts.append(re.escape(line[:cut + 2]) + _PADDED.format(printed.pattern))
         fields = _FIELDS_OF[quantity]
-        groups = range(len(ranges), len(ranges) + len(fields))
-        ranges += printed.ranges
+        groups = range(len(lows), len(lows) + len(fields))
+        lows += printed.lows
+        highs += printed.highs
         where = module if quantity in ("temp", "voltage") else lanes.setdefault(lane or 1, {})
         where.update(zip(fields, groups, strict=True))
     return _Template(
-        re.compile("\n".join(parts) + "\n?"), tuple(ranges), module.get("temp_c", _UNSET),
+        re.compile("\n".join(parts) + "\n?"), tuple(lows), tuple(highs), module.get("temp_c", _UNSET),
         module.get("voltage_v", _UNSET),
         tuple(_LaneGroups(f"L{lane - 1}", *(found.get(field, _UNSET) for field in _LANE_FIELDS))
               for lane, found in sorted(lanes.items())))
@@ -241,9 +253,8 @@ def _read(found: _Matched) -> Readings | None:
         read = [*map(float, tokens)]  # as read_float reads them (_NUMBER)
     except ValueError:
         return None
-    for number, token, allowed in zip(read, tokens, template.ranges, strict=True):
-        if not (allowed.holds(number) or token == "-inf"):
-            return None
+    if not (all(map(le, template.lows, read)) and all(map(le, read, template.highs))):
+        return None
     numbers: list[float | None] = [*read, None]  # None at _UNSET
     values: Readings = {}
     _put_module(values, numbers[template.temp_c], numbers[template.voltage_v])
