@@ -1,28 +1,42 @@
-"""What one Prometheus scrape of ``fleet export`` costs on a store of N nodes.
+"""What one Prometheus scrape of ``fleet export`` costs on a store of N nodes: one shard's load.
 
 The store is the synthetic fleet of ``benchmarks ui`` (filled in a child process), with one Slurm
-job per 32 nodes so every series carries job and tenant labels. A scrape is timed in this process,
-as the exporter's server thread runs it: the first (which builds each series' line up to its
-value) and then warm ones, in both text formats, plus the gzip Prometheus asks for. No targets: a
-scrape's cost is weighed against the scrape interval of the Prometheus that reads it.
+job per 32 nodes (each node's job is a series of its own, ``fleet_slurm_job_node_info``); or, with
+``--simulated``, what ``fleet collect`` stored from the simulated fleet of ``benchmarks collect`` (N
+RoCE nodes with 8 NICs and 8 GPUs each, 64 switches at 1,024 nodes, 4 jobs), collected for a few
+seconds so that rates exist: the series a real shard serves. A scrape is timed in this process, as
+the exporter's server thread runs it: the first (which builds each series' line up to its value)
+and then warm ones, in both text formats, plus the gzip Prometheus asks for. Also given: series per
+node and per switch (by their ``node`` label, records included), and the samples per second
+Prometheus ingests from the shard at ``--scrape-interval`` (each series once a scrape: the collector
+reads faster than Prometheus scrapes). No targets: a scrape's cost is weighed against the scrape
+interval (docs/scale-out.md).
 """
 
 from __future__ import annotations
 
+import asyncio
 import gzip
+import re
 import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from benchmarks._filled_store import fill_store
-from benchmarks._options import int_in, parser
+from benchmarks._options import float_in, int_in, parser
+from benchmarks._simulated import busy_fleet, simulator
 from benchmarks._synthetic_fleet import SyntheticFleet
-from benchmarks.report import Measured
+from benchmarks.report import BenchmarkFailed, Measured
+from fleet.collectors.engine import Collector
+from fleet.collectors.inventory import load_inventory
+from fleet.collectors.node_poller import CollectSettings
 from fleet.collectors.openmetrics import GZIP_LEVEL, StoreMetrics
+from fleet.console.cli.common import run_async
 from fleet.fabric.records import JobRecord
 from fleet.store.reader import StoreReader
 from fleet.store.writer import StoreWriter
@@ -46,10 +60,64 @@ def _timed(render: Callable[[bool], str], openmetrics: bool) -> tuple[float, flo
     return time.process_time() - cpu, time.perf_counter() - wall, text
 
 
+def _collect_simulated(db: Path, nodes: int, workdir: Path, seconds: float) -> float:
+    """``fleet collect``'s collector on the simulated fleet into ``db`` for ``seconds`` after every host
+    has answered once; the time the collection ended (unix seconds)."""
+    with simulator(busy_fleet(nodes), workdir) as simulated:
+        inventory = load_inventory(simulated.sim.inventory)
+
+        async def collect() -> None:
+            writer = StoreWriter(db).start()
+            collector = Collector(inventory, writer, settings=CollectSettings(interval_s=1.0))
+            task = asyncio.ensure_future(collector.run())
+            try:
+                began = time.monotonic()
+                while len(collector.status.all()) < len(inventory.hosts) and time.monotonic() - began < 300:
+                    await asyncio.sleep(0.5)
+                await asyncio.sleep(seconds)
+            finally:
+                await collector.close()
+                await task
+                writer.flush(120.0)
+                writer.close()
+
+        run_async(collect())
+    return time.time()
+
+
+_NODE_LABEL = re.compile(r'[{,]node="((?:[^"\\]|\\.)*)"')
+
+
+def series_per_host(text: str, roles: dict[str, str]) -> dict[str, Any]:
+    """Series of one scrape by the host in their ``node`` label: a node's and a switch's (medians over
+    the hosts), all the nodes' and all the switches' together, and the rest (the Slurm jobs' own series).
+
+    Every series counts, the records (``fleet_host_info``, ``fleet_port_info``...) too: Prometheus
+    stores each of them."""
+    per_host: Counter[str] = Counter()
+    others = 0
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        found = _NODE_LABEL.search(line)
+        if found is None:
+            others += 1
+        else:
+            per_host[found.group(1)] += 1
+    nodes = [count for host, count in per_host.items() if roles.get(host) == "node"]
+    switches = [count for host, count in per_host.items() if roles.get(host) in ("leaf", "spine")]
+    return {"series_per_node": statistics.median(nodes) if nodes else 0,
+            "series_per_switch": statistics.median(switches) if switches else 0,
+            "node_series": sum(nodes), "switch_series": sum(switches),
+            "other_series": others + sum(count for host, count in per_host.items()
+                                         if roles.get(host) not in ("node", "leaf", "spine"))}
+
+
 def measure(db: Path, now_ts: float, scrapes: int) -> dict[str, Any]:
-    """Cold and warm scrapes of one store; CPU seconds of this process, sizes in bytes."""
+    """Cold and warm scrapes of one store, and its series by host; CPU seconds of this process, sizes in bytes."""
     reader = StoreReader(db)
     try:
+        roles = {host.name: host.role for host in reader.hosts()}
         metrics = StoreMetrics(reader, clock=lambda: now_ts)
         cold_cpu, cold_wall, text = _timed(metrics.render, True)
         warm = [_timed(metrics.render, True) for _ in range(scrapes)]
@@ -70,20 +138,39 @@ def measure(db: Path, now_ts: float, scrapes: int) -> dict[str, Any]:
         "openmetrics_scrape_wall_s_p50": round(statistics.median(w for _, w, _ in warm), 3),
         "text_0_0_4_scrape_cpu_s_p50": round(statistics.median(c for c, _, _ in plain), 3),
         "gzip_cpu_s": round(gzip_cpu, 3),
+        **series_per_host(text, roles),
     }
 
 
 def run(argv: list[str]) -> Measured:
     options = parser("export", __doc__)
     options.add_argument("--nodes", type=int_in(1, 4096), default=1024,
-                         help="nodes in the synthetic store (default 1024)")
+                         help="nodes in the store: one shard's (default 1024)")
     options.add_argument("--scrapes", type=int_in(1, 100), default=5,
                          help="warm scrapes to time after the first (default 5)")
+    options.add_argument("--simulated", action="store_true",
+                         help="collect the simulated fleet instead of filling a synthetic store")
+    options.add_argument("--collect-s", type=float_in(2.0, 600.0), default=5.0,
+                         help="with --simulated: seconds collected after every host answered (default 5)")
+    options.add_argument("--scrape-interval", type=float_in(1.0, 600.0), default=30.0,
+                         help="Prometheus's scrape interval, for the samples per second (default 30)")
     args = options.parse_args(argv)
-    start_ts = time.time() - 60.0
     with tempfile.TemporaryDirectory(prefix="fleet-bench-export-") as tmp:
         db = Path(tmp) / "bench.db"
-        print(f"filling a store with {args.nodes} nodes...", file=sys.stderr)
-        fill_store(db, args.nodes, start_ts)
-        _add_jobs(db, args.nodes, start_ts)
-        return Measured({"nodes": args.nodes, **measure(db, start_ts + 60.0, args.scrapes)})
+        if args.simulated:
+            print(f"collecting {args.nodes} simulated nodes...", file=sys.stderr)
+            now_ts = _collect_simulated(db, args.nodes, Path(tmp), args.collect_s)
+        else:
+            start_ts = time.time() - 60.0
+            print(f"filling a store with {args.nodes} nodes...", file=sys.stderr)
+            fill_store(db, args.nodes, start_ts)
+            _add_jobs(db, args.nodes, start_ts)
+            now_ts = start_ts + 60.0
+        if not db.exists():
+            raise BenchmarkFailed(f"nothing was stored in {db}")
+        scrape = measure(db, now_ts, args.scrapes)
+        return Measured({"nodes": args.nodes, "store": "simulated" if args.simulated else "synthetic",
+                         **scrape, "scrape_interval_s": args.scrape_interval,
+                         "samples_per_s": round(scrape["samples"] / args.scrape_interval),
+                         "bytes_per_sample": round(scrape["bytes"] / max(1, scrape["samples"]), 1),
+                         "gzip_bytes_per_s": round(scrape["gzip_bytes"] / args.scrape_interval)})

@@ -14,11 +14,13 @@ name does not already carry it, and counters (kinds ``counter`` and
 ``fleet_nic_tx_gbps``, ``fleet_gpu_temp_c``, ``fleet_switch_rx_pfc_pause_frames_total``.
 
 Labels: ``node`` (the host, switches included), ``device`` (RDMA device),
-``port`` (HCA port, switch port, or optics lane ``L<n>``), ``gpu`` (index),
-``job`` and ``tenant`` (Slurm job ids and accounts running on the node, comma
-separated; empty when none). ``fleet_host_up`` is 1 for a host whose last
-collection succeeded, with its state (``ok``, ``hung``, ``unreachable``...)
-as the ``state`` label.
+``port`` (HCA port, switch port, or optics lane ``L<n>``), ``gpu`` (index).
+Every sample carries the time the collector read it (the store's timestamp),
+so Prometheus holds the collector's own times, whatever its scrape interval;
+an error counter (stored only when it changes) carries its host's newest
+reading time, since it held its value then. The host states, the inventory,
+the cabling and the Slurm jobs are families of their own
+(``fleet.collectors.openmetrics_records``).
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ import numpy.typing as npt
 from prometheus_client.exposition import ThreadingWSGIServer, choose_encoder, gzip_accepted
 from prometheus_client.utils import floatToGoString
 
+from fleet.collectors.openmetrics_records import RECORD_FAMILIES, render_records
+from fleet.collectors.openmetrics_text import header, label_text, timestamp_text
 from fleet.fabric.samples import METRICS, MetricKind, MetricSpec
 from fleet.store.reader import StoreReader
 from fleet.store.types import SeriesName
@@ -88,11 +92,11 @@ def _scope(metric: str) -> tuple[str, str]:
 
 
 _LABELS: dict[str, tuple[str, ...]] = {
-    "nic": ("node", "device", "port", "job", "tenant"),
-    "optics": ("node", "device", "port", "job", "tenant"),
-    "gpu": ("node", "gpu", "job", "tenant"),
+    "nic": ("node", "device", "port"),
+    "optics": ("node", "device", "port"),
+    "gpu": ("node", "gpu"),
     "switch": ("node", "port"),
-    "host": ("node", "job", "tenant"),
+    "host": ("node",),
 }
 
 
@@ -100,7 +104,7 @@ def exported(spec: MetricSpec) -> ExportedMetric:
     """The exported name, type and labels of one catalogue entry."""
     scope, rest = _scope(spec.name)
     suffix = UNIT_SUFFIX.get(spec.unit, "")
-    if suffix and suffix not in rest.split("_"):
+    if suffix and suffix not in rest.split("_") and not rest.endswith("_" + suffix):
         rest = f"{rest}_{suffix}"
     counter = spec.kind is not MetricKind.GAUGE
     return ExportedMetric(spec.name, f"fleet_{scope}_{rest}".lower(), counter, _LABELS[scope],
@@ -112,7 +116,6 @@ EXPORTED: dict[str, ExportedMetric] = {
 }
 """Every sample metric of the catalogue, by its ``fleet.fabric.samples`` name."""
 
-HOST_UP_HELP = "1 when the host's last collection succeeded (ok or slow); state: its collection state"
 
 
 def metrics_table() -> str:
@@ -122,18 +125,42 @@ def metrics_table() -> str:
         "",
         "`fleet export --listen ADDR` serves these in the OpenMetrics text format",
         "(or the Prometheus 0.0.4 text format when the scraper does not ask for",
-        "OpenMetrics). Generated from `fleet.fabric.samples.METRICS` by",
+        "OpenMetrics). Generated from `fleet.fabric.samples.METRICS` and",
+        "`fleet.collectors.openmetrics_records` by",
         "`fleet.collectors.openmetrics.metrics_table()`; `tests/collectors/test_openmetrics.py`",
         "fails when this file is stale.",
         "",
         "Labels: `node` (host or switch), `device` (RDMA device), `port` (HCA port,",
-        "switch port, or optics lane `L<n>`), `gpu` (index), `job` and `tenant` (Slurm",
-        "job ids and accounts on the node, comma separated, empty when none).",
-        "Counters end in `_total`; units are in the names.",
+        "switch port, or optics lane `L<n>`), `gpu` (index). Counters end in `_total`;",
+        "units are in the names. Prometheus adds its own `job` and `instance` labels",
+        "(the scrape job and the shard's address), which is why Slurm jobs are",
+        "`slurm_job`.",
+        "",
+        "Samples carry the time the collector read them, so Prometheus holds the",
+        "collector's times whatever its scrape interval; an error counter, stored",
+        "only when it changes, carries its host's newest reading time. Gauges and",
+        "counters not read for `--max-age` seconds (600 by default) are no longer",
+        "served.",
+        "",
+        "## The fleet's records",
+        "",
+        "Host states, the inventory, the cabling and the Slurm jobs, served at scrape",
+        "time: what the console needs to draw its screens from Prometheus",
+        "(docs/scale-out.md). Jobs are not labels on every series: join on `node`,",
+        "e.g. `avg by (slurm_job) (fleet_slurm_job_node_info * on(node) group_left()",
+        "avg by (node) (fleet_gpu_util_pct))`.",
         "",
         "| Name | Type | Labels | Meaning |",
         "|---|---|---|---|",
-        f"| `fleet_host_up` | gauge | node, state | {HOST_UP_HELP} |",
+    ]
+    for record in RECORD_FAMILIES:
+        lines.append(f"| `{record.sample_name}` | {record.kind} | {', '.join(record.labels)} | {record.help} |")
+    lines += [
+        "",
+        "## Samples",
+        "",
+        "| Name | Type | Labels | Meaning |",
+        "|---|---|---|---|",
     ]
     for entry in EXPORTED.values():
         kind = "counter" if entry.counter else "gauge"
@@ -141,26 +168,15 @@ def metrics_table() -> str:
     return "\n".join(lines) + "\n"
 
 
-def _escaped(value: str) -> str:
-    """A label value or HELP text as both text formats escape it (backslash, newline, quote)."""
-    return value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r'\"')
-
-
-def _label_values(entry: ExportedMetric, host: str, device: str, port: str,
-                  job: str, tenant: str) -> dict[str, str]:
+def _label_values(entry: ExportedMetric, host: str, device: str, port: str) -> dict[str, str]:
     labels = entry.labels
+    if len(labels) == 1:
+        return {"node": host}
     if labels[1] == "device":
-        return {"node": host, "device": device, "port": port, "job": job, "tenant": tenant}
+        return {"node": host, "device": device, "port": port}
     if labels[1] == "gpu":
-        return {"node": host, "gpu": device.removeprefix("gpu"), "job": job, "tenant": tenant}
-    if labels[1] == "port":  # switch: the store files the switch port as the device
-        return {"node": host, "port": device}
-    return {"node": host, "job": job, "tenant": tenant}
-
-
-def _label_text(labels: dict[str, str]) -> str:
-    """``{a="x",b="y"}`` with names sorted, as prometheus-client writes them (scrapes diff cleanly)."""
-    return "{" + ",".join(f'{name}="{_escaped(value)}"' for name, value in sorted(labels.items())) + "}"
+        return {"node": host, "gpu": device.removeprefix("gpu")}
+    return {"node": host, "port": device}  # switch: the store files the switch port as the device
 
 
 FAMILIES: list[str] = sorted(EXPORTED)
@@ -171,23 +187,25 @@ FAMILY_ORDER: dict[str, int] = {metric: rank for rank, metric in enumerate(FAMIL
 @dataclass(frozen=True, slots=True)
 class _SeriesText:
     """Per series id: its family's rank (-1: not exported), whether it is an error counter
-    (served however old), and its sample line up to the value."""
+    (served however old), its host's number, and its sample line up to the value."""
 
     family: npt.NDArray[np.int64]
     error: npt.NDArray[np.bool_]
+    host: npt.NDArray[np.int64]
+    hosts: int
     prefix: list[str]
 
 
 class StoreMetrics:
-    """The store's latest values in the two text formats Prometheus scrapes.
+    """The store's latest values and records in the two text formats Prometheus scrapes.
 
     Written here rather than through prometheus-client's ``Metric`` families: at
     1,024 nodes a scrape is ~786k samples, and the library builds, sorts and
     escapes labels per sample on every scrape (15.8 CPU-s). Here a series' line
-    up to its value is built once and kept until the catalogue grows or the
-    jobs on a node change; a scrape only filters, orders and formats values.
-    The bytes are the library's own output for the same families (a test
-    compares them). ``clock`` gives unix seconds (for the ``max_age_s`` cut-off).
+    up to its value is built once and kept until the catalogue grows; a scrape
+    only filters, orders and formats values and times. The bytes are the
+    library's own output for the same families (a test compares them).
+    ``clock`` gives unix seconds (the ``max_age_s`` cut-off, the per-job latency window).
     """
 
     def __init__(self, reader: StoreReader, *, max_age_s: float = DEFAULT_MAX_AGE_S,
@@ -197,7 +215,6 @@ class StoreMetrics:
         self._now = clock
         self._lock = threading.Lock()
         self._series: _SeriesText | None = None
-        self._series_key: tuple[int, tuple[tuple[str, str, str], ...]] | None = None
 
     def render(self, openmetrics: bool) -> str:
         """One scrape: OpenMetrics 1.0 text (ends with ``# EOF``) or the Prometheus 0.0.4 text format."""
@@ -206,81 +223,72 @@ class StoreMetrics:
 
     def _render(self, openmetrics: bool) -> str:
         reader = self._reader
-        job_of, tenant_of = _jobs_by_node(reader)
-        out = [_header("fleet_host_up", "gauge", HOST_UP_HELP, openmetrics)]
-        for host, status in sorted(reader.host_statuses().items()):
-            value = "0.0" if status.state.is_failure else "1.0"
-            out.append(f"fleet_host_up{_label_text({'node': host, 'state': status.state.value})} {value}\n")
-
+        now = self._now()
+        out = render_records(reader, now, openmetrics)
         arrays = reader.latest_arrays()
-        series = self._series_text(arrays.names, job_of, tenant_of)
+        series = self._series_text(arrays.names)
         sids = arrays.sids
         family = series.family[sids]
-        keep = (family >= 0) & ((arrays.ts >= self._now() - self._max_age_s) | series.error[sids])
+        error = series.error[sids]
+        keep = (family >= 0) & ((arrays.ts >= now - self._max_age_s) | error)
         kept = np.flatnonzero(keep)
         kept = kept[np.argsort(family[kept], kind="stable")]
         ranks = family[kept].tolist()
+        stamps, stamp_of = np.unique(_reading_times(series, sids, arrays.ts, error)[kept], return_inverse=True)
+        stamp_text = [timestamp_text(ts, openmetrics) + "\n" for ts in stamps.tolist()]
         prefix = series.prefix
         go = floatToGoString
-        lines = [prefix[sid] + go(value) + "\n"
-                 for sid, value in zip(sids[kept].tolist(), arrays.values[kept].tolist(), strict=True)]
+        lines = [prefix[sid] + go(value) + stamp_text[at]
+                 for sid, value, at in zip(sids[kept].tolist(), arrays.values[kept].tolist(), stamp_of.tolist(),
+                                           strict=True)]
         start = 0
         while start < len(lines):
             rank = ranks[start]
             end = bisect.bisect_right(ranks, rank, lo=start)
             entry = EXPORTED[FAMILIES[rank]]
-            out.append(_header(entry.family, "counter" if entry.counter else "gauge", entry.help, openmetrics))
+            out.append(header(entry.family, "counter" if entry.counter else "gauge", entry.help, openmetrics))
             out.extend(lines[start:end])
             start = end
         if openmetrics:
             out.append("# EOF\n")
         return "".join(out)
 
-    def _series_text(self, names: Sequence[SeriesName | None], job_of: dict[str, str],
-                     tenant_of: dict[str, str]) -> _SeriesText:
-        """The per-series cache, rebuilt when series were added or a node's jobs changed."""
-        key = (len(names), tuple(sorted((node, job_of.get(node, ""), tenant_of.get(node, ""))
-                                        for node in {*job_of, *tenant_of})))
-        if self._series is not None and key == self._series_key:
+    def _series_text(self, names: Sequence[SeriesName | None]) -> _SeriesText:
+        """The per-series cache, rebuilt when series were added (the reader's table only grows)."""
+        if self._series is not None and len(self._series.prefix) == len(names):
             return self._series
         family = np.full(len(names), -1, dtype=np.int64)
         error = np.zeros(len(names), dtype=np.bool_)
+        host_of = np.zeros(len(names), dtype=np.int64)
+        numbers: dict[str, int] = {}
         prefix = [""] * len(names)
         for sid, name in enumerate(names):
             if name is None:
                 continue
             host, metric, device, port = name
+            host_of[sid] = numbers.setdefault(host, len(numbers))
             entry = EXPORTED.get(metric)
             if entry is None:
                 continue
             family[sid] = FAMILY_ORDER[metric]
             error[sid] = METRICS[metric].kind is MetricKind.ERROR
-            labels = _label_values(entry, host, device, port, job_of.get(host, ""), tenant_of.get(host, ""))
-            prefix[sid] = f"{entry.sample_name}{_label_text(labels)} "
-        self._series, self._series_key = _SeriesText(family, error, prefix), key
+            prefix[sid] = f"{entry.sample_name}{label_text(_label_values(entry, host, device, port))} "
+        self._series = _SeriesText(family, error, host_of, len(numbers), prefix)
         return self._series
 
 
-def _jobs_by_node(reader: StoreReader) -> tuple[dict[str, str], dict[str, str]]:
-    """node -> its Slurm job ids, and -> their accounts, each comma separated and sorted."""
-    jobs: dict[str, set[str]] = {}
-    tenants: dict[str, set[str]] = {}
-    for job in reader.jobs():
-        for node in job.nodes:
-            jobs.setdefault(node, set()).add(job.job_id)
-            if job.account:
-                tenants.setdefault(node, set()).add(job.account)
-    return ({node: ",".join(sorted(ids)) for node, ids in jobs.items()},
-            {node: ",".join(sorted(names)) for node, names in tenants.items()})
-
-
-def _header(family: str, kind: str, help_text: str, openmetrics: bool) -> str:
-    """HELP and TYPE lines; in the 0.0.4 format a counter family is named with its ``_total``."""
-    if openmetrics:
-        return f"# HELP {family} {_escaped(help_text)}\n# TYPE {family} {kind}\n"
-    name = family + "_total" if kind == "counter" else family
-    shown = help_text.replace("\\", r"\\").replace("\n", r"\n")
-    return f"# HELP {name} {shown}\n# TYPE {name} {kind}\n"
+def _reading_times(series: _SeriesText, sids: npt.NDArray[np.int64], ts: npt.NDArray[np.float64],
+                   error: npt.NDArray[np.bool_]) -> npt.NDArray[np.float64]:
+    """Each point's timestamp for the scrape: its own, or for an error counter its host's newest reading
+    (the counter is stored only when it changes, and it held its value at every reading since)."""
+    if not error.any():
+        return ts
+    hosts = series.host[sids]
+    newest = np.full(series.hosts, -np.inf)
+    np.maximum.at(newest, hosts[~error], ts[~error])
+    stamped = ts.copy()
+    stamped[error] = np.maximum(ts[error], newest[hosts[error]])
+    return stamped
 
 
 @dataclass(frozen=True, slots=True)

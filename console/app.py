@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, ClassVar
 
 from textual import on, work
-from textual.app import App
+from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.reactive import reactive
+from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from fleet.console.actions import is_machine_changing
@@ -68,25 +70,26 @@ class FleetApp(App[None]):
     DEFAULT_MODE = "fleet"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("question_mark", "help", "Keys", id="app.help"),
-        Binding("colon", "command_palette", "Palette", id="app.palette"),
-        Binding("1", "switch_mode('fleet')", "Fleet", id="app.fleet"),
-        Binding("2", "switch_mode('events')", "Events", id="app.events"),
-        Binding("3", "switch_mode('jobs')", "Jobs", id="app.jobs"),
-        Binding("4", "switch_mode('topology')", "Topology", id="app.topology"),
+        Binding("colon,ctrl+p", "command_palette", "Palette", id="app.palette"),
+        Binding("1", "goto('fleet')", "Fleet", id="app.fleet"),
+        Binding("2", "goto('events')", "Events", id="app.events"),
+        Binding("3", "goto('jobs')", "Jobs", id="app.jobs"),
+        Binding("4", "goto('topology')", "Topology", id="app.topology"),
+        Binding("p", "goto('probes')", "Probes", id="app.probes"),
         Binding("left_square_bracket", f"replay_step({-REPLAY_STEP_S})", "-1 min", id="app.replay_back"),
         Binding("right_square_bracket", f"replay_step({REPLAY_STEP_S})", "+1 min", id="app.replay_forward"),
         Binding("left_curly_bracket", f"replay_step({-REPLAY_BIG_STEP_S})", "-10 min", show=False,
                 id="app.replay_back_big"),
         Binding("right_curly_bracket", f"replay_step({REPLAY_BIG_STEP_S})", "+10 min", show=False,
                 id="app.replay_forward_big"),
-        Binding("p", "switch_mode('probes')", "Probes", id="app.probes"),
-        Binding("g", "replay_jump", "Go to time", id="app.replay_jump"),
+        Binding("g", "replay_jump", "Go to", id="app.replay_jump"),
         Binding("L", "replay_live", "Live", id="app.replay_live"),
-        Binding("B", "baselines", "Baselines", show=False, id="app.baselines"),
-        Binding("N", "links", "NVLink vs network", show=False, id="app.links"),
-        Binding("W", "walkthrough", "Walkthrough", show=False, id="app.walkthrough"),
-        Binding("A", "audit", "Audit", show=False, id="app.audit"),
-        Binding("C", "config", "Config", show=False, id="app.config"),
+        Binding("B", "baselines", "Baselines", id="app.baselines"),
+        Binding("N", "links", "NVLink vs network", id="app.links"),
+        Binding("W", "walkthrough", "Walkthrough", id="app.walkthrough"),
+        Binding("A", "audit", "Audit", id="app.audit"),
+        Binding("C", "config", "Config", id="app.config"),
+        Binding("ctrl+s", "save_svg", "Screenshot", id="app.screenshot"),
         Binding("q", "quit", "Quit", id="app.quit"),
     ]
 
@@ -122,7 +125,7 @@ class FleetApp(App[None]):
             self.register_theme(theme)
         self.theme = self.config.theme
         self.set_keymap(dict(self.config.keymap))
-        if self.inventory is not None and self.cursor_ts is None:
+        if self.inventory is not None and self.cursor_ts is None and self.config.history_url is None:
             # The writer creates the store file now, before the first read looks for it.
             try:
                 self.writer = StoreWriter(self.config.db_path).start()
@@ -134,8 +137,18 @@ class FleetApp(App[None]):
                     self.probes.start_job_sampler()
         self.set_interval(self.config.refresh_s, self.request_refresh)
         self.request_refresh()
-        if self.config.diagnose:
+        if self.config.diagnose and self.config.history_url is None:  # with --history, the shards diagnose
             self.probes.start_diagnosis()
+
+    @property
+    def history_source(self) -> str:
+        """Where the history is read from, for the header; "" for the local store."""
+        config = self.config
+        if config.history_url is None:
+            return ""
+        from fleet.console.remote_history import history_label
+
+        return history_label(config.history_url, config.alertmanager_url)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         return not (self.config.read_only and is_machine_changing(self, action))
@@ -252,23 +265,71 @@ class FleetApp(App[None]):
     def action_help(self) -> None:
         self.push_screen(HelpScreen(self.screen))
 
-    def action_baselines(self) -> None:
-        self.push_screen(BaselinesScreen())
+    async def action_goto(self, mode: str) -> None:
+        """Show a top-level screen from anywhere: the screens opened on top of the current one
+        (a node, Baselines, the walkthrough, an ECMP plan) close first, so `1` always shows Fleet."""
+        if not await self._close_pushed():
+            return
+        if self.current_mode != mode:
+            await self.switch_mode(mode)
 
-    def action_audit(self) -> None:
-        self.push_screen(AuditScreen())
+    async def _close_pushed(self) -> bool:
+        """Pop every screen above the current mode's own; False (and a warning) when one of them
+        must not be left now (an ECMP change between apply and verify sets ``applying``)."""
+        stack = self.screen_stack
+        for screen in stack[1:]:
+            if getattr(screen, "applying", False):
+                self.notify("a change is in progress: wait for its verdict", severity="warning")
+                return False
+        while len(self.screen_stack) > 1:
+            await self.pop_screen()
+        return True
 
-    def action_links(self) -> None:
-        self.push_screen(LinksScreen())
-    def action_config(self) -> None:
-        self.push_screen(ConfigScreen())
+    async def action_baselines(self) -> None:
+        if await self._close_pushed():
+            await self.push_screen(BaselinesScreen())
+
+    async def action_audit(self) -> None:
+        if await self._close_pushed():
+            await self.push_screen(AuditScreen())
+
+    def action_save_svg(self) -> None:
+        """Save the screen as SVG in the screenshot folder (made on first use) and say where."""
+        folder = self.config.screenshot_dir
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            path = self.save_screenshot(path=str(folder))
+        except OSError as error:
+            self.notify(f"screenshot not saved: {error}", severity="error", markup=False)
+            return
+        self.notify(f"saved {path}", title="screenshot", markup=False)
+
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        """Textual's palette commands, with its Screenshot (which writes into ~/Downloads, failing
+        where that folder does not exist) replaced by ctrl+s's, which makes its folder."""
+        for command in super().get_system_commands(screen):
+            if command.title == "Screenshot":
+                yield SystemCommand("Screenshot", f"Save an SVG of this screen in {self.config.screenshot_dir}",
+                                    self.action_save_svg)
+            else:
+                yield command
+
+    async def action_links(self) -> None:
+        if await self._close_pushed():
+            await self.push_screen(LinksScreen())
+
+    async def action_config(self) -> None:
+        if await self._close_pushed():
+            await self.push_screen(ConfigScreen())
 
     def action_ecmp_plan(self, leaf: str) -> None:
         self.push_screen(EcmpPlanScreen(leaf))
 
-    def action_walkthrough(self) -> None:
+    async def action_walkthrough(self) -> None:
         """Ask for the criteria file (the configured one offered first), then walk through it; in read-only
         mode nothing is measured, so the newest stored acceptance run is shown at once."""
+        if not await self._close_pushed():
+            return
         if self.config.read_only:
             self.push_screen(WalkthroughScreen(None))
             return
@@ -286,7 +347,7 @@ class FleetApp(App[None]):
         self.push_screen(NodeScreen(message.name))
 
     async def on_switch_chosen(self, message: SwitchChosen) -> None:
-        await self.switch_mode("topology")
+        await self.action_goto("topology")
         screen = self.screen
         if isinstance(screen, TopologyScreen):
             screen.select_switch(message.name)

@@ -69,10 +69,11 @@ class FleetCommands(Provider):
         commands += [
             ("Go live", "leave replay and follow the fleet now", app.action_replay_live),
             ("Replay: go to time", "replay a past moment from the store", app.action_replay_jump),
-            ("Screen: Fleet", "every node", partial(app.switch_mode, "fleet")),
-            ("Screen: Events", "findings and state changes", partial(app.switch_mode, "events")),
-            ("Screen: Jobs", "jobs and tenants", partial(app.switch_mode, "jobs")),
-            ("Screen: Topology", "spines, leaves, links", partial(app.switch_mode, "topology")),
+            ("Screen: Fleet", "every node", partial(app.action_goto, "fleet")),
+            ("Screen: Events", "findings and state changes", partial(app.action_goto, "events")),
+            ("Screen: Jobs", "jobs and tenants", partial(app.action_goto, "jobs")),
+            ("Screen: Topology", "spines, leaves, links", partial(app.action_goto, "topology")),
+            ("Screen: Probes", "link test matrix, suspects, probe history", partial(app.action_goto, "probes")),
         ]
         return commands
 

@@ -14,10 +14,14 @@ refresh_s = 1.0
 diagnose = true      # judge the store every 30 s (and each replayed moment), findings -> events
 job_latency = "auto"  # per-job latency sampler: auto/on (never in read-only mode), off
 criteria = "/etc/fleet/acceptance.toml"  # the walkthrough's criteria file (W)
+history = "http://prometheus:9090"  # read the fleet from Prometheus instead of db (docs/scale-out.md)
+alertmanager = "http://alertmanager:9093"  # with history: the open findings come from here
 reports_dir = "/srv/fleet/reports"  # where reports go by default ($XDG_DATA_HOME/fleet/reports)
 ecmp_window_s = 60.0  # uplink throughput judged per leaf (topology bars, ECMP plan)
 ecmp_sustain_s = 60.0  # an imbalance held this long flags the leaf
 ecmp_verify_s = 10.0  # fresh counters before and after an ECMP change
+screenshot_dir = "~/fleet-shots"  # where ctrl+s saves SVGs (default $XDG_DATA_HOME/fleet/screenshots)
+fleet_columns = ["rx", "pause", "errors"]  # Fleet table columns to show (c on Fleet chooses and saves)
 
 [keymap]            # binding id = keys (comma separated)
 "fleet.filter" = "slash,f"
@@ -32,6 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from fleet.console.timespec import TimeSpecError, parse_moment
 
@@ -78,6 +83,17 @@ class Config:
     job_latency: str = "auto"
     """Per-job latency sampler (probes inside running jobs): "auto" and "on" run it when live, "off"
     never; read-only mode never does (its probes are traffic on the tenants' links)."""
+    screenshot_dir: Path = field(default_factory=lambda: Path("~/.local/share/fleet/screenshots").expanduser())
+    """Where ctrl+s (and the palette's Screenshot) saves SVGs; made on first use."""
+    fleet_columns: tuple[str, ...] | None = None
+    """Keys of the Fleet table columns the user chose to show (``c`` on Fleet), None: the default set."""
+    config_path: Path | None = None
+    """The TOML file this configuration was read from (or would be): ``c`` on Fleet saves the columns there."""
+    history_url: str | None = None
+    """Prometheus holding the fleet's history (``--history``): the screens read it instead of ``db_path``,
+    which keeps only this console's probes, actions and audit; the console collects nothing itself."""
+    alertmanager_url: str | None = None
+    """With ``history_url``: the Alertmanager whose active alerts are the open findings."""
 
     @property
     def job_latency_enabled(self) -> bool:
@@ -86,7 +102,8 @@ class Config:
 
 
 _FILE_KEYS = {"db", "inventory", "read_only", "theme", "refresh_s", "keymap", "job_latency", "diagnose", "criteria",
-              "reports_dir",
+              "reports_dir", "screenshot_dir", "fleet_columns",
+              "history", "alertmanager",
               "ecmp_window_s", "ecmp_sustain_s", "ecmp_verify_s"}
 JOB_LATENCY_CHOICES = ("auto", "on", "off")
 _ENV_KEYS = {
@@ -98,12 +115,19 @@ _ENV_KEYS = {
     "FLEET_JOB_LATENCY": "job_latency",
     "FLEET_DIAGNOSE": "diagnose",
     "FLEET_REPORTS_DIR": "reports_dir",
+    "FLEET_HISTORY": "history",
+    "FLEET_ALERTMANAGER": "alertmanager",
 }
 
 
 def config_file_path(env: Mapping[str, str]) -> Path:
     base = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".config")
     return Path(base) / "fleet" / "config.toml"
+
+
+def default_screenshot_dir(env: Mapping[str, str]) -> Path:
+    """``$XDG_DATA_HOME/fleet/screenshots``: beside the default store, where ctrl+s saves SVGs."""
+    return default_db_path(env).parent / "screenshots"
 
 
 def default_db_path(env: Mapping[str, str]) -> Path:
@@ -133,6 +157,9 @@ def _read_file(path: Path) -> dict[str, Any]:
         isinstance(k, str) and isinstance(v, str) for k, v in keymap.items()
     ):
         raise ConfigError(f"{path}: [keymap] maps binding ids to key strings")
+    columns = data.get("fleet_columns")
+    if columns is not None and not (isinstance(columns, list) and all(isinstance(c, str) for c in columns)):
+        raise ConfigError(f"{path}: fleet_columns is a list of column names")
     return data
 
 
@@ -156,7 +183,7 @@ def load_config(
 ) -> Config:
     """Merge flags (None: not given), environment and file into one ``Config``.
 
-    ``flags`` keys: db, inventory, read_only, theme, at, refresh_s.
+    ``flags`` keys: db, inventory, read_only, theme, at, refresh_s, history, alertmanager.
     """
     path = config_file_path(env)
     merged: dict[str, Any] = {}
@@ -180,6 +207,11 @@ def load_config(
         raise ConfigError(f"job_latency must be one of {', '.join(JOB_LATENCY_CHOICES)}, not {job_latency!r}")
     inventory = merged.get("inventory")
     criteria = merged.get("criteria")
+    history = _http_url(merged.get("history"), "history")
+    alertmanager = _http_url(merged.get("alertmanager"), "alertmanager")
+    if alertmanager is not None and history is None:
+        raise ConfigError("alertmanager is where the findings come from when the history is Prometheus's: "
+                          "give history (--history http://HOST:9090) too")
     ecmp_s = {key: _seconds(merged, key, default) for key, default in
               (("ecmp_window_s", 60.0), ("ecmp_sustain_s", 60.0), ("ecmp_verify_s", 10.0))}
     return Config(
@@ -195,8 +227,24 @@ def load_config(
         criteria_path=Path(criteria).expanduser() if criteria else None,
         reports_dir=Path(merged["reports_dir"]).expanduser() if merged.get("reports_dir")
         else default_reports_dir(env),
+        screenshot_dir=(Path(str(merged["screenshot_dir"])).expanduser() if merged.get("screenshot_dir")
+                        else default_screenshot_dir(env)),
+        fleet_columns=tuple(merged["fleet_columns"]) if merged.get("fleet_columns") is not None else None,
+        config_path=path,
+        history_url=history,
+        alertmanager_url=alertmanager,
         **ecmp_s,
     )
+
+
+def _http_url(value: Any, key: str) -> str | None:
+    if value is None or value == "":
+        return None
+    text = str(value).strip()
+    parsed = urlsplit(text)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise ConfigError(f"{key} must be an http(s) URL such as http://HOST:9090, not {text!r}")
+    return text.rstrip("/")
 
 
 def _seconds(merged: Mapping[str, Any], key: str, default: float) -> float:

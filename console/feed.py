@@ -11,6 +11,7 @@ from typing import Any
 
 from fleet.console.reader_thread import ReaderThread
 from fleet.console.snapshot import SnapshotLoader, StoreReading
+from fleet.console.view_memory import ViewMemory
 from fleet.console.view_model import ConsoleView, build_view
 from fleet.fabric.health import HealthThresholds
 from fleet.fabric.records import HostStatus
@@ -37,16 +38,18 @@ class Feed:
         self._thread: ReaderThread[SnapshotLoader] = ReaderThread(open_loader)
         self._thresholds = thresholds or HealthThresholds()
         self._refresh_s = refresh_s
+        self._memory = ViewMemory()
+        """Sparklines and steady worst NICs; touched only on the reader thread."""
         self.now = now
 
     async def load_view(self, cursor_ts: float | None, *, with_values: bool = True) -> ConsoleView:
         now_ts = self.now()
         clock = time.monotonic()
-        thresholds, refresh_s = self._thresholds, self._refresh_s
+        thresholds, refresh_s, memory = self._thresholds, self._refresh_s, self._memory
 
         def read(loader: SnapshotLoader) -> ConsoleView:
             snapshot = loader.load(cursor_ts, now_ts, clock, with_values=with_values)
-            return build_view(snapshot, thresholds, refresh_s)
+            return memory.apply(build_view(snapshot, thresholds, refresh_s), loader.reader)
 
         return await self._thread.call(read)
 

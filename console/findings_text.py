@@ -7,12 +7,11 @@ names, reasons): it is built into ``rich.text.Text`` as plain text, never markup
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
 
 from rich.text import Text
 
-from fleet.fabric.events import Event, Severity
+from fleet.fabric.events import Event, Severity, evidence_text
 from fleet.fabric.finding_life import open_findings
 
 _RANK = {Severity.CRITICAL: 0, Severity.WARNING: 1, Severity.INFO: 2}
@@ -23,12 +22,6 @@ def open_on(events: Iterable[Event], host: str) -> list[Event]:
     found = [e for e in open_findings(events).values()
              if host in (e.host, e.switch) or (e.data.get("evidence") or {}).get("straggler") == host]
     return sorted(found, key=lambda e: (_RANK[e.severity], e.kind, e.device))
-
-
-def evidence_text(evidence: Mapping[str, Any]) -> str:
-    """``key=value`` pairs of the numbers and words of a finding's evidence (nested tables left out)."""
-    return ", ".join(f"{k}={v}" for k, v in evidence.items()
-                     if isinstance(v, int | float | str) and not isinstance(v, bool) and v != "")
 
 
 def finding_detail(event: Event) -> Text:

@@ -6,7 +6,8 @@ node name like ``[bold]x`` is shown as typed, not interpreted.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
 
 from rich.text import Text
 
@@ -41,3 +42,48 @@ def count(value: float | None) -> str:
 def plain(text: str, style: str = "") -> Text:
     """Machine text as a ``Text``: shown exactly, never parsed as markup."""
     return Text(text, style=style)
+
+
+_SUFFIXES = ("", "k", "M", "G", "T", "P")
+
+
+def fit_number(value: float | None, width: int, digits: int = 1, empty: str = "-") -> str:
+    """``value`` in at most ``width`` characters, never cut mid-digit: with its decimals and
+    thousands separators when they fit, then fewer decimals, then scaled to k/M/G/T/P with
+    three significant digits where they fit (``5,924,412`` in 7 cells is ``5.92M``)."""
+    if value is None:
+        return empty
+    if value != value:  # NaN: a collector's fact, shown as such
+        return "nan"
+    for d in range(digits, -1, -1):
+        text = f"{value:,.{d}f}"
+        if len(text) <= width:
+            return text
+    for power, suffix in enumerate(_SUFFIXES[1:], start=1):
+        scaled = value / 1000.0**power
+        if abs(scaled) >= 999.5 and power < len(_SUFFIXES) - 1:
+            continue
+        for d in (2, 1, 0):
+            text = f"{scaled:.{d}f}{suffix}"
+            if len(text) <= width and (d == 0 or abs(scaled) < 10 ** (3 - d)):
+                return text
+    return "#" * width
+
+
+BARS = " ▁▂▃▄▅▆▇█"
+"""Eight heights; a blank is a moment without a value."""
+
+
+def sparkline(values: Sequence[float | None], width: int, top: float) -> str:
+    """The last ``width`` values as bars, full height at ``top`` (and above); right-aligned, so the
+    newest value is always the rightmost cell. A zero is the lowest bar (measured), None a blank."""
+    shown = list(values)[-width:]
+    out = []
+    for value in shown:
+        if value is None:
+            out.append(" ")
+        elif value <= 0 or top <= 0:
+            out.append(BARS[1])
+        else:
+            out.append(BARS[max(1, min(8, math.ceil(value / top * 8)))])
+    return " " * (width - len(out)) + "".join(out)

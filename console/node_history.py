@@ -104,8 +104,9 @@ def load_history(reader: HistoryReading, host: str, ports: Sequence[tuple[str, s
                                       tuple(v for _, v in kept)))
     return NodeHistory(
         moment_ts=moment_ts,
-        throughput=PlotData("throughput, last hour", "Gb/s", _labelled(rx, "rx") + _labelled(tx, "tx")),
-        pauses=PlotData("PFC pauses, last hour", "frames/s",
+        throughput=PlotData("throughput", "Gb/s", _labelled(rx, "rx") + _labelled(tx, "tx")),
+        pauses=PlotData("PFC pauses", "frames/s",
                         _labelled(prx, "received") + _labelled(ptx, "sent")),
-        latency=PlotData("latency probes, last hour", "usec", tuple(latency)),
+        latency=PlotData("probe latency", "usec", tuple(latency),
+                         empty="no latency probe to or from this node in the hour (t runs one)"),
     )

@@ -165,15 +165,16 @@ class SnapshotLoader:
         return self._reader
 
     def _error_baseline(self, moment: float) -> dict[str, dict[SeriesKey, float]]:
-        """Error counters as they were ``ERROR_WINDOW_S`` before ``moment``."""
-        then = moment - ERROR_WINDOW_S
+        """Error counters as they were ``ERROR_WINDOW_S`` before ``moment``, or when the store began
+        if it is younger than that: a counter rising since the first minute shows its rise in
+        ``err Δ5m`` at once, as the reasons line shows its rate."""
+        span = self._reader.time_span()
+        if span is None:
+            return {}
+        then = max(moment - ERROR_WINDOW_S, span[0])
         if self._baseline_for is not None and abs(then - self._baseline_for) < BASELINE_REREAD_S:
             return self._baseline
-        span = self._reader.time_span()
-        if span is None or then < span[0]:
-            baseline: dict[str, dict[SeriesKey, float]] = {}  # nothing stored yet then
-        else:
-            baseline, _ = _group(self._reader.as_of_arrays(then, metrics=ERROR_METRIC_NAMES))
+        baseline, _ = _group(self._reader.as_of_arrays(then, metrics=ERROR_METRIC_NAMES))
         self._baseline, self._baseline_for = baseline, then
         return baseline
 

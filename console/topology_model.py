@@ -105,9 +105,12 @@ def build_topology(snapshot: Snapshot, plan: Sequence[PlannedCable] = ()) -> Top
     switches = sorted({h.name for h in snapshot.hosts if h.role in ("leaf", "spine")}
                       | {p.host for p in snapshot.ports if role(p.host) in ("leaf", "spine")})
     actual = {(p.host, p.device): p for p in snapshot.ports}
+    seen = {p.host for p in snapshot.ports if p.peer_host}
     cable_at: dict[tuple[str, str], str] = {}
     problems: list[str] = []
     for cable in plan or plan_from_naming(snapshot):
+        if cable.node not in seen:
+            continue  # no neighbour read from this node at all (down, hung, no LLDP yet): nothing to compare
         nic = actual.get((cable.node, cable.nic))
         if nic is None or not nic.peer_host:
             text = "missing"

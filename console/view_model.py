@@ -53,6 +53,12 @@ class NodeRow:
     xids: tuple[tuple[str, int], ...]
     jobs: tuple[str, ...]
     tenants: tuple[str, ...]
+    capacity_gbps: float | None = None
+    """Sum of the trained rates of the node's RDMA ports (the rx sparkline's full height)."""
+    rx_trend: tuple[float | None, ...] = ()
+    """Received Gb/s over the last minutes, oldest first (``console.trends``)."""
+    pause_trend: tuple[float | None, ...] = ()
+    """PFC pauses per second over the last minutes, oldest first."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +109,9 @@ class ConsoleView:
     summary: FleetSummary
     jobs: tuple[JobRow, ...]
     tenants: tuple[TenantRow, ...]
+    trends_filled: bool = False
+    """Every sparkline bucket of the window has been read (``console.view_memory``): until then a
+    few older buckets may still be blank."""
 
 
 def _state_text(snapshot: Snapshot, name: str, health: Health) -> str:
@@ -140,6 +149,7 @@ def build_view(
         if not snapshot.complete and health.health is not Health.DOWN:
             health = NodeHealth(Health.UNKNOWN, ("reading the store",))
         healths[name] = health
+        capacity = sum(n.rate_gbps for n in summary.nics if n.rate_gbps) or None
         if status is not None and status.state.is_failure:
             # The last values of a host we cannot read are stale; the Node screen still has them.
             summary = NodeSummary()
@@ -152,6 +162,7 @@ def build_view(
             gpu_util_pct=summary.gpu_util_pct, gpu_temp_c=summary.gpu_temp_c,
             xids=summary.xids, jobs=tuple(jobs_of.get(name, ())),
             tenants=tuple(sorted(tenants_of.get(name, ()))),
+            capacity_gbps=capacity,
         ))
     return ConsoleView(
         snapshot=snapshot, rows=tuple(rows), healths=healths,

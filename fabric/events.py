@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -51,3 +52,9 @@ class Finding:
     """What the finding rests on: ``window`` (something happened in the judged window: counters rose,
     a rate or ratio over it) or ``state`` (a state that persists by nature and holds until someone acts:
     a port down now, a GPU that needs a reset, a miswired cable, a host that does not answer)."""
+
+
+def evidence_text(evidence: Mapping[str, Any]) -> str:
+    """``key=value`` pairs of the numbers and words of a finding's evidence (nested tables left out)."""
+    return ", ".join(f"{k}={v}" for k, v in evidence.items()
+                     if isinstance(v, int | float | str) and not isinstance(v, bool) and v != "")

@@ -219,6 +219,9 @@ class Scenario:
     description: str = ""
     software: SoftwareSpec = field(default_factory=SoftwareSpec)
     reported: ReportedSpec = field(default_factory=ReportedSpec)
+    scaled: str = ""
+    """What a ``--nodes`` override changed, in one line ("" when nothing): jobs that keep only the
+    nodes the smaller fabric has, jobs and faults dropped because none of their machines is left."""
 
 
 # --------------------------------------------------------------------------- locating keys
@@ -344,22 +347,36 @@ def parse_scenario(text: str, *, source: str = "<scenario>", name: str = "custom
     if "fabric" not in data or not isinstance(data["fabric"], dict):
         raise ScenarioError(f"{source}:1: [fabric] table missing (required)")
     fabric = _fabric(check, data["fabric"], nodes)
+    file_fabric = _fabric(check, data["fabric"], None) if nodes is not None else fabric
     description = data.get("description", "")
     if not isinstance(description, str):
         raise ScenarioError(f"{source}:{lines.line('', 0, 'description')}: key 'description': must be a string")
+    scaling = _Scaling(fabric.nodes) if file_fabric != fabric else None
     names = _Names(fabric, {})
-    switch_os = tuple(_switch_os(check, i, entry, names) for i, entry in enumerate(_array(check, data, "switch_os")))
+    full = _Names(file_fabric, {}) if scaling is not None else names
+    switch_os = tuple(spec for i, entry in enumerate(_array(check, data, "switch_os"))
+                      if (spec := _switch_os(check, i, entry, names, full if scaling else None)) is not None)
     names = _Names(fabric, {switch: spec.os for spec in switch_os for switch in spec.names})
-    jobs = tuple(_job(check, i, entry, names) for i, entry in enumerate(_array(check, data, "jobs")))
+    if scaling is None:
+        full = names
+    else:  # the file's own fabric with its switch OSes, so a target such as leaf10:Ethernet8 is checked as written
+        full = _Names(file_fabric, {switch: spec.os for i, entry in enumerate(_array(check, data, "switch_os"))
+                                    if (spec := _switch_os(check, i, entry, full)) is not None
+                                    for switch in spec.names})
+    jobs = tuple(job for i, entry in enumerate(_array(check, data, "jobs"))
+                 if (job := _job(check, i, entry, names, scaling)) is not None)
     _no_shared_nodes(check, jobs)
-    faults = tuple(_fault(check, i, entry, names) for i, entry in enumerate(_array(check, data, "faults")))
-    software = _software(check, data.get("software", {}), names)
+    faults = tuple(fault for i, entry in enumerate(_array(check, data, "faults"))
+                   if (fault := _scaled_fault(check, i, entry, names, full, scaling)) is not None)
+    software = _software(check, data.get("software", {}), names, full)
     reported = _reported(check, data.get("reported", {}))
     return Scenario(name=name, fabric=fabric, switch_os=switch_os, jobs=jobs, faults=faults, description=description,
-                    software=software, reported=reported)
+                    software=software, reported=reported, scaled=scaling.words() if scaling is not None else "")
 
 
-def _software(check: _Checker, raw: Any, names: _Names) -> SoftwareSpec:
+def _software(check: _Checker, raw: Any, names: _Names, full: _Names) -> SoftwareSpec:
+    """The ``[software]`` table; ``ep_nodes`` is checked against the file's own fabric and keeps the
+    nodes a ``--nodes`` override left."""
     t = "software"
     if not isinstance(raw, dict):
         raise check.fail(t, 0, None, "must be a [software] table")
@@ -370,11 +387,11 @@ def _software(check: _Checker, raw: Any, names: _Names) -> SoftwareSpec:
     nodes: frozenset[str] | None = None
     if "ep_nodes" in raw:
         expression = check.get(t, 0, raw, "ep_nodes", str)
-        expanded = _expand(check, t, 0, "ep_nodes", expression, names)
-        unknown = [n for n in expanded if n not in names.nodes]
+        expanded = _expand(check, t, 0, "ep_nodes", expression, full)
+        unknown = [n for n in expanded if n not in full.nodes]
         if unknown:
             raise check.fail(t, 0, "ep_nodes", f"not a node of the fabric: {', '.join(unknown[:5])}")
-        nodes = frozenset(expanded)
+        nodes = frozenset(n for n in expanded if n in names.nodes)
     return SoftwareSpec(bench, nodes)
 
 
@@ -453,7 +470,33 @@ def _expand(check: _Checker, table: str, index: int, key: str, expression: str, 
         raise check.fail(table, index, key, f"not a host list ({error}): {expression!r}") from None
 
 
-def _switch_os(check: _Checker, index: int, raw: Mapping[str, Any], names: _Names) -> SwitchOsSpec:
+class _Scaling:
+    """What fitting a scenario to another node count changed, for the one line ``fleet sim`` prints."""
+
+    def __init__(self, nodes: int) -> None:
+        self.nodes = nodes
+        self.trimmed: list[str] = []
+        self.dropped_jobs: list[str] = []
+        self.dropped_faults: list[str] = []
+
+    def words(self) -> str:
+        parts = [f"fitted to {self.nodes} nodes"]
+        if self.trimmed:
+            parts.append("; ".join(self.trimmed))
+        if self.dropped_jobs:
+            parts.append(f"dropped job{'s' if len(self.dropped_jobs) > 1 else ''} {', '.join(self.dropped_jobs)}")
+        if self.dropped_faults:
+            parts.append(f"dropped {len(self.dropped_faults)} fault{'s' if len(self.dropped_faults) > 1 else ''} "
+                         f"({', '.join(self.dropped_faults)})")
+        if len(parts) == 1:
+            return ""
+        return ": ".join((parts[0], "; ".join(parts[1:]))) + " (their machines are not in this fabric)"
+
+
+def _switch_os(check: _Checker, index: int, raw: Mapping[str, Any], names: _Names,
+               full: _Names | None = None) -> SwitchOsSpec | None:
+    """``full``: the fabric as the file sizes it, when a node count override shrank it: switches of
+    it that the smaller fabric lacks are left out (None when none is left)."""
     t = "switch_os"
     check.keys(t, index, raw, {"names", "os"})
     expression = check.get(t, index, raw, "names", str)
@@ -461,16 +504,34 @@ def _switch_os(check: _Checker, index: int, raw: Mapping[str, Any], names: _Name
     if os_name not in SWITCH_OSES:
         raise check.fail(t, index, "os", f"must be one of {', '.join(SWITCH_OSES)}, got {os_name!r}")
     switches = _expand(check, t, index, "names", expression, names)
+    if full is not None:
+        switches = [s for s in switches if s in names.switches or s not in full.switches]
+        if not switches:
+            return None
     for switch in switches:
         if switch not in names.switches:
             raise check.fail(t, index, "names", f"no switch named {switch!r} in this fabric")
     return SwitchOsSpec(names=tuple(switches), os=os_name)
 
 
-def _job(check: _Checker, index: int, raw: Mapping[str, Any], names: _Names) -> JobSpec:
+def _job(check: _Checker, index: int, raw: Mapping[str, Any], names: _Names,
+         scaling: _Scaling | None = None) -> JobSpec | None:
+    """``scaling``: a node count override is in effect: the job keeps the nodes the fabric has, and
+    is dropped (None) when it keeps none."""
     t = "jobs"
     check.keys(t, index, raw, {"id", "tenant", "nodes", "load", "name", "user", "partition", "start"})
-    job_nodes = _expand(check, t, index, "nodes", check.get(t, index, raw, "nodes", str), names)
+    expression = check.get(t, index, raw, "nodes", str)
+    job_nodes = _expand(check, t, index, "nodes", expression, names)
+    if scaling is not None:
+        kept = [node for node in job_nodes if node in names.nodes]
+        label = f"job {raw.get('id', index + 1)}"
+        if not kept:
+            scaling.dropped_jobs.append(str(raw.get("id", index + 1)))
+            return None
+        if len(kept) < len(job_nodes):
+            scaling.trimmed.append(f"{label} runs on {hostlist.collect_hostlist(kept)} "
+                                   f"({len(kept)} of its {len(job_nodes)} nodes)")
+        job_nodes = kept
     for node in job_nodes:
         if node not in names.nodes:
             raise check.fail(t, index, "nodes", f"no node named {node!r} (the fabric has {len(names.nodes)} nodes)")
@@ -505,6 +566,20 @@ def _no_shared_nodes(check: _Checker, jobs: tuple[JobSpec, ...]) -> None:
             if node in owner:
                 raise check.fail("jobs", index, "nodes", f"{node} already runs job {owner[node]}")
             owner[node] = job.id
+
+
+def _scaled_fault(check: _Checker, index: int, raw: Mapping[str, Any], names: _Names, full: _Names,
+                  scaling: _Scaling | None) -> FaultSpec | None:
+    """The fault, or None (noted) when a node count override left out the machine it targets; a
+    target that is wrong in the file's own fabric is still an error."""
+    try:
+        return _fault(check, index, raw, names)
+    except ScenarioError:
+        if scaling is None:
+            raise
+        fault = _fault(check, index, raw, full)  # raises when the file itself is wrong
+        scaling.dropped_faults.append(f"{fault.kind} {fault.target}")
+        return None
 
 
 def _fault(check: _Checker, index: int, raw: Mapping[str, Any], names: _Names) -> FaultSpec:

@@ -13,6 +13,7 @@ import contextlib
 import gc
 import json
 import sys
+import urllib.parse
 from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
@@ -26,6 +27,7 @@ from fleet.collectors.inventory import (
     default_inventory_path,
     load_inventory,
 )
+from fleet.collectors.shard import Shard, parse_shard, shard_inventory
 from fleet.console.cli.exit_codes import ExitCode
 from fleet.store.errors import HistoryFileError, StoreWriteError
 from fleet.store.paths import default_db_path
@@ -50,6 +52,49 @@ def db_option(fn: F) -> F:
 
 def json_option(fn: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")(fn)
+
+
+def alertmanager_option(fn: F) -> F:
+    """``--alertmanager URL``: post the findings of what is collected to that Alertmanager."""
+    return click.option("--alertmanager", "alertmanager", default=None, metavar="URL", callback=_parse_http_url,
+                        help="Judge what is collected and post the findings to this Alertmanager "
+                             "(http://HOST:9093) while they are open; resolved when they close.")(fn)
+
+
+def _parse_http_url(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    if value is None:
+        return None
+    parsed = urllib.parse.urlsplit(value)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise click.BadParameter(f"{value!r}: expected http://HOST:PORT or https://HOST:PORT")
+    return value.rstrip("/")
+
+
+def shard_option(fn: F) -> F:
+    """``--shard K/N``: collect only the hosts of shard K of N (``fleet.collectors.shard``)."""
+    return click.option("--shard", "shard", default=None, metavar="K/N", callback=_parse_shard,
+                        help="Collect only shard K of N: the hosts that N collectors sharing this inventory "
+                             "leave to this one (docs/scale-out.md).")(fn)
+
+
+def _parse_shard(_ctx: click.Context, _param: click.Parameter, value: str | None) -> Shard | None:
+    if value is None:
+        return None
+    try:
+        return parse_shard(value)
+    except ValueError as error:
+        raise click.BadParameter(str(error)) from None
+
+
+def sharded(inventory: Inventory, shard: Shard | None) -> Inventory:
+    """The hosts ``shard`` collects (all of them without one); exit 2 when the shard is left empty."""
+    if shard is None:
+        return inventory
+    mine = shard_inventory(inventory, shard)
+    if not mine.hosts:
+        fail(f"shard {shard} of {inventory.path} holds no host ({len(inventory.hosts)} hosts in all): "
+             "use fewer shards", ExitCode.USAGE)
+    return mine
 
 
 def fail(reason: str, code: ExitCode) -> NoReturn:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 import click
@@ -17,7 +19,11 @@ from fleet.console.cli.exit_codes import ExitCode
 def demo(scenario: str, nodes: int | None) -> None:
     """Start `fleet sim` in a temporary state directory, open the console on it, stop the simulator on exit."""
     from fleet.console.cli.console_cmd import console
-    from fleet.console.cli.sim_process import SimulatorFailed, start_sim
+    from fleet.console.cli.sim_process import SimulatorFailed, scaled_line, start_sim
+
+    # The console's modules load (seconds on a busy machine) while the simulator starts in its process.
+    loading = threading.Thread(target=importlib.import_module, args=("fleet.console.app",), daemon=True)
+    loading.start()
 
     with tempfile.TemporaryDirectory(prefix="fleet-demo-") as temp:
         state = Path(temp)
@@ -27,6 +33,9 @@ def demo(scenario: str, nodes: int | None) -> None:
         except SimulatorFailed as error:
             click.echo(f"fleet demo: {error}", err=True)
             sys.exit(int(ExitCode.FAILED))
+        if scaled := scaled_line(sim):
+            click.echo(scaled, err=True)
+        loading.join()
         try:
             console.main(
                 args=["--inventory", str(sim.inventory), "--db", str(state / "demo.sqlite")],

@@ -46,6 +46,8 @@ def sim(scenario_name: str, nodes: int | None, state_dir: Path | None, list_scen
     except ScenarioError as error:
         click.echo(f"fleet sim: {error}", err=True)
         sys.exit(int(ExitCode.USAGE))
+    if scenario.scaled:
+        click.echo(f"fleet sim: {scenario.name} {scenario.scaled}", err=True)
     quiet_when_off()  # the simulated sshds send and receive every packet of the fleet
     collect_less_often()
     sys.exit(run(scenario, state_dir or default_state_dir()))

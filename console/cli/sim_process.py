@@ -40,6 +40,15 @@ class SimProcess:
         return self.process.returncode
 
 
+def scaled_line(sim: SimProcess) -> str:
+    """The simulator's one line on what ``--nodes`` left out of its scenario ("" when nothing)."""
+    try:
+        lines = sim.log_path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return ""
+    return next((line for line in lines if line.startswith("fleet sim: ") and " fitted to " in line), "")
+
+
 def start_sim(scenario: str, state_dir: Path, *, nodes: int | None = None, timeout_s: float = 120.0) -> SimProcess:
     """Run ``fleet sim`` in ``state_dir`` (its stderr goes to ``state_dir/sim.log``) until it is ready."""
     state_dir.mkdir(parents=True, exist_ok=True)

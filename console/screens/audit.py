@@ -22,7 +22,8 @@ from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
 from fleet.console.ecmp_ops import read_audit, verify_audit
-from fleet.console.screens.base import FleetScreenBase, fixed_columns
+from fleet.console.screens.base import FleetScreenBase
+from fleet.console.widgets.fit_table import Col, FitTable
 from fleet.fabric.records import ActionRecord
 from fleet.fabric.text import clean_text
 from fleet.store.audit import ChainVerdict
@@ -44,6 +45,10 @@ def detail_text(row: ActionRecord) -> Text:
     return text
 
 
+AUDIT_COLUMNS = (
+    Col("time", "time (UTC)", 19, 3), Col("actor", "actor", 18, 4), Col("target", "target", 10),
+    Col("action", "action", 13, 2), Col("step", "step", 9, 1), Col("what", "verdict / commands", 20, flex=True),
+)
 def chain_text(verdict: ChainVerdict | None, variables: dict[str, str]) -> Text:
     """The chain's state in one line: intact and its head, or BROKEN and the first break."""
     if verdict is None:
@@ -61,8 +66,8 @@ class AuditScreen(FleetScreenBase):
     TITLE_TEXT = "Audit"
     DEFAULT_CSS = """
     #audit-chain { height: 1; padding: 0 1; }
-    #audit-table { height: 1fr; }
-    #audit-scroll { height: 12; border-top: solid $primary; padding: 0 1; }
+    #audit-table { height: 2fr; }
+    #audit-scroll { height: 1fr; min-height: 5; border-top: solid $primary; padding: 0 1; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("r", "reload", "Reload", id="audit.reload"),
@@ -77,13 +82,11 @@ class AuditScreen(FleetScreenBase):
 
     def compose_body(self) -> ComposeResult:
         yield Static(id="audit-chain")
-        yield DataTable(id="audit-table", cursor_type="row")
+        yield FitTable(AUDIT_COLUMNS, id="audit-table")
         with VerticalScroll(id="audit-scroll"):
             yield Static(id="audit-detail")
 
     def build(self) -> None:
-        fixed_columns(self.query_one("#audit-table", DataTable), ("time (UTC)", 19), ("actor", 18), ("target", 10),
-                      ("action", 13), ("step", 9), ("verdict / commands", 70))
         self.query_one("#audit-table", DataTable).focus()
         self.load()
 
@@ -93,12 +96,11 @@ class AuditScreen(FleetScreenBase):
         self.rows = list(reversed(await read_audit(self.fleet_app.config.db_path)))
         self.query_one("#audit-chain", Static).update(chain_text(
             await verify_audit(self.fleet_app.config.db_path), self.app.theme_variables))
-        table = self.query_one("#audit-table", DataTable)
-        table.clear()
-        for index, row in enumerate(self.rows):
-            what = clean_text(row.verdict, one_line=True) or "; ".join(row.commands)
-            table.add_row(Text(time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(row.ts))), Text(row.actor),
-                          Text(row.target), Text(row.action), Text(row.step), Text(what), key=str(index))
+        self.query_one("#audit-table", FitTable).fill(
+            [(Text(time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(row.ts))), Text(row.actor), Text(row.target),
+              Text(row.action), Text(row.step), Text(clean_text(row.verdict, one_line=True) or "; ".join(row.commands)))
+             for row in self.rows],
+            [str(index) for index in range(len(self.rows))])
         if not self.rows:
             self.query_one("#audit-detail", Static).update("no change to a machine recorded yet")
         self.loaded.set()

@@ -8,14 +8,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, cast
 
+from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer
+from textual.widgets import DataTable
 
 from fleet.console.actions import is_machine_changing, refusal
 from fleet.console.view_model import ConsoleView
 from fleet.console.widgets.header import FleetHeader
+from fleet.console.widgets.key_bar import KeyBar
 from fleet.console.widgets.summary_bar import SummaryBar
 
 if TYPE_CHECKING:
@@ -31,6 +33,9 @@ def fixed_columns(table: DataTable[Any], *columns: tuple[str, int]) -> None:
 
 class FleetScreenBase(Screen[None]):
     TITLE_TEXT = "fleet"
+    SCREEN_KEY = ""
+    """Binding id of the key that shows this screen (``app.fleet`` ...), drawn as the current tab;
+    "" for screens opened on top of one (a node, Baselines, a plan)."""
 
     @property
     def fleet_app(self) -> FleetApp:
@@ -56,7 +61,7 @@ class FleetScreenBase(Screen[None]):
         yield FleetHeader(id="header")
         yield SummaryBar(id="summary")
         yield from self.compose_body()
-        yield Footer()
+        yield KeyBar(current=self.SCREEN_KEY)
 
     def compose_body(self) -> ComposeResult:
         yield from ()
@@ -74,7 +79,11 @@ class FleetScreenBase(Screen[None]):
         self._view_arrived(None)
 
     def on_screen_resume(self) -> None:
+        self.query_one(KeyBar).fit_height(self.app.size.height)
         self._view_arrived(None)
+
+    def on_resize(self) -> None:
+        self.query_one(KeyBar).fit_height(self.app.size.height)
 
     def _view_arrived(self, _view: ConsoleView | None) -> None:
         view = self.fleet_app.view
@@ -84,13 +93,22 @@ class FleetScreenBase(Screen[None]):
         cursor = self.fleet_app.cursor_ts
         moment = view.snapshot.moment_ts if view is not None else cursor
         header.show(self.TITLE_TEXT, moment, cursor is None, self.fleet_app.config.read_only,
-                    self.fleet_app.store_failing)
+                    self.fleet_app.store_failing, self.fleet_app.history_source)
         if view is None:
             return
-        self.query_one(SummaryBar).show(
-            view.summary, len(view.rows), self.fleet_app.writer_problem
-        )
+        self.show_summary()
         self.show_view(view)
+
+    def show_summary(self) -> None:
+        """Redraw the summary bar (a new view, or a filter typed)."""
+        view = self.fleet_app.view
+        if view is not None and self.is_mounted:
+            self.query_one(SummaryBar).show(view.summary, len(view.rows), self.fleet_app.writer_problem,
+                                            self.summary_note())
+
+    def summary_note(self) -> Text:
+        """What this screen adds to the summary bar while it is on (a filter in effect)."""
+        return Text()
 
     def show_view(self, view: ConsoleView) -> None:
         """Draw ``view``; subclasses redraw only what changed."""

@@ -22,8 +22,9 @@ from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Static
 
 from fleet.console.report_write import default_report_path, write_report
-from fleet.console.screens.base import FleetScreenBase, fixed_columns
+from fleet.console.screens.base import FleetScreenBase
 from fleet.console.screens.path_prompt import PathPrompt
+from fleet.console.widgets.fit_table import Col, FitTable
 from fleet.fabric.baseline import Baseline, BaselineDiff, Rank, diff
 from fleet.fabric.report_model import diff_report, utc_words
 from fleet.store.reader import StoreReader, audit_head_at
@@ -67,10 +68,22 @@ def summary_text(result: BaselineDiff, theme_variables: Mapping[str, str]) -> Te
     return text
 
 
+BASELINE_COLUMNS = (
+    Col("index", "#", 3), Col("pick", "pick", 6), Col("taken", "taken", 23, 2), Col("label", "label", 16, flex=True),
+    Col("nodes", "nodes", 5, 3), Col("parts", "parts", 6, 4), Col("unreachable", "unreachable", 11, 5),
+    Col("tool", "tool", 12, 6),
+)
+DIFF_COLUMNS = (
+    Col("severity", "severity", 8), Col("change", "change", 11, 3), Col("part", "part", 20, flex=True),
+    Col("metric", "metric", 22, 1), Col("before", "before", 10), Col("after", "after", 10),
+    Col("delta", "delta", 16, 2),
+)
+
+
 class BaselinesScreen(FleetScreenBase):
     TITLE_TEXT = "Baselines"
     DEFAULT_CSS = """
-    #baselines-table { height: 10; }
+    #baselines-table { height: auto; max-height: 8; }
     #baseline-picks { height: 1; padding: 0 1; background: $surface; }
     #diff-summary { height: auto; max-height: 8; padding: 0 1; }
     #diff-table { height: 1fr; }
@@ -92,16 +105,12 @@ class BaselinesScreen(FleetScreenBase):
         self.report_written: tuple[Path, Path] | None = None
 
     def compose_body(self) -> ComposeResult:
-        yield DataTable(id="baselines-table", cursor_type="row")
+        yield FitTable(BASELINE_COLUMNS, id="baselines-table")
         yield Static(id="baseline-picks")
         yield Static(id="diff-summary")
-        yield DataTable(id="diff-table", cursor_type="row")
+        yield FitTable(DIFF_COLUMNS, id="diff-table")
 
     def build(self) -> None:
-        fixed_columns(self.query_one("#baselines-table", DataTable), ("#", 3), ("pick", 6), ("taken", 23),
-                      ("label", 44), ("nodes", 5), ("parts", 6), ("unreachable", 11), ("tool", 12))
-        fixed_columns(self.query_one("#diff-table", DataTable), ("severity", 8), ("change", 11), ("part", 28),
-                      ("metric", 22), ("before", 10), ("after", 10), ("delta", 16))
         self.query_one("#baselines-table", DataTable).focus()
         self._show_picks()
         self.load()
@@ -115,17 +124,13 @@ class BaselinesScreen(FleetScreenBase):
         self.loaded.set()
 
     def _fill_list(self) -> None:
-        table = self.query_one("#baselines-table", DataTable)
-        keep = table.cursor_row
-        table.clear()
-        for i, b in enumerate(self.baselines):
-            pick = ("before" if self.picks[:1] == [i] else "after" if self.picks[1:2] == [i] else "")
-            table.add_row(Text(str(i + 1)), Text(pick, style="bold"), Text(utc_words(b.ts)), Text(b.label),
-                          Text(str(len(b.shape.nodes))), Text(str(len(b.parts))), Text(str(len(b.unreachable))),
-                          Text(b.tool_version), key=str(i))
-        if self.baselines:
-            table.move_cursor(row=min(max(keep, 0), len(self.baselines) - 1))
-        else:
+        picks = {index: word for index, word in zip(self.picks, ("before", "after"), strict=False)}
+        self.query_one("#baselines-table", FitTable).fill(
+            [(Text(str(i + 1)), Text(picks.get(i, ""), style="bold"), Text(utc_words(b.ts)), Text(b.label),
+              Text(str(len(b.shape.nodes))), Text(str(len(b.parts))), Text(str(len(b.unreachable))),
+              Text(b.tool_version)) for i, b in enumerate(self.baselines)],
+            [str(i) for i in range(len(self.baselines))])
+        if not self.baselines:
             self.query_one("#diff-summary", Static).update("no baselines stored yet: run `fleet baseline take`")
 
     def _show_picks(self) -> None:
@@ -157,17 +162,17 @@ class BaselinesScreen(FleetScreenBase):
     def _show_diff(self, result: BaselineDiff) -> None:
         v = self.app.theme_variables
         self.query_one("#diff-summary", Static).update(summary_text(result, v))
-        table = self.query_one("#diff-table", DataTable)
-        table.clear()
         styles = {Rank.CRITICAL: v.get("health-down", ""), Rank.WARNING: v.get("health-degraded", "")}
+        rows = []
         for change in result.changes:
             pct = change.delta_pct
             delta = f"{change.delta:+,.3g}" + (f" ({pct:+.1f} %)" if pct is not None else "")
             style = styles.get(change.rank, "") if change.regression else v.get("health-ok", "")
-            table.add_row(Text(change.rank.name.lower(), style=style),
-                          Text("regression" if change.regression else "improvement", style=style),
-                          Text(change.part), Text(change.metric), Text(_number(change.before)),
-                          Text(_number(change.after)), Text(delta))
+            rows.append((Text(change.rank.name.lower(), style=style),
+                         Text("regression" if change.regression else "improvement", style=style),
+                         Text(change.part), Text(change.metric), Text(_number(change.before)),
+                         Text(_number(change.after)), Text(delta)))
+        self.query_one("#diff-table", FitTable).fill(rows)
 
     def action_write_report(self) -> None:
         result = self.result

@@ -22,13 +22,18 @@ from textual.widgets import DataTable, Input, Static
 
 from fleet.console.findings_text import finding_detail
 from fleet.console.messages import JobChosen, NodeChosen, SwitchChosen
-from fleet.console.screens.base import FleetScreenBase, fixed_columns
+from fleet.console.screens.base import FleetScreenBase
 from fleet.console.timespec import format_moment
 from fleet.console.view_model import ConsoleView
+from fleet.console.widgets.fit_table import Col, FitTable
 from fleet.fabric.events import Event, Severity
 from fleet.fabric.finding_life import open_findings
 
 SEVERITY_VARIABLE = {Severity.INFO: "foreground", Severity.WARNING: "warning", Severity.CRITICAL: "error"}
+EVENT_COLUMNS = (
+    Col("time", "time", 20, 3), Col("severity", "severity", 8), Col("kind", "kind", 18, 1), Col("node", "node", 9),
+    Col("where", "where", 14, 2), Col("message", "message", 20, flex=True),
+)
 FOLDED_KINDS = frozenset({"host_state"})
 """Kinds whose repeats on one host fold into one line: the collector's state changes of a flapping host."""
 
@@ -87,6 +92,7 @@ def fold(events: tuple[Event, ...]) -> list[EventRow]:
 
 class EventsScreen(FleetScreenBase):
     TITLE_TEXT = "Events"
+    SCREEN_KEY = "app.events"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("slash", "filter", "Filter", id="events.filter"),
         Binding("escape", "clear_filter", "Clear filter", show=False, id="events.clear_filter"),
@@ -101,15 +107,22 @@ class EventsScreen(FleetScreenBase):
     def compose_body(self) -> ComposeResult:
         yield Input(placeholder="filter: severity:critical node:gpu001 kind:link_down !kind:host_state text",
                     id="filter")
-        yield DataTable(id="events-table", cursor_type="row")
+        yield FitTable(EVENT_COLUMNS, id="events-table")
         yield Static(id="event-detail")
 
     def build(self) -> None:
         self.query_one("#filter", Input).display = False
-        table = self.query_one("#events-table", DataTable)
-        fixed_columns(table, ("time", 20), ("severity", 8), ("kind", 18), ("node", 9), ("where", 14), ("message", 80))
         self._shown: tuple[EventRow, ...] = ()
-        table.focus()
+        self.query_one("#events-table", DataTable).focus()
+
+    def summary_note(self) -> Text:
+        """While a filter is on, the summary bar starts with it."""
+        if not self.filter_text.strip():
+            return Text()
+        note = Text("filter ", style=f"bold reverse {self.app.theme_variables.get('warning', '')}".strip())
+        note.append(Text(self.filter_text.strip()))
+        note.append(f" ({len(self._shown)} lines; esc clears)")
+        return note
 
     def show_view(self, view: ConsoleView) -> None:
         events = tuple(e for e in view.snapshot.events
@@ -123,19 +136,17 @@ class EventsScreen(FleetScreenBase):
         if rows == self._shown:
             return
         self._shown = rows
-        table = self.query_one("#events-table", DataTable)
-        table.clear()
+        table = self.query_one("#events-table", FitTable)
         v = self.app.theme_variables
-        for index, (e, repeats, oldest) in enumerate(rows):
+        cells = []
+        for e, repeats, oldest in rows:
             where = "/".join(p for p in (e.switch, e.device, e.port) if p)
             message = Text(e.message)
             if repeats > 1:
                 message.append(f"  (x{repeats} since {format_moment(oldest)})")
-            table.add_row(
-                Text(format_moment(e.ts)),
-                Text(e.severity.value, style=v.get(SEVERITY_VARIABLE[e.severity], "")),
-                Text(e.kind), Text(e.host), Text(where), message, key=str(index),
-            )
+            cells.append((Text(format_moment(e.ts)), Text(e.severity.value, style=v.get(SEVERITY_VARIABLE[e.severity], "")),
+                          Text(e.kind), Text(e.host), Text(where), message))
+        table.fill(cells, [str(index) for index in range(len(rows))])
         self._show_detail(table.cursor_row)
 
     def _show_detail(self, index: int) -> None:
@@ -165,6 +176,7 @@ class EventsScreen(FleetScreenBase):
 
     def watch_filter_text(self) -> None:
         self._redraw()
+        self.show_summary()
 
     def watch_show_all(self) -> None:
         self._redraw()

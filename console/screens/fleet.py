@@ -11,14 +11,22 @@ from textual.binding import Binding, BindingType
 from textual.reactive import reactive
 from textual.widgets import Input, Static
 
+from fleet.console.config_file import save_fleet_columns
 from fleet.console.filtering import FilterError, NodeFilter, parse_filter
 from fleet.console.findings_text import next_step_line
 from fleet.console.formatting import health_text
 from fleet.console.messages import NodeChosen
 from fleet.console.screens.base import FleetScreenBase
+from fleet.console.screens.columns_dialog import ColumnsDialog
 from fleet.console.screens.probe_keys import ProbeKeys
 from fleet.console.view_model import ConsoleView, NodeRow
-from fleet.console.widgets.fleet_columns import COLUMN_BY_KEY, COLUMNS
+from fleet.console.widgets.fleet_columns import (
+    COLUMN_BY_KEY,
+    DEFAULT_COLUMNS,
+    SORTABLE,
+    SORTS_AS,
+    known_columns,
+)
 from fleet.console.widgets.fleet_table import FleetTable
 from fleet.console.widgets.legend import HealthLegend
 from fleet.console.widgets.probe_panel import ProbePanel
@@ -26,17 +34,19 @@ from fleet.console.widgets.probe_panel import ProbePanel
 
 class FleetScreen(ProbeKeys, FleetScreenBase):
     TITLE_TEXT = "Fleet"
+    SCREEN_KEY = "app.fleet"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("slash", "filter", "Filter", id="fleet.filter"),
-        Binding("s", "sort_next", "Sort column", id="fleet.sort_next"),
+        Binding("s", "sort_next", "Sort", id="fleet.sort_next"),
+        Binding("space", "toggle_mark", "Mark", id="fleet.mark"),
         Binding("S", "sort_reverse", "Reverse sort", id="fleet.sort_reverse"),
         Binding("escape", "clear_filter", "Clear filter", show=False, id="fleet.clear_filter"),
-        Binding("space", "toggle_mark", "Mark", id="fleet.mark"),
+        Binding("l", "linktest", "Link test", id="fleet.linktest"),
         Binding("t", "latency", "Latency", id="fleet.latency"),
         Binding("b", "bandwidth", "Bandwidth", id="fleet.bandwidth"),
-        Binding("l", "linktest", "Link test", id="fleet.linktest"),
         Binding("a", "allreduce", "All-reduce", id="fleet.allreduce"),
         Binding("x", "alltoall", "All-to-all", id="fleet.alltoall"),
+        Binding("c", "choose_columns", "Columns", id="fleet.columns"),
     ]
 
     sort_column: reactive[str] = reactive("state")
@@ -47,6 +57,9 @@ class FleetScreen(ProbeKeys, FleetScreenBase):
     """The `/` filter in effect; empty shows every node."""
     marked: reactive[tuple[str, ...]] = reactive(())
     """Nodes marked with space for a probe (``t``/``b`` between two, ``l`` over them), in marking order."""
+    columns: reactive[tuple[str, ...]] = reactive(DEFAULT_COLUMNS)
+    """Keys of the columns the user chose (``c``; saved in the config file); the width decides
+    which of them are drawn."""
 
     def compose_body(self) -> ComposeResult:
         yield Input(placeholder="filter: gpu[001-064] state:degraded job:1234 tenant:acme group:2 !word",
@@ -58,19 +71,40 @@ class FleetScreen(ProbeKeys, FleetScreenBase):
 
     def build(self) -> None:
         self.query_one("#filter", Input).display = False
-        self.query_one(FleetTable).focus()
+        table = self.query_one(FleetTable)
+        chosen = self.fleet_app.config.fleet_columns
+        if chosen is not None:
+            self.columns = known_columns(chosen)
+        table.choose_columns(self.columns)
+        table.set_sort(self.sort_column, self.sort_descending)
+        table.focus()
 
     def visible_rows(self, view: ConsoleView) -> list[NodeRow]:
         """The rows the filter lets through, in the chosen order (name breaks ties)."""
         rows = [r for r in view.rows if self.node_filter.matches(r)] if self.node_filter.predicates else list(view.rows)
         rows.sort(key=lambda r: r.name)
-        rows.sort(key=COLUMN_BY_KEY[self.sort_column].sort_key, reverse=self.sort_descending)
+        order = COLUMN_BY_KEY[self.sort_column].sort_key
+        assert order is not None  # sort_column is always one of SORTABLE
+        rows.sort(key=order, reverse=self.sort_descending)
         return rows
 
     def show_view(self, view: ConsoleView) -> None:
         table = self.query_one(FleetTable)
-        table.show_rows(self.visible_rows(view), self.fleet_app.highlighted_nodes)
+        table.show_rows(self.visible_rows(view), self.fleet_app.highlighted_nodes, frozenset(self.marked))
         self._show_reasons()
+
+    def summary_note(self) -> Text:
+        """While a filter is on, the summary bar starts with it and how many nodes it lets through."""
+        text = self.query_one("#filter", Input).value.strip() if self.is_mounted else ""
+        if not text or not self.node_filter.predicates:
+            return Text()
+        view = self.fleet_app.view
+        shown = self.query_one(FleetTable).row_count
+        total = len(view.rows) if view is not None else 0
+        note = Text("filter ", style=f"bold reverse {self.app.theme_variables.get('warning', '')}".strip())
+        note.append(Text(text))
+        note.append(f" ({shown} of {total}; esc clears)")
+        return note
 
     def _show_reasons(self) -> None:
         view = self.fleet_app.view
@@ -87,9 +121,10 @@ class FleetScreen(ProbeKeys, FleetScreenBase):
         line.append(": ")
         line.append(Text("; ".join(row.reasons) or "no problem found"))
         if row.jobs:
-            line.append(f"  │ jobs {', '.join(row.jobs)} ({', '.join(row.tenants)})")
+            line.append(Text(f"  │ jobs {', '.join(row.jobs)} ({', '.join(row.tenants)})"))
         if self.marked:
-            line.append(Text(f"  │ marked {' '.join(self.marked)}"))
+            line.append("  │ marked ", style="bold")
+            line.append(Text(" ".join(self.marked)))
         step = next_step_line(view.snapshot.events, row.name)
         if step is not None:
             line.append("\nnext: ", style="bold")
@@ -101,16 +136,26 @@ class FleetScreen(ProbeKeys, FleetScreenBase):
             self.show_view(self.fleet_app.view)
 
     def watch_sort_column(self) -> None:
-        self._redraw()
+        self._sorted()
 
     def watch_sort_descending(self) -> None:
+        self._sorted()
+
+    def _sorted(self) -> None:
+        if self.is_mounted:
+            self.query_one(FleetTable).set_sort(self.sort_column, self.sort_descending)
         self._redraw()
 
     def watch_node_filter(self) -> None:
         self._redraw()
+        self.show_summary()
 
     def watch_marked(self) -> None:
-        self._show_reasons()
+        self._redraw()
+
+    def watch_columns(self) -> None:
+        if self.is_mounted:
+            self.query_one(FleetTable).choose_columns(self.columns)
 
     def probe_nodes(self) -> tuple[str, ...]:
         """The marked nodes; else a job's chosen on the Jobs screen (``f``); else the one under the cursor."""
@@ -141,9 +186,29 @@ class FleetScreen(ProbeKeys, FleetScreenBase):
         self.query_one(FleetTable).focus()
 
     def action_sort_next(self) -> None:
-        keys = [c.key for c in COLUMNS]
+        """Sort by the next column drawn (the header's arrow shows which)."""
+        drawn = [c.key for c in self.query_one(FleetTable).columns_layout.columns if c.key in SORTABLE]
+        keys = drawn if self.sort_column in drawn else [self.sort_column, *drawn]
         self.sort_column = keys[(keys.index(self.sort_column) + 1) % len(keys)]
-        self.notify(f"sorted by {COLUMN_BY_KEY[self.sort_column].label}", timeout=2)
+
+    def action_choose_columns(self) -> None:
+        """Pick the columns to show; the choice is saved in the config file."""
+
+        def chosen(keys: tuple[str, ...] | None) -> None:
+            if keys is None:
+                return
+            self.columns = keys
+            path = self.fleet_app.config.config_path
+            if path is None:
+                return
+            try:
+                save_fleet_columns(path, keys)
+            except (OSError, ValueError) as error:
+                self.notify(f"columns not saved: {error}", severity="error", markup=False)
+            else:
+                self.notify(f"columns saved in {path}", timeout=4, markup=False)
+
+        self.app.push_screen(ColumnsDialog(self.columns), chosen)
 
     def action_sort_reverse(self) -> None:
         self.sort_descending = not self.sort_descending
@@ -163,10 +228,11 @@ class FleetScreen(ProbeKeys, FleetScreenBase):
 
     @on(FleetTable.HeaderSelected)
     def _header_clicked(self, event: FleetTable.HeaderSelected) -> None:
-        if event.column_key == self.sort_column:
+        key = SORTS_AS.get(event.column_key, event.column_key)
+        if key == self.sort_column:
             self.sort_descending = not self.sort_descending
         else:
-            self.sort_column = event.column_key
+            self.sort_column = key
 
     @on(FleetTable.RowHighlighted)
     def _row_moved(self) -> None:

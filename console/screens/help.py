@@ -35,9 +35,15 @@ class HelpScreen(ModalScreen[None]):
             if (key, binding.action) in seen:
                 continue
             seen.add((key, binding.action))
+            if active.node is self.app:
+                where = "every screen"
+            elif active.node is self._under:
+                where = f"{getattr(self._under, 'TITLE_TEXT', 'this screen')} screen"
+            else:
+                where = type(active.node).__name__
             table.add_row(
                 Text(self.app.get_key_display(binding)), Text(binding.description or binding.action),
-                Text(binding.id or ""), Text(type(active.node).__name__),
+                Text(binding.id or ""), Text(where),
             )
         table.focus()
 

@@ -12,20 +12,31 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.widgets import DataTable
 
-from fleet.console.formatting import number
+from fleet.console.formatting import fit_number, number
 from fleet.console.messages import JobChosen
-from fleet.console.screens.base import FleetScreenBase, fixed_columns
+from fleet.console.screens.base import FleetScreenBase
 from fleet.console.screens.probe_keys import ProbeKeys
 from fleet.console.view_model import ConsoleView
+from fleet.console.widgets.fit_table import Col, FitTable
 from fleet.console.widgets.plot import PlotData, PlotSeries, PlotWidget
 from fleet.console.widgets.probe_panel import ProbePanel
 
+JOB_COLUMNS = (
+    Col("job", "job", 8), Col("name", "name", 20, 3), Col("user", "user", 10, 4), Col("tenant", "tenant", 10),
+    Col("state", "state", 9, 5), Col("nodes", "nodes", 5), Col("nodelist", "nodelist", 16, 2, flex=True),
+    Col("rx", "rx Gb/s", 9, 6), Col("tx", "tx Gb/s", 9, 1), Col("gpu", "GPU %", 5, 2), Col("degraded", "degraded", 8),
+)
+TENANT_COLUMNS = (
+    Col("tenant", "tenant", 10), Col("jobs", "jobs", 4, 2), Col("nodes", "nodes", 5, 2), Col("tx", "tx Gb/s", 9, 1),
+    Col("gpu", "GPU %", 5, 3), Col("degraded", "degraded", 8),
+)
 LATENCY_WINDOW_S = 3600.0
 LATENCY_BUCKET_S = 60.0
 
 
 class JobsScreen(ProbeKeys, FleetScreenBase):
     TITLE_TEXT = "Jobs"
+    SCREEN_KEY = "app.jobs"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("f", "show_on_fleet", "Show on Fleet", id="jobs.show_on_fleet"),
         Binding("c", "clear_highlight", "Clear highlight", id="jobs.clear_highlight"),
@@ -35,55 +46,31 @@ class JobsScreen(ProbeKeys, FleetScreenBase):
 
     def compose_body(self) -> ComposeResult:
         yield ProbePanel(id="probe-panel")
-        yield DataTable(id="jobs-table", cursor_type="row")
+        yield FitTable(JOB_COLUMNS, id="jobs-table")
         with Horizontal(id="jobs-bottom"):
-            yield DataTable(id="tenants-table", cursor_type="row")
-            yield PlotWidget(PlotData("job latency p50/p99 (choose a job)", "usec"), id="job-latency")
+            yield FitTable(TENANT_COLUMNS, id="tenants-table")
+            yield PlotWidget(PlotData("job latency", "usec",
+                                      empty="choose a job (enter) to plot its probes' latency"), id="job-latency")
 
     def build(self) -> None:
-        fixed_columns(self.query_one("#jobs-table", DataTable), ("job", 8), ("name", 20), ("user", 10),
-                      ("tenant", 10), ("state", 9), ("nodes", 5), ("nodelist", 24), ("rx Gb/s", 9),
-                      ("tx Gb/s", 9), ("GPU %", 5), ("degraded", 8))
-        fixed_columns(self.query_one("#tenants-table", DataTable), ("tenant", 10), ("jobs", 4),
-                      ("nodes", 5), ("tx Gb/s", 9), ("GPU %", 5), ("degraded", 8))
-        self._job_rows: tuple[tuple[Text, ...], ...] = ()
-        self._tenant_rows: tuple[tuple[Text, ...], ...] = ()
         self.query_one("#jobs-table", DataTable).focus()
 
     def show_view(self, view: ConsoleView) -> None:
         v = self.app.theme_variables
         highlighted = self.fleet_app.highlighted_nodes
-        rows = tuple(
-            (
-                Text(j.job_id, style="bold" if highlighted and set(j.nodes) == highlighted else ""),
-                Text(j.name), Text(j.user), Text(j.account), Text(j.state), Text(str(len(j.nodes))),
-                Text(j.nodelist), Text(number(j.rx_gbps)), Text(number(j.tx_gbps)),
-                Text(number(j.gpu_util_pct, 0)),
-                Text(str(j.degraded_nodes) if j.degraded_nodes else "",
-                     style=v.get("health-degraded", "")),
-            )
-            for j in view.jobs
-        )
-        if rows != self._job_rows:
-            self._job_rows = rows
-            table = self.query_one("#jobs-table", DataTable)
-            keep = table.cursor_row
-            table.clear()
-            for job, row in zip(view.jobs, rows, strict=True):
-                table.add_row(*row, key=job.job_id)
-            if rows:
-                table.move_cursor(row=min(keep, len(rows) - 1))
-        tenants = tuple(
-            (Text(t.account), Text(str(t.jobs)), Text(str(t.nodes)), Text(number(t.tx_gbps)),
-             Text(number(t.gpu_util_pct, 0)),
-             Text(str(t.degraded_nodes) if t.degraded_nodes else "", style=v.get("health-degraded", "")))
-            for t in view.tenants
-        )
-        if tenants != self._tenant_rows:
-            self._tenant_rows = tenants
-            table = self.query_one("#tenants-table", DataTable)
-            table.clear()
-            table.add_rows(tenants)
+        self.query_one("#jobs-table", FitTable).fill(
+            [(Text(j.job_id, style="bold" if highlighted and set(j.nodes) == highlighted else ""),
+              Text(j.name), Text(j.user), Text(j.account), Text(j.state), Text(str(len(j.nodes))),
+              Text(j.nodelist), Text(fit_number(j.rx_gbps, 9)), Text(fit_number(j.tx_gbps, 9)),
+              Text(number(j.gpu_util_pct, 0)),
+              Text(str(j.degraded_nodes) if j.degraded_nodes else "", style=v.get("health-degraded", "")))
+             for j in view.jobs],
+            [j.job_id for j in view.jobs])
+        self.query_one("#tenants-table", FitTable).fill(
+            [(Text(t.account), Text(str(t.jobs)), Text(str(t.nodes)), Text(fit_number(t.tx_gbps, 9)),
+              Text(number(t.gpu_util_pct, 0)),
+              Text(str(t.degraded_nodes) if t.degraded_nodes else "", style=v.get("health-degraded", "")))
+             for t in view.tenants])
 
     def _current_job(self) -> str | None:
         table = self.query_one("#jobs-table", DataTable)
@@ -108,11 +95,11 @@ class JobsScreen(ProbeKeys, FleetScreenBase):
         moment = view.snapshot.moment_ts if view is not None else self.fleet_app.feed.now()
         self.load_latency(job_id, moment)
 
-    def action_show_on_fleet(self) -> None:
+    async def action_show_on_fleet(self) -> None:
         job_id = self._current_job()
         if job_id is not None:
             self.post_message(JobChosen(job_id))
-            self.app.switch_mode("fleet")
+            await self.app.run_action("goto('fleet')")
 
     def action_clear_highlight(self) -> None:
         self.fleet_app.highlighted_nodes = frozenset()
@@ -125,7 +112,8 @@ class JobsScreen(ProbeKeys, FleetScreenBase):
         buckets = await self.fleet_app.feed.read(read)
         x = tuple((ts - moment) / 60.0 for ts, _p50, _p99 in buckets)
         self.query_one("#job-latency", PlotWidget).show(PlotData(
-            f"job {job_id} latency, last hour", "usec",
+            f"job {job_id} latency", "usec",
             (PlotSeries("p50", x, tuple(p50 for _ts, p50, _p99 in buckets)),
              PlotSeries("p99", x, tuple(p99 for _ts, _p50, p99 in buckets))) if buckets else (),
+            empty=f"no latency probe inside job {job_id} in the hour (the job latency sampler runs them)",
         ))

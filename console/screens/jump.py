@@ -27,7 +27,7 @@ class JumpScreen(ModalScreen[float | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="jump-box"):
             yield Label(f"Replay which moment? now is {format_moment(self._now_ts)}")
-            yield Input(placeholder="2026-11-29T03:00Z, -15m, -2h, or unix seconds", id="jump-input")
+            yield Input(placeholder="11:50, 11:50:30, -15m, 2026-11-29T03:00Z or unix seconds (UTC)", id="jump-input")
             yield Label("", id="jump-error")
 
     @on(Input.Submitted)

@@ -1,4 +1,9 @@
-"""The Node screen: one node's ports, optics, QPs, GPUs, last hour and events."""
+"""The Node screen: one node's ports, its events, optics, GPUs and last hour.
+
+Every value that crossed a health threshold is coloured, the thresholds are in the legend
+line, and the highlighted port's row says which of them it crossed. Tables drop their less
+telling columns on a narrow terminal (``widgets/fit_table.py``); the plots shrink, never vanish.
+"""
 
 from __future__ import annotations
 
@@ -7,19 +12,32 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from rich.text import Text
-from textual import work
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import DataTable, Static
 
 from fleet.console.findings_text import finding_detail, open_on
-from fleet.console.formatting import count, health_text, number
+from fleet.console.formatting import count, fit_number, health_text, number
 from fleet.console.node_history import NodeHistory, load_history, load_values
-from fleet.console.screens.base import FleetScreenBase, fixed_columns
+from fleet.console.node_marks import (
+    FINE,
+    Level,
+    Mark,
+    gpu_marks,
+    lane_mark,
+    median_ber,
+    median_nic_rx,
+    port_marks,
+    threshold_words,
+)
+from fleet.console.screens.base import FleetScreenBase
+from fleet.console.screens.events import SEVERITY_VARIABLE
 from fleet.console.screens.probe_keys import ProbeKeys
 from fleet.console.timespec import format_moment
 from fleet.console.view_model import ConsoleView
+from fleet.console.widgets.fit_table import Col, FitTable
 from fleet.console.widgets.plot import PlotData, PlotWidget
 from fleet.console.widgets.probe_panel import ProbePanel
 from fleet.fabric.health import HealthThresholds, NodeSummary, optics_margin_db, summarize_node
@@ -29,11 +47,37 @@ HISTORY_REREAD_S = 10.0
 """The plots span an hour; re-reading them more often than every 10 s shows nothing new."""
 
 PORT_STATES = {1.0: "DOWN", 2.0: "INIT", 3.0: "ARMED", 4.0: "ACTIVE"}
+THRESHOLDS = HealthThresholds()
 TableRows = tuple[tuple[Text, ...], ...]
+
+PORT_COLUMNS = (
+    Col("nic", "NIC", 7), Col("port", "port", 4, 9), Col("state", "state", 6), Col("rate", "rate", 4, 6),
+    Col("rx", "rx Gb/s", 7), Col("tx", "tx Gb/s", 7, 3), Col("pfc", "PFC rx/tx /s", 12),
+    Col("cnp", "CNP sent/hdl /s", 15, 6), Col("ecn", "ECN/s", 7, 5), Col("errors", "err Δ5m", 7),
+    Col("ber", "pre-FEC BER", 11, 2), Col("qps", "QPs", 5, 7), Col("cable", "cable to", 16, 4, flex=True),
+)
+OPTICS_COLUMNS = (
+    Col("nic", "NIC", 7), Col("lanes", "Rx dBm per lane", 23, 2), Col("worst", "weakest", 7),
+    Col("margin", "margin dB", 9), Col("tx", "Tx dBm", 6, 4), Col("bias", "bias mA", 7, 5),
+)
+GPU_COLUMNS = (
+    Col("gpu", "GPU", 5), Col("util", "util %", 6), Col("temp", "°C", 3), Col("power", "W", 4, 3),
+    Col("mem", "mem GiB", 7, 4), Col("xid", "XID", 4), Col("errors", "ECC/NVL Δ5m", 11, 2),
+    Col("crc", "NVLink CRC", 10, 5),
+)
+EVENT_COLUMNS = (
+    Col("time", "time", 20, 2), Col("severity", "severity", 8), Col("kind", "kind", 18),
+    Col("where", "where", 10, 3), Col("message", "message", 30, flex=True),
+)
 
 
 def _cells(*values: str | Text) -> tuple[Text, ...]:
     return tuple(v if isinstance(v, Text) else Text(v) for v in values)
+
+
+def _marked(text: str, mark: Mark, v: Mapping[str, str]) -> Text:
+    """A cell coloured by the threshold it crossed (none: plain)."""
+    return Text(text, style=v.get(mark.level.value, "") if mark.level is not Level.FINE else "")
 
 
 class NodeScreen(ProbeKeys, FleetScreenBase):
@@ -50,10 +94,11 @@ class NodeScreen(ProbeKeys, FleetScreenBase):
         super().__init__()
         self.node_name = name
         self.TITLE_TEXT = f"Node {name}"
-        self._tables: dict[str, TableRows] = {}
         self._history_at: float | None = None
         self._loading = False
         self._peers: dict[tuple[str, str], str] = {}
+        self._port_marks: dict[str, list[str]] = {}
+        """Per NIC, the thresholds its cells crossed (shown for the highlighted row)."""
         self.drawn = asyncio.Event()
         """Set once the node's values and its last hour are on screen (tests, benchmarks)."""
 
@@ -61,39 +106,31 @@ class NodeScreen(ProbeKeys, FleetScreenBase):
         return (self.node_name,)
 
     def compose_body(self) -> ComposeResult:
-        yield ProbePanel(id="probe-panel")
         with VerticalScroll(id="node-body"):
             yield Static(id="node-title")
-            yield DataTable(id="ports", cursor_type="row")
+            yield FitTable(PORT_COLUMNS, id="ports")
+            yield Static(id="node-focus")
+            yield FitTable(EVENT_COLUMNS, id="node-events")
             with Horizontal(id="node-middle"):
-                yield DataTable(id="optics", cursor_type="row")
-                yield DataTable(id="gpus", cursor_type="row")
+                yield FitTable(OPTICS_COLUMNS, id="optics")
+                yield FitTable(GPU_COLUMNS, id="gpus")
             with Horizontal(id="plots"):
-                yield PlotWidget(PlotData("throughput, last hour", "Gb/s"), id="plot-throughput")
-                yield PlotWidget(PlotData("PFC pauses, last hour", "frames/s"), id="plot-pauses")
-                yield PlotWidget(PlotData("latency probes, last hour", "usec"), id="plot-latency")
-            yield DataTable(id="node-events", cursor_type="row")
+                yield PlotWidget(PlotData("throughput", "Gb/s"), id="plot-throughput")
+                yield PlotWidget(PlotData("PFC pauses", "frames/s"), id="plot-pauses")
+                yield PlotWidget(PlotData("probe latency", "usec"), id="plot-latency")
+        yield Static(self._legend(), id="node-legend")
+        yield ProbePanel(id="probe-panel")
 
     def build(self) -> None:
-        fixed_columns(self.query_one("#ports", DataTable), ("NIC", 7), ("port", 4), ("state", 6),
-                      ("rate", 4), ("rx Gb/s", 7), ("tx Gb/s", 7), ("PFC rx/s", 8), ("PFC tx/s", 8),
-                      ("CNP sent/s", 10), ("CNP handled/s", 13), ("ECN/s", 7), ("err Δ5m", 7),
-                      ("pre-FEC BER", 11), ("QPs", 5), ("cable to", 18))
-        fixed_columns(self.query_one("#optics", DataTable), ("NIC", 7), ("lane", 4), ("Rx dBm", 6),
-                      ("Tx dBm", 6), ("bias mA", 7), ("margin dB", 9), ("", 11))
-        fixed_columns(self.query_one("#gpus", DataTable), ("GPU", 5), ("util %", 6), ("°C", 3), ("W", 4),
-                      ("mem GiB", 7), ("XID", 4), ("ECC/NVLink Δ5m", 14), ("NVLink CRC", 10))
-        fixed_columns(self.query_one("#node-events", DataTable), ("time", 20), ("severity", 8),
-                      ("kind", 18), ("where", 10), ("message", 80))
-        self.query_one("#ports", DataTable).focus()
+        self.query_one("#ports", FitTable).focus()
 
-    def _fill(self, table_id: str, rows: TableRows) -> None:
-        if self._tables.get(table_id) == rows:
-            return
-        self._tables[table_id] = rows
-        table = self.query_one(f"#{table_id}", DataTable)
-        table.clear()
-        table.add_rows(rows)
+    def _legend(self) -> Text:
+        v = self.app.theme_variables
+        text = Text(" thresholds: ", no_wrap=True, overflow="ellipsis")
+        for level, words in threshold_words(THRESHOLDS):
+            text.append({Level.BAD: "■ ", Level.WARN: "▲ "}.get(level, "◆ "), style=v.get(level.value, ""))
+            text.append(f"{words}  ")
+        return text
 
     def show_view(self, view: ConsoleView) -> None:
         name = self.node_name
@@ -114,12 +151,15 @@ class NodeScreen(ProbeKeys, FleetScreenBase):
         else:
             title = Text(f"{name}: not in the store at this moment")
         self.query_one("#node-title", Static).update(title)
+        self.query_one("#node-legend", Static).update(self._legend())
         self._peers = {(p.device, p.port): f"{p.peer_host} {p.peer_port}".strip()
                        for p in view.snapshot.ports if p.host == name}
         events = [e for e in view.snapshot.events if e.host == name][:50]
-        self._fill("node-events", tuple(_cells(
-            format_moment(e.ts), e.severity.value, e.kind,
-            "/".join(p for p in (e.device, e.port) if p), e.message) for e in events))
+        events_table = self.query_one("#node-events", FitTable)
+        events_table.fill(tuple(_cells(
+            format_moment(e.ts), Text(e.severity.value, style=v.get(SEVERITY_VARIABLE[e.severity], "")),
+            Text(e.kind), Text("/".join(p for p in (e.device, e.port) if p)), Text(e.message)) for e in events))
+        events_table.display = bool(events)
         moment = view.snapshot.moment_ts
         history_due = self._history_at is None or abs(moment - self._history_at) >= HISTORY_REREAD_S
         if not self._loading:
@@ -128,62 +168,106 @@ class NodeScreen(ProbeKeys, FleetScreenBase):
 
     def _show_values(self, values: Mapping[SeriesKey, float], deltas: Mapping[SeriesKey, float]) -> None:
         summary = summarize_node(values, deltas)
-        self._fill("ports", self._port_rows(summary, self._peers))
-        self._fill("optics", self._optics_rows(values))
-        self._fill("gpus", self._gpu_rows(summary, values, deltas))
+        self.query_one("#ports", FitTable).fill(self._port_rows(summary, self._peers))
+        self.query_one("#optics", FitTable).fill(self._optics_rows(summary, values))
+        self.query_one("#gpus", FitTable).fill(self._gpu_rows(summary, values))
+        self._show_focus()
 
     def _port_rows(self, summary: NodeSummary, peers: dict[tuple[str, str], str]) -> TableRows:
+        v = self.app.theme_variables
+        rates = [n.rate_gbps for n in summary.nics if n.rate_gbps is not None]
+        best = max(rates) if rates else 0.0
         rows = []
+        self._port_marks = {}
+        ber = median_ber(summary.nics)
         for n in summary.nics:
+            marks = port_marks(n, best, THRESHOLDS, ber)
+            self._port_marks[n.device] = [m.why for m in marks.values()]
+
+            def cell(key: str, text: str, marks: dict[str, Mark] = marks) -> Text:
+                return _marked(text, marks.get(key, FINE), v)
+
             state = PORT_STATES.get(n.port_state or 0.0, number(n.port_state, 0))
             rows.append(_cells(
-                n.device, n.port, state, number(n.rate_gbps, 0), number(n.rx_gbps), number(n.tx_gbps),
-                number(n.rx_pause_per_s, 0), number(n.tx_pause_per_s, 0), number(n.cnp_sent_per_s, 0),
-                number(n.cnp_handled_per_s, 0), number(n.ecn_marked_per_s, 0),
-                count(n.error_delta) if n.error_delta else "",
-                f"{n.pre_fec_ber:.1e}" if n.pre_fec_ber is not None else "-",
-                count(n.qp_count), peers.get((n.device, n.port), ""),
+                n.device, n.port, cell("state", state), cell("rate", number(n.rate_gbps, 0)),
+                number(n.rx_gbps), number(n.tx_gbps),
+                cell("pfc", f"{number(n.rx_pause_per_s, 0)}/{number(n.tx_pause_per_s, 0)}"),
+                f"{number(n.cnp_sent_per_s, 0)}/{number(n.cnp_handled_per_s, 0)}",
+                cell("ecn", number(n.ecn_marked_per_s, 0)),
+                cell("errors", fit_number(n.error_delta, 7, 0) if n.error_delta else ""),
+                cell("ber", f"{n.pre_fec_ber:.1e}" if n.pre_fec_ber is not None else "-"),
+                count(n.qp_count), Text(peers.get((n.device, n.port), "")),
             ))
         return tuple(rows)
 
-    def _optics_rows(self, values: Mapping[SeriesKey, float]) -> TableRows:
-        t = HealthThresholds()
-        lanes: dict[tuple[str, str], dict[str, float]] = {}
+    def _optics_rows(self, summary: NodeSummary, values: Mapping[SeriesKey, float]) -> TableRows:
+        """One row per NIC: every lane's Rx power, the weakest lane's margin to the alarm."""
+        lanes: dict[str, dict[int, dict[str, float]]] = {}
         for (metric, device, port), value in values.items():
-            if metric.startswith("optics_") and port.startswith("L"):
-                lanes.setdefault((device, port), {})[metric] = value
-        rows = []
+            if metric.startswith("optics_") and port.startswith("L") and port[1:].isdigit():
+                lanes.setdefault(device, {}).setdefault(int(port[1:]), {})[metric] = value
+        median = median_nic_rx(summary.nics)
         v = self.app.theme_variables
-        for (device, lane), f in sorted(lanes.items(), key=lambda item: (item[0][0], int(item[0][1][1:] or 0))):
+        rows = []
+        for device in sorted(lanes, key=_nic_order):
+            by_lane = lanes[device]
             # the module's own thresholds (its EEPROM) when the collector read them
             alarm = values.get(("optics_rx_power_low_alarm_dbm", device, ""))
             warning = values.get(("optics_rx_power_low_warning_dbm", device, ""))
-            margin = optics_margin_db(f.get("optics_rx_power_dbm"), t, alarm)
-            warn_db = warning - alarm if warning is not None and alarm is not None else t.optics_margin_warn_db
-            verdict = Text("")
-            if margin is not None and margin < 0:
-                verdict = Text("below alarm", style=v.get("health-down", ""))
-            elif margin is not None and margin < warn_db:
-                verdict = Text("low", style=v.get("health-degraded", ""))
+            rx = [by_lane[lane].get("optics_rx_power_dbm") for lane in sorted(by_lane)]
+            cell = Text()
+            for lane_rx in rx:
+                mark = lane_mark(lane_rx, median, THRESHOLDS, alarm, warning)
+                cell.append_text(_marked(f"{number(lane_rx, 1):>5} ", mark, v))
+            known = [r for r in rx if r is not None]
+            worst = min(known) if known else None
+            worst_mark = lane_mark(worst, median, THRESHOLDS, alarm, warning)
+            tx = [f.get("optics_tx_power_dbm") for f in by_lane.values()]
+            bias = [f.get("optics_tx_bias_ma") for f in by_lane.values()]
             rows.append(_cells(
-                device, lane[1:], number(f.get("optics_rx_power_dbm"), 2), number(f.get("optics_tx_power_dbm"), 2),
-                number(f.get("optics_tx_bias_ma"), 1), number(margin, 1), verdict))
+                device, cell, _marked(number(worst, 1), worst_mark, v),
+                _marked(number(optics_margin_db(worst, THRESHOLDS, alarm), 1), worst_mark, v),
+                number(min((t for t in tx if t is not None), default=None), 1),
+                number(max((b for b in bias if b is not None), default=None), 1)))
         return tuple(rows)
 
-    def _gpu_rows(self, summary: NodeSummary, values: Mapping[SeriesKey, float],
-                  deltas: Mapping[SeriesKey, float]) -> TableRows:
+    def _gpu_rows(self, summary: NodeSummary, values: Mapping[SeriesKey, float]) -> TableRows:
+        v = self.app.theme_variables
         rows = []
         for g in summary.gpus:
+            marks = gpu_marks(g, THRESHOLDS)
             used = values.get(("gpu_mem_used_bytes", g.device, ""))
             total = values.get(("gpu_mem_total_bytes", g.device, ""))
             mem = f"{used / 2**30:.0f}/{total / 2**30:.0f}" if used is not None and total else "-"
             crc = values.get(("gpu_nvlink_crc_errors", g.device, ""))
             rows.append(_cells(
-                g.device, number(g.util_pct, 0), number(g.temp_c, 0),
+                g.device, number(g.util_pct, 0), _marked(number(g.temp_c, 0), marks.get("temp", FINE), v),
                 number(values.get(("gpu_power_w", g.device, "")), 0), mem,
-                str(g.xid_last) if g.xid_last else "", count(g.error_delta) if g.error_delta else "",
+                _marked(str(g.xid_last) if g.xid_last else "", marks.get("xid", FINE), v),
+                _marked(fit_number(g.error_delta, 11, 0) if g.error_delta else "", marks.get("errors", FINE), v),
                 count(crc)))
         return tuple(rows)
+
+    def _show_focus(self) -> None:
+        """The thresholds the highlighted NIC's cells crossed, under the ports."""
+        table = self.query_one("#ports", FitTable)
+        focus = self.query_one("#node-focus", Static)
+        if not table.row_count:
+            focus.update("")
+            return
+        nic = str(table.get_row_at(table.cursor_row)[0])
+        crossed = self._port_marks.get(nic, [])
+        v = self.app.theme_variables
+        line = Text(f" {nic}: ", style="bold", no_wrap=True, overflow="ellipsis")
+        if crossed:
+            line.append("; ".join(crossed), style=v.get("health-degraded", ""))
+        else:
+            line.append("every value within its threshold")
+        focus.update(line)
+
+    @on(DataTable.RowHighlighted, "#ports")
+    def _port_moved(self) -> None:
+        self._show_focus()
 
     @work(group="node-detail", exclusive=True, exit_on_error=False)
     async def load_node(self, moment: float, live: bool, deltas: Mapping[SeriesKey, float],
@@ -208,3 +292,8 @@ class NodeScreen(ProbeKeys, FleetScreenBase):
         if self._history_at is not None:
             self.drawn.set()
 
+
+
+def _nic_order(device: str) -> tuple[str, int]:
+    head, _, tail = device.rpartition("_")
+    return (head, int(tail)) if tail.isdigit() else (device, 0)

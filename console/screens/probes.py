@@ -15,19 +15,24 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import Horizontal
 from textual.widgets import DataTable, Static
 
 from fleet.console.messages import NodeChosen
 from fleet.console.probe_control import ProbeState
-from fleet.console.screens.base import FleetScreenBase, fixed_columns
+from fleet.console.screens.base import FleetScreenBase
 from fleet.console.screens.probe_keys import ProbeKeys
 from fleet.console.timespec import format_moment
 from fleet.console.view_model import ConsoleView
+from fleet.console.widgets.fit_table import Col, FitTable
 from fleet.console.widgets.pair_matrix import PairMatrix
 from fleet.console.widgets.probe_panel import ProbePanel
 from fleet.fabric.records import ProbeRecord
 
+SUSPECT_COLUMNS = (Col("kind", "suspect", 7), Col("part", "part", 16), Col("counts", "bad/total", 9, 2),
+                   Col("reason", "evidence", 20, flex=True))
+HISTORY_COLUMNS = (Col("time", "time", 20, 3), Col("kind", "kind", 8), Col("from", "from", 16), Col("to", "to", 16),
+                   Col("ok", "ok", 3), Col("result", "result", 24, flex=True))
 HISTORY_ROWS = 200
 """Probes listed; the store keeps them all (``fleet db`` / the CLI's ``--json`` for more)."""
 REREAD_S = 5.0
@@ -58,15 +63,18 @@ def probe_summary(record: ProbeRecord) -> str:
 
 class ProbesScreen(ProbeKeys, FleetScreenBase):
     TITLE_TEXT = "Probes"
+    SCREEN_KEY = "app.probes"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("l", "linktest", "Link test", id="probes.linktest"),
-        Binding("r", "next_rail", "Next rail", id="probes.next_rail"),
+        Binding("r", "next_rail(1)", "Next rail", id="probes.next_rail"),
+        Binding("R", "next_rail(-1)", "Previous rail", id="probes.previous_rail"),
+        Binding("tab", "focus_next", "Matrix/suspects/history", show=False, id="probes.focus_next"),
     ]
     DEFAULT_CSS = """
-    #probes-top { height: 1fr; }
-    #matrix-scroll { width: auto; max-width: 60%; height: 1fr; }
-    #suspects { width: 1fr; height: 1fr; }
-    #probe-history { height: 1fr; }
+    #probes-top { height: 2fr; min-height: 8; }
+    #pair-matrix { width: 3fr; }
+    #suspects { width: 2fr; height: 1fr; }
+    #probe-history { height: 1fr; min-height: 4; }
     #linktest-title { height: 1; padding: 0 1; background: $surface; }
     """
 
@@ -81,19 +89,14 @@ class ProbesScreen(ProbeKeys, FleetScreenBase):
         self._loading = False
 
     def compose_body(self) -> ComposeResult:
-        yield ProbePanel(id="probe-panel")
         yield Static(id="linktest-title")
         with Horizontal(id="probes-top"):
-            with VerticalScroll(id="matrix-scroll"):
-                yield PairMatrix(id="pair-matrix")
-            yield DataTable(id="suspects", cursor_type="row")
-        yield DataTable(id="probe-history", cursor_type="row")
+            yield PairMatrix(id="pair-matrix")
+            yield FitTable(SUSPECT_COLUMNS, id="suspects")
+        yield FitTable(HISTORY_COLUMNS, id="probe-history")
+        yield ProbePanel(id="probe-panel")
 
     def build(self) -> None:
-        fixed_columns(self.query_one("#suspects", DataTable), ("suspect", 7), ("part", 16), ("bad/total", 9),
-                      ("evidence", 90))
-        fixed_columns(self.query_one("#probe-history", DataTable), ("time", 20), ("kind", 8), ("from", 16),
-                      ("to", 16), ("ok", 3), ("result", 80))
         self.query_one("#probe-history", DataTable).focus()
         self.fleet_app.probes.changed.subscribe(self, self._probe_state)
         self.query_one(PairMatrix).show(None)
@@ -147,40 +150,45 @@ class ProbesScreen(ProbeKeys, FleetScreenBase):
         r = self.linktest.result
         title.update(Text(
             f"link test {format_moment(self.linktest.ts)}: "
-            f"{r.get('probes')} probes, {len(r.get('nodes', []))} nodes, rails "
-            f"{','.join(str(m.get('rail')) for m in matrices)} (r: next rail), {r.get('seconds')} s; "
+            f"{r.get('probes')} probes, {len(r.get('nodes', []))} nodes, rail {self.rail_index + 1} of "
+            f"{len(matrices)} (r/R: next/previous rail), {r.get('seconds')} s; "
             f"{len(r.get('suspects', []))} suspect(s); "
-            f"unreachable: {', '.join(sorted(r.get('unreachable', {}))) or 'none'}"))
-        self.query_one(PairMatrix).show(matrices[self.rail_index])
+            f"unreachable: {', '.join(sorted(r.get('unreachable', {}))) or 'none'}", no_wrap=True, overflow="ellipsis"))
+        matrix = self.query_one(PairMatrix)
+        first = matrix.matrix is None
+        matrix.show(matrices[self.rail_index])
+        if first:
+            self.call_after_refresh(matrix.focus)  # after the screen's own focus on first showing
         self._fill_suspects(list(r.get("suspects", [])))  # the probes' and the local checks': the count above
 
     def _fill_suspects(self, suspects: list[dict[str, Any]]) -> None:
-        table = self.query_one("#suspects", DataTable)
-        table.clear()
-        for index, s in enumerate(suspects):
-            counts = f"{s.get('bad')}/{s.get('total')}" if s.get("total") else ""
-            source = "local checks: " if s.get("source") == "local checks" else ""
-            table.add_row(Text(str(s.get("kind", ""))), Text(str(s.get("part", ""))), Text(counts),
-                          Text(f"{source}{s.get('reason', '')}"), key=f"{index}:{s.get('node', '')}")
+        self.query_one("#suspects", FitTable).fill(
+            [(Text(str(s.get("kind", ""))), Text(str(s.get("part", ""))),
+              Text(f"{s.get('bad')}/{s.get('total')}" if s.get("total") else ""),
+              Text(f"{'local checks: ' if s.get('source') == 'local checks' else ''}{s.get('reason', '')}"))
+             for s in suspects],
+            [f"{index}:{s.get('node', '')}" for index, s in enumerate(suspects)])
 
     def _draw_history(self, history: tuple[ProbeRecord, ...]) -> None:
         if history == self._history:
             return
         self._history = history
-        table = self.query_one("#probe-history", DataTable)
-        table.clear()
         v = self.app.theme_variables
-        for index, p in enumerate(history):
-            table.add_row(
-                Text(format_moment(p.ts)), Text(p.kind),
-                Text(f"{p.src} {p.src_nic}".strip()), Text(f"{p.dst} {p.dst_nic}".strip()),
-                Text("ok" if p.ok else "no", style=v.get("health-ok" if p.ok else "health-down", "")),
-                Text(probe_summary(p)), key=f"{index}:{p.src}")
+        self.query_one("#probe-history", FitTable).fill(
+            [(Text(format_moment(p.ts)), Text(p.kind),
+              Text(f"{p.src} {p.src_nic}".strip()), Text(f"{p.dst} {p.dst_nic}".strip()),
+              Text("ok" if p.ok else "no", style=v.get("health-ok" if p.ok else "health-down", "")),
+              Text(probe_summary(p))) for p in history],
+            [f"{index}:{p.src}" for index, p in enumerate(history)])
 
-    def action_next_rail(self) -> None:
+    def action_next_rail(self, step: int = 1) -> None:
         if self._matrices():
-            self.rail_index += 1
+            self.rail_index += step
             self._draw_linktest()
+
+    @on(PairMatrix.NodeOpened)
+    def _matrix_node(self, event: PairMatrix.NodeOpened) -> None:
+        self.post_message(NodeChosen(event.node))
 
     @on(DataTable.RowSelected)
     def _chosen(self, event: DataTable.RowSelected) -> None:

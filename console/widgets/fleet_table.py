@@ -12,8 +12,7 @@ header click, the same keys and component styles).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from itertools import accumulate
+from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
 from rich.console import Console
@@ -28,17 +27,16 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from fleet.console.view_model import NodeRow
-from fleet.console.widgets.fleet_columns import COLUMNS, row_cells, same_cell
+from fleet.console.widgets.fleet_columns import (
+    COLUMN_BY_KEY,
+    DEFAULT_COLUMNS,
+    PADDING,
+    CellContext,
+    Layout,
+    same_cell,
+)
 
-PADDING = 1
-"""Blank cells on each side of every cell, as ``DataTable``'s ``cell_padding``."""
 HEADER_HEIGHT = 1
-COLUMN_WIDTHS = tuple(c.width + 2 * PADDING for c in COLUMNS)
-"""Drawn width of each column in cells, padding included."""
-COLUMN_STARTS = (0, *accumulate(COLUMN_WIDTHS))[:-1]
-TABLE_WIDTH = sum(COLUMN_WIDTHS)
-COLUMN_INDEX = {c.key: i for i, c in enumerate(COLUMNS)}
-HEADER_CELLS = tuple(Text(c.label) for c in COLUMNS)
 
 
 class TableMessage(Message):
@@ -85,6 +83,7 @@ class FleetTable(ScrollView, can_focus=True):
         color: $foreground;
         height: auto;
         max-height: 100%;
+        scrollbar-size-vertical: 1;
 
         &:focus {
             background-tint: $foreground 5%;
@@ -152,6 +151,11 @@ class FleetTable(ScrollView, can_focus=True):
         """Last drawn line of each row, with what it was drawn for (cursor, hover, styles)."""
         self._header: tuple[tuple[object, ...], Strip] | None = None
         self._highlighted: frozenset[str] = frozenset()
+        self._marked: frozenset[str] = frozenset()
+        self._chosen: tuple[str, ...] = DEFAULT_COLUMNS
+        self._sort: tuple[str, bool] = ("state", True)
+        self.columns_layout = Layout(self._chosen, 10_000)
+        """The columns drawn at the table's width (``fleet_columns.Layout``)."""
         self._cursor_row = 0
         self._cursor_chosen = False
         """Whether the user (or a caller) put the cursor on a node. Until then it stays on the top
@@ -164,8 +168,35 @@ class FleetTable(ScrollView, can_focus=True):
         """Cells redrawn by the last ``show_rows`` (the UI benchmark reads it)."""
 
     def on_mount(self) -> None:
-        self.virtual_size = Size(TABLE_WIDTH, HEADER_HEIGHT)
+        self._relayout()
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self._recolour())
+
+    def on_resize(self) -> None:
+        self._relayout()
+
+    def choose_columns(self, keys: Iterable[str]) -> None:
+        """Draw these columns (those that fit the width; the node and its state always)."""
+        self._chosen = tuple(keys)
+        self._relayout()
+
+    def set_sort(self, key: str, descending: bool) -> None:
+        """The column the rows are in order of, drawn with an arrow in the header."""
+        if (key, descending) != self._sort:
+            self._sort = (key, descending)
+            self._header = None
+            self.refresh(Region(0, 0, max(self.columns_layout.total_width, self.size.width), HEADER_HEIGHT))
+
+    def _relayout(self) -> None:
+        width = self.scrollable_content_region.width or self.app.size.width
+        layout = Layout(self._chosen, width)
+        if layout.columns == self.columns_layout.columns and self.virtual_size.height:
+            return
+        self.columns_layout = layout
+        self._cells.clear()
+        self._lines.clear()
+        self._header = None
+        self.virtual_size = Size(layout.total_width, len(self._rows) + HEADER_HEIGHT)
+        self.refresh()
 
     @property
     def order(self) -> Sequence[str]:
@@ -185,14 +216,22 @@ class FleetTable(ScrollView, can_focus=True):
         return self._order[self._cursor_row]
 
     def get_cell(self, node: str, column_key: str) -> Text:
-        """The cell as drawn (or as it will be drawn when its row scrolls into view)."""
-        return self._cells_of(node)[COLUMN_INDEX[column_key]]
+        """The cell as drawn (or as it will be drawn when its row scrolls into view, or would be
+        if its column had room)."""
+        index = self.columns_layout.index.get(column_key)
+        if index is not None:
+            return self._cells_of(node)[index]
+        column = COLUMN_BY_KEY[column_key]
+        return column.cell(self._rows[self._position[node]], self._cell_context(node), column.width)
+
+    def _cell_context(self, node: str) -> CellContext:
+        return CellContext(self.app.theme_variables, node in self._highlighted, node in self._marked)
 
     def _cells_of(self, node: str) -> tuple[Text, ...]:
         cells = self._cells.get(node)
         if cells is None:
             row = self._rows[self._position[node]]
-            cells = row_cells(row, self.app.theme_variables, node in self._highlighted)
+            cells = self.columns_layout.cells(row, self._cell_context(node))
             self._cells[node] = cells
         return cells
 
@@ -200,10 +239,13 @@ class FleetTable(ScrollView, can_focus=True):
         first = int(self.scroll_y)
         return first, first + max(0, self.scrollable_content_region.height - HEADER_HEIGHT)
 
-    def show_rows(self, rows: Sequence[NodeRow], highlighted: frozenset[str]) -> None:
-        """Show exactly ``rows`` in this order; redraw only changed cells that are visible."""
-        recoloured = highlighted ^ self._highlighted
+    def show_rows(self, rows: Sequence[NodeRow], highlighted: frozenset[str],
+                  marked: frozenset[str] = frozenset()) -> None:
+        """Show exactly ``rows`` in this order, ``highlighted`` (a job's nodes) and ``marked``
+        (for a probe) drawn as such; redraw only changed cells that are visible."""
+        recoloured = (highlighted ^ self._highlighted) | (marked ^ self._marked)
         self._highlighted = highlighted
+        self._marked = marked
         old_rows, self._rows = self._rows, list(rows)
         keys = [r.name for r in rows]
         if keys != self._order:
@@ -220,7 +262,8 @@ class FleetTable(ScrollView, can_focus=True):
             if first <= index < last:  # else built when it scrolls into view
                 cells = self._cells_of(row.name)
                 y = index + HEADER_HEIGHT - scroll_y
-                regions.extend(Region(COLUMN_STARTS[column] - scroll_x, y, COLUMN_WIDTHS[column], 1)
+                layout = self.columns_layout
+                regions.extend(Region(layout.starts[column] - scroll_x, y, layout.widths[column], 1)
                                for column, cell in enumerate(cells)
                                if old_cells is None or not same_cell(old_cells[column], cell))
         self.applied_cells = len(regions)
@@ -233,7 +276,7 @@ class FleetTable(ScrollView, can_focus=True):
         old_position = self._position
         self._order = keys
         self._position = {key: i for i, key in enumerate(keys)}
-        self.virtual_size = Size(TABLE_WIDTH, len(keys) + HEADER_HEIGHT)
+        self.virtual_size = Size(self.columns_layout.total_width, len(keys) + HEADER_HEIGHT)
         for row in self._rows:
             at = old_position.get(row.name)
             if at is None or old_rows[at] != row or row.name in recoloured:
@@ -241,7 +284,7 @@ class FleetTable(ScrollView, can_focus=True):
         self._cells = {name: cells for name, cells in self._cells.items() if name in self._position}
         self._lines.clear()
         first, last = self._visible_range()
-        self.applied_cells = max(0, min(last, len(keys)) - first) * len(COLUMNS)
+        self.applied_cells = max(0, min(last, len(keys)) - first) * len(self.columns_layout.columns)
         self.refresh()
         if keep in self._position and self._cursor_chosen:
             same_nodes = len(keys) == len(old_position) and all(key in old_position for key in keys)
@@ -292,7 +335,7 @@ class FleetTable(ScrollView, can_focus=True):
 
     def _refresh_row(self, row: int) -> None:
         if row == -1:
-            self.refresh(Region(0, 0, max(TABLE_WIDTH, self.size.width), HEADER_HEIGHT))
+            self.refresh(Region(0, 0, max(self.columns_layout.total_width, self.size.width), HEADER_HEIGHT))
         elif 0 <= row < len(self._rows):
             self.refresh_line(row + HEADER_HEIGHT)
 
@@ -369,7 +412,7 @@ class FleetTable(ScrollView, can_focus=True):
 
     def _column_at(self, x: int) -> int | None:
         x += int(self.scroll_x)
-        for index, (start, width) in enumerate(zip(COLUMN_STARTS, COLUMN_WIDTHS, strict=True)):
+        for index, (start, width) in enumerate(zip(self.columns_layout.starts, self.columns_layout.widths, strict=True)):
             if start <= x < start + width:
                 return index
         return None
@@ -390,7 +433,7 @@ class FleetTable(ScrollView, can_focus=True):
         if row == -1:
             column = self._column_at(offset.x)
             if column is not None:
-                self.post_message(self.HeaderSelected(self, COLUMNS[column].key))
+                self.post_message(self.HeaderSelected(self, self.columns_layout.columns[column].key))
         elif row is not None:
             node = self._order[row]
             if row == self._cursor_row and self._cursor_chosen:  # a first click only picks the row
@@ -432,7 +475,7 @@ class FleetTable(ScrollView, can_focus=True):
         key = (self._show_hover and self._hover_row == -1, self._draw_state)
         if self._header is None or self._header[0] != key:
             header_style = self.get_component_styles("fleet-table--header").rich_style
-            self._header = (key, self._draw(-1, HEADER_CELLS, header_style))
+            self._header = (key, self._draw(-1, self.columns_layout.header(*self._sort), header_style))
         return self._header[1]
 
     def _row_line(self, row: int) -> Strip:
@@ -449,10 +492,10 @@ class FleetTable(ScrollView, can_focus=True):
         component, forced = self._component_style(row)
         console = self.app.console
         segments: list[Segment] = []
-        for column, (cell, width) in enumerate(zip(cells, COLUMN_WIDTHS, strict=True)):
+        for column, (cell, width) in enumerate(zip(cells, self.columns_layout.widths, strict=True)):
             pre = row_style + Style.from_meta({"row": row, "column": column}) + component
             segments.extend(Segment.apply_style(cell_segments(console, cell, width - 2 * PADDING), pre, forced))
-        remaining = max(0, self.size.width - TABLE_WIDTH)
+        remaining = max(0, self.size.width - self.columns_layout.total_width)
         extend = row_style + component + Style.from_meta({"row": row, "column": 0, "out_of_bounds": True})
         segments.append(Segment(" " * remaining, extend))
         return Strip(segments)

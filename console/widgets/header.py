@@ -1,4 +1,5 @@
-"""The top line of every screen: where you are, LIVE or the replayed time, READ-ONLY, STORE FAILING."""
+"""The top line of every screen: where you are, LIVE or the replayed time, READ-ONLY, STORE FAILING, and
+where the history comes from when it is not the local store."""
 
 from __future__ import annotations
 
@@ -16,8 +17,9 @@ class FleetHeader(Static):
     """
 
     def show(self, title: str, moment_ts: float | None, live: bool, read_only: bool,
-             store_failing: str = "") -> None:
-        """``store_failing``: why the history cannot be written (one line), "" while it can."""
+             store_failing: str = "", history: str = "") -> None:
+        """``store_failing``: why the history cannot be written (one line), "" while it can; ``history``: where
+        the history is read from when not the local store (``remote_history.history_label``)."""
         variables = self.app.theme_variables
         line = Text()
         line.append(" fleet ", style=f"bold {variables.get('primary', '')}")
@@ -36,4 +38,6 @@ class FleetHeader(Static):
             line.append("  ")
             line.append(" STORE FAILING ", style=f"bold reverse {variables.get('error', '')}")
             line.append(Text(f" {store_failing}", style=variables.get("error", "")))  # text, never markup
+        if history:
+            line.append(Text(f"  {history}", style=variables.get("secondary", "")))
         self.update(line)

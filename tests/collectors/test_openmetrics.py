@@ -126,6 +126,7 @@ async def test_scraped_values_and_labels_match_the_store(tmp_path: Path) -> None
     assert up["leaf01"].value == 1 and up["head01"].value == 1
 
     latest = {(p.host, p.metric, p.device, p.port): p.value for p in reader.latest()}
+    stamps = {(p.host, p.metric, p.device, p.port): p.ts for p in reader.latest()}
     reader.close()
     tx = families["fleet_nic_tx_bytes"]
     assert tx.type == "counter"
@@ -133,8 +134,10 @@ async def test_scraped_values_and_labels_match_the_store(tmp_path: Path) -> None
     one = samples[("gpu001", "mlx5_0", "1")]
     assert one.name == "fleet_nic_tx_bytes_total"
     assert one.value == latest[("gpu001", "tx_bytes", "mlx5_0", "1")]
-    assert (one.labels["job"], one.labels["tenant"]) == ("501", "acme")
-    assert (samples[("gpu005", "mlx5_0", "1")].labels["job"], samples[("gpu005", "mlx5_0", "1")].labels["tenant"]) == ("", "")
+    assert float(one.timestamp) == pytest.approx(stamps[("gpu001", "tx_bytes", "mlx5_0", "1")], abs=1e-6)  # read then
+    assert set(one.labels) == {"node", "device", "port"}
+    members = {(s.labels["node"], s.labels["slurm_job"], s.labels["tenant"]) for s in families["fleet_slurm_job_node"].samples}
+    assert members == {(f"gpu00{i}", "501", "acme") for i in (1, 2, 3, 4)}
     assert {d for (node, d, _) in samples if node == "gpu001"} == {f"mlx5_{r}" for r in range(8)}
 
     gbps = {(s.labels["node"], s.labels["device"]): s.value for s in families["fleet_nic_tx_gbps"].samples}
@@ -144,7 +147,6 @@ async def test_scraped_values_and_labels_match_the_store(tmp_path: Path) -> None
 
     temps = {(s.labels["node"], s.labels["gpu"]): s for s in families["fleet_gpu_temp_c"].samples}
     assert temps[("gpu002", "3")].value == latest[("gpu002", "gpu_temp_c", "gpu3", "")]
-    assert temps[("gpu002", "3")].labels["tenant"] == "acme"
 
     switch = {(s.labels["node"], s.labels["port"]): s.value for s in families["fleet_switch_tx_bytes"].samples}
     assert any(node == "leaf01" for node, _ in switch)
@@ -152,7 +154,10 @@ async def test_scraped_values_and_labels_match_the_store(tmp_path: Path) -> None
     lanes = {s.labels["port"] for s in families["fleet_optics_rx_power_dbm"].samples
              if s.labels["node"] == "gpu001" and s.labels["device"] == "mlx5_0"}
     assert lanes and all(re.fullmatch(r"L\d", lane) for lane in lanes)
-    assert not [s for f in families.values() for s in f.samples if s.labels.get("node") == "gpu006" and f.name != "fleet_host_up"]
+    records = {"fleet_host_up", "fleet_host_state_time_seconds", "fleet_host"}
+    assert not [s for f in families.values() for s in f.samples if s.labels.get("node") == "gpu006" and f.name not in records]
+    since = {s.labels["node"]: s for s in families["fleet_host_state_time_seconds"].samples}
+    assert since["gpu006"].labels["reason"] == "connection refused" and since["gpu006"].labels["state"] == "unreachable"
 
     # The command serves the same store; one line on stderr says where.
     process = subprocess.Popen(

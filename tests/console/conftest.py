@@ -24,7 +24,7 @@ def store(tmp_path: Path) -> Iterator[tuple[Path, StoreWriter]]:
 
 
 @pytest.fixture
-def make_app(store: tuple[Path, StoreWriter]) -> Callable[..., FleetApp]:
+def make_app(store: tuple[Path, StoreWriter], tmp_path: Path) -> Callable[..., FleetApp]:
     path, _writer = store
 
     def make(*, at: float | None = None, read_only: bool = False, theme: str = "fleet-dark",
@@ -32,7 +32,8 @@ def make_app(store: tuple[Path, StoreWriter]) -> Callable[..., FleetApp]:
              diagnose: bool = False) -> FleetApp:
         # The diagnosis worker adds finding events to the store; tests of other features leave it off.
         config = Config(db_path=path, read_only=read_only, theme=theme, at_ts=at,
-                        refresh_s=refresh_s, keymap=keymap or {}, diagnose=diagnose)
+                        refresh_s=refresh_s, keymap=keymap or {}, diagnose=diagnose,
+                        screenshot_dir=tmp_path / "screenshots", config_path=tmp_path / "config.toml")
         return FleetApp(config, Feed(lambda: open_store_loader(path), refresh_s=refresh_s,
                                      now=lambda: NOW))
 

@@ -17,6 +17,8 @@ from fleet.console.app import FleetApp
 from fleet.console.screens.fleet import FleetScreen
 from fleet.console.screens.help import HelpScreen
 from fleet.console.screens.node import NodeScreen
+from fleet.console.screens.topology import TopologyScreen
+from fleet.console.widgets.fit_table import FitTable
 from fleet.console.widgets.fleet_table import FleetTable
 from fleet.console.widgets.header import FleetHeader
 from fleet.console.widgets.plot import PlotWidget
@@ -257,15 +259,23 @@ async def test_topology_shows_balance_and_the_miswired_cable(make_app: MakeApp) 
         await pilot.pause()
         cabling = str(app.screen.query_one("#cabling").render())
         assert "gpu006 mlx5_1 reaches leaf09" in cabling and "plan says leaf10" in cabling
-        switches = app.screen.query_one("#switches", DataTable)
-        names = [str(switches.get_row_at(i)[0]) for i in range(switches.row_count)]
-        assert names == ["spine01", "leaf01", "leaf02", "leaf09", "leaf10"]
-        assert str(switches.get_row_at(1)[5]) == "85"  # leaf01's uplink is busy
-        switches.move_cursor(row=3)
+        screen = app.screen
+        assert isinstance(screen, TopologyScreen) and screen.picture is not None
+        picture = screen.picture
+        assert [s.name for s in picture.spines] == ["spine01"]
+        assert [c.key for c in picture.columns] == ["leaf01", "leaf02", "leaf09", "leaf10"]
+        busy = picture.cells[(0, 0)]  # leaf01's uplink to spine01
+        assert busy.util_pct == 85 and busy.hot == 1 and busy.mark == "▲"
+        assert picture.columns[2].cable_problems == 1  # leaf09 got gpu006's rail-1 cable
+        screen.select_switch("leaf09")
         await pilot.pause()
-        links = app.screen.query_one("#links", DataTable)
-        cables = [str(links.get_row_at(i)[8]) for i in range(links.row_count)]
+        assert screen.selected_leaf() == "leaf09"
+        links = screen.query_one("#links", FitTable)
+        cable = [c.key for c, _w in links.drawn].index("cable")
+        cables = [str(links.get_row_at(i)[cable]) for i in range(links.row_count)]
         assert any(c.startswith("miswired") for c in cables)
+        detail = str(screen.query_one("#link-detail").render())
+        assert detail.startswith("spine01 ⇄ leaf09")
 
 
 class ScreenWithAMachineAction(FleetScreen):

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from fleet.console.cli.sim import sim
-from fleet.console.cli.sim_process import SimulatorFailed, start_sim
+from fleet.console.cli.sim_process import SimulatorFailed, scaled_line, start_sim
 
 
 def test_list_scenarios() -> None:
@@ -80,3 +80,13 @@ def test_demo_opens_the_console_on_a_live_simulator_and_stops_it(monkeypatch: py
             await asyncio.open_connection(address, port)
 
     asyncio.run(refused())  # the simulator is gone once the console returns
+
+
+def test_a_smaller_fleet_starts_and_says_in_one_line_what_it_left_out(tmp_path: Path) -> None:
+    process = start_sim("incident", tmp_path / "state", nodes=4, timeout_s=60)
+    try:
+        said = [line for line in process.log_path.read_text().splitlines() if line.startswith("fleet sim: ")]
+        assert len(said) == 1 and "incident fitted to 4 nodes: job 4101 runs on gpu[001-004]" in said[0]
+        assert scaled_line(process) == said[0]
+    finally:
+        assert process.stop() == 0

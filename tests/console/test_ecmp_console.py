@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from helpers.simfleet import running_fleet
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from fleet.collectors.ecmp_status import collect_switches
 from fleet.collectors.inventory import load_inventory
@@ -21,6 +21,7 @@ from fleet.console.screens.audit import AuditScreen
 from fleet.console.screens.ecmp_confirm import ConfirmApplyScreen
 from fleet.console.screens.ecmp_plan import EcmpPlanScreen
 from fleet.console.screens.topology import TopologyScreen
+from fleet.console.widgets.fabric_map import balance_state
 from fleet.simulator.scenario import load_scenario
 from fleet.store.writer import StoreWriter
 
@@ -58,9 +59,10 @@ async def test_topology_flags_leaf01_and_a_confirmed_apply_ends_with_a_verdict_a
             await asyncio.wait_for(balances_read(), 15)
             flagged = sorted(name for name, b in topology.balances.items() if b.flagged)
             assert flagged == ["leaf01"]
-            switches = topology.query_one("#switches", DataTable)
-            row = [str(switches.get_row_at(i)[0]) for i in range(switches.row_count)].index("leaf01")
-            assert str(switches.get_row_at(row)[7]).endswith("FLAG")
+            await pilot.pause()
+            assert topology.picture is not None
+            leaf01 = next(c for c in topology.picture.columns if c.key == "leaf01")
+            assert leaf01.balance is not None and balance_state(leaf01.balance) == "squeezed"
 
             ops = EcmpOps(inventory, db, SETTINGS)
             plan_screen = EcmpPlanScreen("leaf01", ops=ops)
@@ -101,9 +103,9 @@ async def test_topology_flags_leaf01_and_a_confirmed_apply_ends_with_a_verdict_a
                     await app.next_view()
 
             await asyncio.wait_for(change_read(), 10)
-            switches.move_cursor(row=row)
+            topology.select_switch("leaf01")
             await pilot.pause()
-            title = str(topology.query_one("#switch-title", Static).render())
+            title = str(topology.query_one("#link-detail", Static).render())
             assert "last change" in title and " kept: " in title and " → " in title
 
 
@@ -130,8 +132,7 @@ async def test_live_console_flags_and_fixes_leaf01_over_its_own_collector(
                     await app.next_view()
 
             await asyncio.wait_for(flagged(), 120)
-            switches = topology.query_one("#switches", DataTable)
-            switches.move_cursor(row=[str(switches.get_row_at(i)[0]) for i in range(switches.row_count)].index("leaf01"))
+            topology.select_switch("leaf01")
             await pilot.press("e")
             await pilot.pause()
             plan = app.screen

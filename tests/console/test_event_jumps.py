@@ -34,6 +34,4 @@ async def test_a_switch_event_jumps_to_the_switch(make_app: Callable[..., FleetA
         await pilot.pause()
         screen = app.screen
         assert isinstance(screen, TopologyScreen)
-        switches = screen.query_one("#switches", DataTable)
-        key = switches.coordinate_to_cell_key(switches.cursor_coordinate).row_key.value
-        assert key == "leaf02"
+        assert screen.selected_leaf() == "leaf02"

@@ -23,13 +23,7 @@ from fleet.console.app import FleetApp
 from fleet.console.screens.fleet import FleetScreen
 from fleet.console.screens.node import NodeScreen
 from fleet.console.view_model import NodeRow
-from fleet.console.widgets.fleet_columns import COLUMN_BY_KEY
-from fleet.console.widgets.fleet_table import (
-    COLUMN_STARTS,
-    COLUMN_WIDTHS,
-    FleetTable,
-    cell_segments,
-)
+from fleet.console.widgets.fleet_table import FleetTable, cell_segments
 from fleet.fabric.health import Health
 
 SIZE = (170, 24)
@@ -157,8 +151,9 @@ async def test_clicks_move_the_cursor_then_select_and_headers_sort() -> None:
         await pilot.click(FleetTable, offset=(2, 4))
         await pilot.pause()
         assert app.selected == ["gpu0003"]
-        state = list(COLUMN_BY_KEY).index("state")
-        await pilot.click(FleetTable, offset=(COLUMN_STARTS[state] + COLUMN_WIDTHS[state] // 2, 0))
+        layout = table.columns_layout
+        state = layout.index["state"]
+        await pilot.click(FleetTable, offset=(layout.starts[state] + layout.widths[state] // 2, 0))
         await pilot.pause()
         assert app.headers == ["state"] and table.current_node() == "gpu0003"
 
@@ -216,14 +211,13 @@ async def test_until_a_row_is_picked_the_cursor_stays_on_the_top_row() -> None:
 async def test_on_the_fleet_screen_headers_sort_space_marks_and_a_second_click_opens(
         make_app: Callable[..., FleetApp]) -> None:
     app = make_app()
-    async with app.run_test(size=(160, 40)) as pilot:
+    async with app.run_test(size=(200, 40)) as pilot:
         await view_where(app, lambda v: len(v.rows) == 8)
         await pilot.pause()
         screen = app.screen
         assert isinstance(screen, FleetScreen)
         table = screen.query_one(FleetTable)
-        group = list(COLUMN_BY_KEY).index("group")
-        header = (COLUMN_STARTS[group] + 1, 0)
+        header = (table.columns_layout.start_of("group") + 1, 0)
         await pilot.click(FleetTable, offset=header)
         await pilot.pause()
         assert screen.sort_column == "group" and screen.sort_descending

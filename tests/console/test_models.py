@@ -63,7 +63,8 @@ def test_topology_balance_and_cabling_against_the_naming_plan() -> None:
     ports = [
         PortRecord("gpu001", "mlx5_0", "1", peer_host="leaf01", peer_port="swp1"),
         PortRecord("gpu001", "mlx5_1", "1", peer_host="leaf01", peer_port="swp2"),  # plan: leaf02
-        PortRecord("gpu002", "mlx5_0", "1"),  # no neighbour seen
+        PortRecord("gpu001", "mlx5_2", "1"),  # no neighbour seen, where its node's others are
+        PortRecord("gpu002", "mlx5_0", "1"),  # no neighbour read from this node at all (down, or no LLDP yet)
         PortRecord("leaf01", "swp31", "", peer_host="spine01", peer_port="swp1"),
         PortRecord("leaf01", "swp32", "", peer_host="spine01", peer_port="swp2"),
         PortRecord("leaf01", "swp2", "", peer_host="gpu001", peer_port="mlx5_1"),
@@ -78,7 +79,8 @@ def test_topology_balance_and_cabling_against_the_naming_plan() -> None:
     assert leaf.cable_problems == 1
     swp2 = next(link for link in leaf.links if link.port == "swp2")
     assert swp2.cable.startswith("miswired: plan says gpu001 mlx5_1 → leaf02")
-    assert any("gpu002 mlx5_0: no link seen" in p for p in view.cable_problems)
+    assert any("gpu001 mlx5_2: no link seen" in p for p in view.cable_problems)
+    assert not any(p.startswith("gpu002") for p in view.cable_problems)
 
 
 def test_an_inventory_plan_with_ports_wins_over_naming() -> None:

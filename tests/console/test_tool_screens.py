@@ -26,6 +26,7 @@ from fleet.console.screens.baselines import BaselinesScreen
 from fleet.console.screens.ecmp_confirm import ConfirmApplyScreen
 from fleet.console.screens.ecmp_plan import EcmpPlanScreen
 from fleet.console.screens.path_prompt import PathPrompt
+from fleet.console.screens.topology import TopologyScreen
 from fleet.console.screens.walkthrough import WALKTHROUGH_THEME, WalkthroughScreen
 from fleet.fabric.acceptance import evaluate, parse_criteria
 from fleet.fabric.ecmp_plan import plan_remedies
@@ -218,12 +219,8 @@ async def test_e_on_a_leaf_the_palette_and_w_open_the_screens(make_app: MakeApp)
         await pilot.press("4")
         await pilot.pause()
         topology = app.screen
-        switches = topology.query_one("#switches", DataTable)
-        switches.move_cursor(row=0)  # spine01: no ECMP plan for a spine
-        await pilot.press("e")
-        await pilot.pause()
-        assert app.screen is topology
-        switches.move_cursor(row=1)
+        assert isinstance(topology, TopologyScreen)
+        topology.select_switch("leaf01")
         await pilot.press("e")
         await pilot.pause()
         plan = app.screen

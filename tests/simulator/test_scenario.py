@@ -119,3 +119,46 @@ def test_switch_port_targets_use_the_switch_os_names() -> None:
 def test_unknown_file_is_a_scenario_error(tmp_path: Path) -> None:
     with pytest.raises(ScenarioError, match="no such scenario"):
         load_scenario(str(tmp_path / "missing.toml"))
+
+
+@pytest.mark.parametrize("nodes", [2, 3, 4, 16])
+def test_a_smaller_node_count_fits_every_builtin_scenario_and_says_what_it_left_out(nodes: int) -> None:
+    """`fleet sim --nodes N` for any N from 2: jobs keep the nodes the fabric has, jobs and faults
+    whose machines are gone are dropped, and one line says so."""
+    for name in builtin_scenarios():
+        full = load_scenario(name)
+        scenario = load_scenario(name, nodes=nodes)
+        assert scenario.fabric.nodes == nodes
+        present = {f"gpu{i:03d}" for i in range(1, nodes + 1)}
+        assert all(set(job.nodes) <= present and job.nodes for job in scenario.jobs)
+        left_out = len(full.jobs) - len(scenario.jobs) + len(full.faults) - len(scenario.faults)
+        trimmed = sum(len(job.nodes) for job in full.jobs if set(job.nodes) & present) > sum(
+            len(job.nodes) for job in scenario.jobs)
+        if left_out or trimmed:
+            assert scenario.scaled.startswith(f"fitted to {nodes} nodes: ") and "\n" not in scenario.scaled
+        else:
+            assert scenario.scaled == ""
+
+
+def test_the_incident_on_four_nodes_keeps_its_first_job_and_the_faults_on_its_nodes() -> None:
+    scenario = load_scenario("incident", nodes=4)
+    assert [(job.id, job.nodes) for job in scenario.jobs] == [(4101, ("gpu001", "gpu002", "gpu003", "gpu004"))]
+    assert [(f.kind, f.target) for f in scenario.faults] == [("optics_attenuation", "gpu003:mlx5_2"),
+                                                             ("spine_loss", "spine02")]  # the spines all stay
+    assert "job 4101 runs on gpu[001-004] (4 of its 12 nodes)" in scenario.scaled
+    assert "dropped jobs 4102, 4103" in scenario.scaled and "node_hang gpu032" in scenario.scaled
+    assert load_scenario("incident", nodes=64).scaled == ""  # a larger fabric keeps everything
+
+
+def test_a_wrong_target_is_an_error_with_or_without_a_node_count() -> None:
+    text = """
+[fabric]
+nodes = 8
+[[faults]]
+kind = "link_flap"
+target = "gpu009:mlx5_0"
+"""
+    with pytest.raises(ScenarioError, match="gpu009:mlx5_0"):
+        parse_scenario(text)
+    with pytest.raises(ScenarioError, match="gpu009:mlx5_0"):
+        parse_scenario(text, nodes=4)
