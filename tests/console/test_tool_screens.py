@@ -215,6 +215,26 @@ async def test_walkthrough_turns_each_check_in_turn_on_the_high_contrast_theme(m
 
 
 @pytest.mark.parametrize(("size", "drawn"), [
+    ((80, 24), ["remedy", "restarts"]),
+    ((120, 35), ["remedy", "what", "disruption", "restarts"]),
+])
+async def test_the_remedies_fit_their_half_of_the_terminal_and_keep_what_restarts(
+        make_app: MakeApp, size: tuple[int, int], drawn: list[str]) -> None:
+    app = make_app()
+    async with app.run_test(size=size) as pilot:
+        await view_where(app, lambda v: len(v.rows) == 8)
+        screen = EcmpPlanScreen("leaf01", plan=leaf01_plan())
+        await app.push_screen(screen)
+        await asyncio.wait_for(screen.planned.wait(), 5)
+        await pilot.pause()
+        remedies = screen.query_one("#remedies", FitTable)
+        assert [column.key for column, _width in remedies.drawn] == drawn
+        assert remedies.virtual_size.width <= remedies.size.width  # no sideways scrolling
+        assert [str(c) for c in remedies.get_column("restarts")] == ["no", "no", "switchd", "switchd"]
+        assert screen.selected_remedy() is not None and screen.selected_remedy().id == "hash-fields"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(("size", "drawn"), [
     ((80, 24), ["verdict", "check", "evidence"]),
     ((120, 35), ["verdict", "check", "threshold", "measured", "evidence"]),
 ])
