@@ -6,13 +6,12 @@ arrives while it is current; a hidden screen does no work.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.screen import Screen
-from textual.widgets import DataTable
 
 from fleet.console.actions import is_machine_changing, refusal
 from fleet.console.view_model import ConsoleView
@@ -22,13 +21,6 @@ from fleet.console.widgets.summary_bar import SummaryBar
 
 if TYPE_CHECKING:
     from fleet.console.app import FleetApp
-
-
-def fixed_columns(table: DataTable[Any], *columns: tuple[str, int]) -> None:
-    """Columns of fixed width (label, cells): values change every second and a column must not
-    jump; it also spares the table a width pass on every refill."""
-    for label, width in columns:
-        table.add_column(label, width=width)
 
 
 class FleetScreenBase(Screen[None]):

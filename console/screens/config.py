@@ -22,7 +22,8 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
-from fleet.console.screens.base import FleetScreenBase, fixed_columns
+from fleet.console.screens.base import FleetScreenBase
+from fleet.console.widgets.fit_table import Col, FitTable
 from fleet.fabric.config_checks import (
     CHECKS,
     CONFIG_CHECK_EVENT,
@@ -39,6 +40,20 @@ GROUPS = {"node": "NICs", "fleet": "fleet alike", "gpudirect": "GPUDirect", "swi
 """Check group -> its heading, in the order the table shows them."""
 
 ODD_SHOWN = 5
+
+CHECK_COLUMNS = (
+    Col("group", "group", 11, 3), Col("check", "check", 17), Col("pass", "pass", 5, 2), Col("warn", "warn", 5, 1),
+    Col("fail", "fail", 5), Col("odd", "odd ones out", 20, flex=True),
+)
+"""The checks: at 80 columns every one is drawn (the odd ones out get what is left); narrower, the
+group headings and the pass and warn counts give way before the failures."""
+PART_COLUMNS = (
+    Col("part", "part", 28), Col("verdict", "verdict", 7), Col("expected", "expected", 34, 1),
+    Col("found", "found", 18, flex=True),
+)
+"""A check's failed and warned parts: the expectation gives way first (the detail below says it)."""
+HOST_COLUMNS = (Col("check", "check", 17), *PART_COLUMNS)
+"""One host's results: the check beside its part's verdict and what was found."""
 
 
 async def read_newest_check(db_path: Path, until: float | None) -> tuple[ConfigReport | None, dict[str, Any]]:
@@ -87,7 +102,7 @@ class ConfigHostScreen(FleetScreenBase):
 
     def compose_body(self) -> ComposeResult:
         yield Static(id="host-title")
-        yield DataTable(id="host-results", cursor_type="row")
+        yield FitTable(HOST_COLUMNS, id="host-results")
         with VerticalScroll(id="host-scroll"):
             yield Static(id="host-settings")
 
@@ -96,13 +111,13 @@ class ConfigHostScreen(FleetScreenBase):
         title = Text()
         title.append(f"{self.host}: {len(self.results)} results, {failed} failed", style="bold")
         self.query_one("#host-title", Static).update(title)
-        table = self.query_one("#host-results", DataTable)
-        fixed_columns(table, ("check", 20), ("part", 30), ("verdict", 7), ("expected", 34), ("found", 50))
+        table = self.query_one("#host-results", FitTable)
         variables = self.app.theme_variables
         order = {spec.id: i for i, spec in enumerate(CHECKS)}
-        for result in sorted(self.results, key=lambda r: (r.verdict is Verdict.PASS, order[r.check], r.target)):
-            table.add_row(Text(SPECS[result.check].title), Text(result.target), _verdict(result, variables),
-                          Text(result.expected), Text(clean_text(result.found, one_line=True)))
+        table.fill([(Text(SPECS[result.check].title), Text(result.target), _verdict(result, variables),
+                     Text(result.expected), Text(clean_text(result.found, one_line=True)))
+                    for result in sorted(self.results,
+                                         key=lambda r: (r.verdict is Verdict.PASS, order[r.check], r.target))])
         text = Text()
         for part, values in sorted(self.settings.items()):
             words = ", ".join(f"{k}={clean_text(str(v), one_line=True)}" for k, v in values.items())
@@ -142,16 +157,12 @@ class ConfigScreen(FleetScreenBase):
 
     def compose_body(self) -> ComposeResult:
         yield Static(id="config-title")
-        yield DataTable(id="config-checks", cursor_type="row")
-        yield DataTable(id="config-parts", cursor_type="row")
+        yield FitTable(CHECK_COLUMNS, id="config-checks")
+        yield FitTable(PART_COLUMNS, id="config-parts")
         with VerticalScroll(id="config-scroll"):
             yield Static(id="config-detail")
 
     def build(self) -> None:
-        fixed_columns(self.query_one("#config-checks", DataTable), ("group", 11), ("check", 20), ("pass", 5),
-                      ("warn", 5), ("fail", 5), ("odd ones out", 70))
-        fixed_columns(self.query_one("#config-parts", DataTable), ("part", 30), ("verdict", 7),
-                      ("expected", 34), ("found", 50))
         self.query_one("#config-checks", DataTable).focus()
         self.load()
 
@@ -165,13 +176,14 @@ class ConfigScreen(FleetScreenBase):
 
     def _fill(self) -> None:
         title = self.query_one("#config-title", Static)
-        table = self.query_one("#config-checks", DataTable)
-        table.clear()
+        table = self.query_one("#config-checks", FitTable)
         self.check_ids = []
         report = self.report
         if report is None:
             title.update("no configuration check stored yet: run `fleet check`")
-            self.query_one("#config-parts", DataTable).clear()
+            table.fill([])
+            self.parts = []
+            self.query_one("#config-parts", FitTable).fill([])
             return
         summaries = {s.check: s for s in report.summaries()}
         failed = sum(1 for s in summaries.values() if s.failed)
@@ -183,6 +195,7 @@ class ConfigScreen(FleetScreenBase):
         line.append(f"fleet check at {when}, profile {report.profile}: {words}", style="bold")
         title.update(line)
         variables = self.app.theme_variables
+        rows = []
         for group, heading in GROUPS.items():
             first = True
             for spec in CHECKS:
@@ -193,11 +206,12 @@ class ConfigScreen(FleetScreenBase):
                                                              if len(summary.odd) > ODD_SHOWN else "")
                 fail_style = f"bold {variables.get('error', '')}" if summary.failed else ""
                 warn_style = variables.get("warning", "") if summary.warned else ""
-                table.add_row(Text(heading if first else "", style="bold"), Text(spec.title),
-                              Text(str(summary.passed)), Text(str(summary.warned), style=warn_style),
-                              Text(str(summary.failed), style=fail_style), Text(odd), key=spec.id)
+                rows.append((Text(heading if first else "", style="bold"), Text(spec.title),
+                             Text(str(summary.passed)), Text(str(summary.warned), style=warn_style),
+                             Text(str(summary.failed), style=fail_style), Text(odd)))
                 self.check_ids.append(spec.id)
                 first = False
+        table.fill(rows, self.check_ids)
         first_failing = next((i for i, c in enumerate(self.check_ids) if summaries[c].failed), 0)
         if self.check_ids:
             table.move_cursor(row=first_failing)
@@ -209,12 +223,11 @@ class ConfigScreen(FleetScreenBase):
             return
         spec = SPECS[check]
         self.parts = [r for r in report.results if r.check == check and r.verdict is not Verdict.PASS]
-        table = self.query_one("#config-parts", DataTable)
-        table.clear()
         variables = self.app.theme_variables
-        for index, result in enumerate(self.parts):
-            table.add_row(Text(result.target), _verdict(result, variables), Text(result.expected),
-                          Text(clean_text(result.found, one_line=True)), key=str(index))
+        self.query_one("#config-parts", FitTable).fill(
+            [(Text(result.target), _verdict(result, variables), Text(result.expected),
+              Text(clean_text(result.found, one_line=True))) for result in self.parts],
+            [str(index) for index in range(len(self.parts))])
         text = Text()
         text.append(f"{spec.title}: ", style="bold")
         text.append(f"{spec.expectation}. Source: {spec.source} ({spec.url})")

@@ -27,8 +27,9 @@ from fleet.console.actions import changes_machine
 from fleet.console.ecmp_ops import EcmpOps, EcmpSettings
 from fleet.console.messages import EcmpStepReported
 from fleet.console.screens.audit import AuditScreen
-from fleet.console.screens.base import FleetScreenBase, fixed_columns
+from fleet.console.screens.base import FleetScreenBase
 from fleet.console.screens.ecmp_confirm import ConfirmApplyScreen
+from fleet.console.widgets.fit_table import Col, FitTable
 from fleet.console.widgets.uplink_bars import UplinkBars
 from fleet.fabric.ecmp_plan import Remedy
 
@@ -66,6 +67,14 @@ def settings_of(screen: FleetScreenBase) -> EcmpSettings:
     config = screen.fleet_app.config
     return EcmpSettings(window_s=config.ecmp_window_s, sustain_s=config.ecmp_sustain_s,
                         verify_window_s=config.ecmp_verify_s)
+
+
+REMEDY_COLUMNS = (
+    Col("remedy", "remedy", 16), Col("what", "what", 14, 2, flex=True), Col("disruption", "disruption", 10, 3),
+    Col("restarts", "restarts", 8),
+)
+"""The remedies, least disruptive first: the remedy and whether it restarts switchd stay in the
+half of an 80-column terminal the table has (the detail beside it says the rest)."""
 
 
 class EcmpPlanScreen(FleetScreenBase):
@@ -109,7 +118,7 @@ class EcmpPlanScreen(FleetScreenBase):
             yield UplinkBars(id="ecmp-balance")
             yield Static(id="ecmp-config")
         with Horizontal(id="ecmp-middle"):
-            yield DataTable(id="remedies", cursor_type="row")
+            yield FitTable(REMEDY_COLUMNS, id="remedies")
             with VerticalScroll(id="remedy-scroll"):
                 yield Static(id="remedy-detail")
         yield Static(id="ecmp-progress")
@@ -118,8 +127,6 @@ class EcmpPlanScreen(FleetScreenBase):
             yield UplinkBars(id="ecmp-after")
 
     def build(self) -> None:
-        fixed_columns(self.query_one("#remedies", DataTable), ("remedy", 16), ("what", 36), ("disruption", 10),
-                      ("restarts", 8))
         self.query_one("#remedies", DataTable).focus()
         self.query_one("#ecmp-progress", Static).display = False
         self.query_one("#ecmp-result").display = False
@@ -159,13 +166,11 @@ class EcmpPlanScreen(FleetScreenBase):
             config.append(f"  {key}: {shown}\n")
         config.append("read with: " + "; ".join(plan.snapshot.commands))
         self.query_one("#ecmp-config", Static).update(config)
-        table = self.query_one("#remedies", DataTable)
-        table.clear()
-        for remedy in plan.remedies:
-            table.add_row(Text(remedy.id), Text(remedy.title),
-                          Text("advice" if remedy.advice_only else str(remedy.disruption)),
-                          Text("switchd" if remedy.restarts_switchd or remedy.resets_ports else "no"),
-                          key=remedy.id)
+        table = self.query_one("#remedies", FitTable)
+        table.fill([(Text(remedy.id), Text(remedy.title),
+                     Text("advice" if remedy.advice_only else str(remedy.disruption)),
+                     Text("switchd" if remedy.restarts_switchd or remedy.resets_ports else "no"))
+                    for remedy in plan.remedies], [remedy.id for remedy in plan.remedies])
         default = next((i for i, r in enumerate(plan.remedies) if not r.advice_only), 0)
         if plan.remedies:
             table.move_cursor(row=default)

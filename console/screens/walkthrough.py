@@ -45,14 +45,23 @@ from fleet.collectors.inventory import Inventory
 from fleet.console.actions import READ_ONLY_RULE
 from fleet.console.messages import SuiteProgressed
 from fleet.console.report_write import WrittenReport, default_report_path, write_report_files
-from fleet.console.screens.base import FleetScreenBase, fixed_columns
+from fleet.console.screens.base import FleetScreenBase
 from fleet.console.screens.path_prompt import PathPrompt
+from fleet.console.widgets.fit_table import Col, FitTable
 from fleet.fabric.acceptance import Criteria, CriteriaError, parse_criteria
 from fleet.fabric.report_model import Report, acceptance_report
 from fleet.store.reader import audit_head_at
 
 WALKTHROUGH_THEME = "fleet-high-contrast"
 """Readable on a projector; the theme in use before is restored when the screen closes."""
+
+CHECK_COLUMNS = (
+    Col("verdict", "verdict", 7), Col("check", "check", 18), Col("threshold", "threshold", 24, 1),
+    Col("measured", "measured min / median / max", 26, 2), Col("evidence", "evidence", 24, flex=True),
+)
+"""The agreed checks: the verdict, the check and its evidence stay at 80 columns (the evidence
+names the worst part's number, or each failing part's against the threshold); the measured spread
+gives way first, then the threshold. The pane below says all of it."""
 
 
 def _num(value: float) -> str:
@@ -139,7 +148,7 @@ class WalkthroughScreen(FleetScreenBase):
     def compose_body(self) -> ComposeResult:
         yield Static(id="walk-title")
         yield Static(id="walk-progress")
-        yield DataTable(id="walk-checks", cursor_type="row")
+        yield FitTable(CHECK_COLUMNS, id="walk-checks")
         with VerticalScroll(id="walk-scroll"):
             yield Static(id="walk-evidence")
         yield Static(id="walk-summary")
@@ -147,8 +156,6 @@ class WalkthroughScreen(FleetScreenBase):
     def build(self) -> None:
         self._theme_before = self.app.theme
         self.app.theme = WALKTHROUGH_THEME
-        fixed_columns(self.query_one("#walk-checks", DataTable), ("verdict", 8), ("check", 18),
-                      ("threshold", 24), ("measured min / median / max", 34), ("evidence", 60))
         self.query_one("#walk-checks", DataTable).focus()
         if self.run is not None:
             self._show_report(acceptance_report(self.run.criteria, self.run.suite.baseline, self.run.results,
@@ -186,11 +193,9 @@ class WalkthroughScreen(FleetScreenBase):
         self._title(criteria.title, criteria.customer,
                     f"{len(criteria.checks)} checks from {criteria.source}; the numbers are measured once, "
                     "then each check is judged in turn (space).")
-        table = self.query_one("#walk-checks", DataTable)
-        table.clear()
-        for check in criteria.checks:
-            table.add_row(Text("…"), Text(check.id), Text(check.threshold_words()), Text(""),
-                          Text(check.description), key=check.id)
+        self.query_one("#walk-checks", FitTable).fill(
+            [(Text("…"), Text(check.id), Text(check.threshold_words()), Text(""), Text(check.description))
+             for check in criteria.checks], [check.id for check in criteria.checks])
 
     def _progress(self, text: Text) -> None:
         self.query_one("#walk-progress", Static).update(text)
@@ -206,11 +211,7 @@ class WalkthroughScreen(FleetScreenBase):
                else f"measured from {data.get('measured_from')}")
         self._title(str(data.get("title", "")), str(data.get("customer", "")),
                     f"{len(checks)} checks from {source}; {how}; each check is judged in turn (space).")
-        table = self.query_one("#walk-checks", DataTable)
-        table.clear()
-        for check in checks:
-            table.add_row(Text("…"), Text(str(check["id"])), Text(str(check["threshold_words"])), Text(""),
-                          Text(str(check.get("claim") or check.get("description", ""))), key=str(check["id"]))
+        self._draw_checks()
         shape = data.get("shape", {})
         self._progress(Text(
             f"{'stored run' if self.stored else 'measured'}: {shape.get('nodes')} nodes, {shape.get('nics')} RDMA "
@@ -267,8 +268,11 @@ class WalkthroughScreen(FleetScreenBase):
         checks = self._checks()
         if self.shown >= len(checks):
             return
-        self._show_check(self.shown)
         self.shown += 1
+        self._draw_checks()
+        self.query_one("#walk-checks", FitTable).move_cursor(row=self.shown - 1)
+        self.query_one("#walk-evidence", Static).update(evidence_text(checks[self.shown - 1],
+                                                                      self.app.theme_variables))
         if self.shown == len(checks):
             self._show_summary(checks)
 
@@ -276,19 +280,22 @@ class WalkthroughScreen(FleetScreenBase):
         while self.report is not None and self.shown < len(self._checks()):
             self.action_next_check()
 
-    def _show_check(self, index: int) -> None:
-        check = self._checks()[index]
+    def _draw_checks(self) -> None:
+        """Every check of the report: the first ``shown`` judged (PASS/FAIL, the numbers, the evidence),
+        the rest pending with their claim."""
         v = self.app.theme_variables
-        passed = bool(check["passed"])
-        style = f"bold {v.get('health-ok' if passed else 'health-down', '')}".strip()
-        table = self.query_one("#walk-checks", DataTable)
-        columns = list(table.columns)
-        row = str(check["id"])
-        table.update_cell(row, columns[0], Text("PASS" if passed else "FAIL", style=style))
-        table.update_cell(row, columns[3], Text(measured_words(check)))
-        table.update_cell(row, columns[4], Text(str(check["summary"]), style="" if passed else style))
-        table.move_cursor(row=index)
-        self.query_one("#walk-evidence", Static).update(evidence_text(check, v))
+        rows = []
+        for index, check in enumerate(self._checks()):
+            threshold = Text(str(check["threshold_words"]))
+            if index >= self.shown:
+                rows.append((Text("…"), Text(str(check["id"])), threshold, Text(""),
+                             Text(str(check.get("claim") or check.get("description", "")))))
+                continue
+            passed = bool(check["passed"])
+            style = f"bold {v.get('health-ok' if passed else 'health-down', '')}".strip()
+            rows.append((Text("PASS" if passed else "FAIL", style=style), Text(str(check["id"])), threshold,
+                         Text(measured_words(check)), Text(str(check["summary"]), style="" if passed else style)))
+        self.query_one("#walk-checks", FitTable).fill(rows, [str(check["id"]) for check in self._checks()])
 
     @on(DataTable.RowHighlighted, "#walk-checks")
     def _row_moved(self, event: DataTable.RowHighlighted) -> None:

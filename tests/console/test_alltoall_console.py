@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from console_waits import view_where
 from helpers.simfleet import running_fleet
-from textual.widgets import DataTable, Input
+from textual.widgets import Input
 
 from fleet.collectors.inventory import load_inventory
 from fleet.console.app import FleetApp
@@ -19,6 +19,7 @@ from fleet.console.feed import Feed, open_store_loader
 from fleet.console.probe_control import ProbeState
 from fleet.console.screens.links import LinksScreen
 from fleet.console.screens.probe_alltoall import AlltoallDialog
+from fleet.console.widgets.fit_table import FitTable
 from fleet.console.widgets.fleet_table import FleetTable
 from fleet.console.widgets.probe_panel import ProbePanel
 from fleet.simulator.scenario import parse_scenario
@@ -147,7 +148,7 @@ async def test_read_only_refuses_x_and_says_why(fleet_app: Callable[..., FleetAp
 
 async def test_the_links_screen_sets_nvlink_beside_the_network(fleet_app: Callable[..., FleetApp]) -> None:
     app = fleet_app()
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=(200, 50)) as pilot:  # wide enough for every column
         await view_where(app, lambda v: len(v.rows) == 4, timeout=20)
         app.probes.start_alltoall(["gpu001"])
         await probe_state(app, lambda s: s.result is not None or bool(s.error), [])
@@ -158,7 +159,8 @@ async def test_the_links_screen_sets_nvlink_beside_the_network(fleet_app: Callab
         screen = app.screen
         assert isinstance(screen, LinksScreen)
         await asyncio.wait_for(screen.loaded.wait(), 20)
-        table = screen.query_one("#links-table", DataTable)
+        table = screen.query_one("#links-table", FitTable)
+        assert [column.key for column, _width in table.drawn] == [column.key for column in table.all_columns]
         rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
         assert [r[0] for r in rows] == ["gpu001", "gpu002", "gpu003", "gpu004", "across nodes"]
         assert "/ 450.0 GB/s = 8" in rows[0][2]  # gpu001's NVLink all-to-all against NVLink's line rate

@@ -7,11 +7,13 @@ import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from console_waits import NOW, view_where
 from textual.widgets import DataTable, Static
 
 from fleet.console.app import FleetApp
 from fleet.console.screens.config import ConfigHostScreen, ConfigScreen
+from fleet.console.widgets.fit_table import FitTable
 from fleet.fabric.config_checks import CheckResult, ConfigReport, Verdict, report_event
 from fleet.store.writer import StoreWriter
 
@@ -107,3 +109,58 @@ async def test_without_a_stored_run_the_screen_says_how_to_get_one(make_app: Mak
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, ConfigScreen)
+
+
+def _drawn(table: FitTable) -> list[str]:
+    return [column.key for column, _width in table.drawn]
+
+
+def _fits(table: FitTable) -> None:
+    """No sideways scrolling: the columns drawn fit the table's width."""
+    assert table.virtual_size.width <= table.size.width, (table.id, table.virtual_size, table.size)
+
+
+@pytest.mark.parametrize(("size", "checks_drawn", "parts_drawn", "host_drawn"), [
+    ((80, 24), ["group", "check", "pass", "warn", "fail", "odd"], ["part", "verdict", "found"],
+     ["check", "part", "verdict", "found"]),
+    ((120, 35), ["group", "check", "pass", "warn", "fail", "odd"], ["part", "verdict", "expected", "found"],
+     ["check", "part", "verdict", "expected", "found"]),
+])
+async def test_every_table_fits_the_terminal_and_keeps_the_names_and_the_verdict(
+        make_app: MakeApp, store: tuple[Path, StoreWriter], size: tuple[int, int], checks_drawn: list[str],
+        parts_drawn: list[str], host_drawn: list[str]) -> None:
+    _store_run(store[1])
+    app = make_app()
+    async with app.run_test(size=size) as pilot:
+        screen = await _open(app, pilot)
+        checks, parts = screen.query_one("#config-checks", FitTable), screen.query_one("#config-parts", FitTable)
+        assert _drawn(checks) == checks_drawn and _drawn(parts) == parts_drawn
+        _fits(checks)
+        _fits(parts)
+        found = {column.key: width for column, width in parts.drawn}["found"]
+        assert [str(c) for c in parts.get_column("found")] == ["on priorities none"]
+        assert found >= len("on priorities none")  # what was found is read whole
+        await pilot.press("tab", "enter")
+        await pilot.pause()
+        host = app.screen
+        assert isinstance(host, ConfigHostScreen)
+        rows = host.query_one("#host-results", FitTable)
+        assert _drawn(rows) == host_drawn
+        _fits(rows)
+        assert [str(c) for c in rows.get_column("verdict")][:2] == ["FAIL", "FAIL"]
+
+
+async def test_a_resize_redraws_the_tables_and_keeps_the_part_shown(
+        make_app: MakeApp, store: tuple[Path, StoreWriter]) -> None:
+    _store_run(store[1])
+    app = make_app()
+    async with app.run_test(size=(120, 35)) as pilot:
+        screen = await _open(app, pilot)
+        await pilot.press("tab")
+        await pilot.pause()
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause()
+        checks, parts = screen.query_one("#config-checks", FitTable), screen.query_one("#config-parts", FitTable)
+        assert "expected" not in _drawn(parts) and _cells(parts, 0) == ["gpu002:mlx5_0"]
+        assert checks.cursor_row == 1 and parts.has_focus
+        assert "fix: mlnx_qos" in str(screen.query_one("#config-detail", Static).render())

@@ -18,14 +18,17 @@ from typing import Any
 import pytest
 from console_waits import view_where
 from fleetstore import T0
+from test_config_screen import CONFIGURATION, REPORT
+from test_links_screen import open_on_baseline
 from test_probes_snapshot import stored_link_test
 from test_tool_screens import EXAMPLE, fixed_run
 from textual.pilot import Pilot
-from tooldata import T_BASE, baseline, leaf01_plan
+from tooldata import T_BASE, baseline, leaf01_plan, nvlink_baseline
 
 from fleet.console.app import FleetApp
 from fleet.console.screens.audit import AuditScreen
 from fleet.console.screens.baselines import BaselinesScreen
+from fleet.console.screens.config import ConfigScreen
 from fleet.console.screens.ecmp_plan import EcmpPlanScreen
 from fleet.console.screens.node import NodeScreen
 from fleet.console.screens.probes import ProbesScreen
@@ -33,6 +36,7 @@ from fleet.console.screens.topology import TopologyScreen
 from fleet.console.screens.walkthrough import WalkthroughScreen
 from fleet.console.widgets.fleet_table import FleetTable
 from fleet.console.widgets.key_bar import KeyBar
+from fleet.fabric.config_checks import report_event
 from fleet.fabric.records import ActionRecord
 from fleet.store.writer import StoreWriter
 
@@ -161,6 +165,29 @@ async def _ecmp_plan(pilot: Pilot[Any]) -> None:
     await pilot.pause()
 
 
+async def _config(pilot: Pilot[Any]) -> None:
+    app = await _ready(pilot)
+    await pilot.press("C")
+    screen = app.screen
+    assert isinstance(screen, ConfigScreen)
+    await asyncio.wait_for(screen.loaded.wait(), 5)
+    await pilot.pause()
+
+
+async def _links(pilot: Pilot[Any]) -> None:
+    app = await _ready(pilot)
+    await open_on_baseline(app, pilot)
+
+
+def _with_check_run(writer: StoreWriter) -> None:
+    writer.put_event(report_event(REPORT, CONFIGURATION))
+
+
+def _with_nvlink_baseline(writer: StoreWriter) -> None:
+    b = nvlink_baseline("May", T_BASE + 60 * 86400)
+    writer.put_baseline(b.label, b.ts, b.to_json())
+
+
 def _with_tools(writer: StoreWriter) -> None:
     """Baselines, an audited ECMP change and a link test for the tool screens."""
     for b in (baseline("March", T_BASE), baseline("April", T_BASE + 30 * 86400, bw_gbps=340.0, p99_usec=2.5)):
@@ -176,14 +203,18 @@ def _with_tools(writer: StoreWriter) -> None:
 SCREENS: dict[str, Steps] = {
     "fleet": _fleet, "node": _node, "events": _mode("2"), "jobs": _jobs, "topology": _topology,
     "probes": _probes, "help": _mode("question_mark"), "baselines": _baselines, "walkthrough": _walkthrough,
-    "audit": _audit, "ecmp_plan": _ecmp_plan,
+    "audit": _audit, "ecmp_plan": _ecmp_plan, "config": _config, "links": _links,
 }
+SCREEN_DATA: dict[str, Callable[[StoreWriter], None]] = {"config": _with_check_run, "links": _with_nvlink_baseline}
+"""What a screen needs stored besides the tools' data (kept from the others, whose pictures it would change)."""
 
 
 @pytest.mark.parametrize("size", list(SIZES))
 @pytest.mark.parametrize("screen", list(SCREENS))
 def test_screen(snap_compare: Any, make_app: MakeApp, store: tuple[Path, StoreWriter], screen: str,
                 size: str) -> None:
+    if screen in SCREEN_DATA:
+        SCREEN_DATA[screen](store[1])
     _with_tools(store[1])
     _snap(snap_compare, make_app(), size, SCREENS[screen])
 

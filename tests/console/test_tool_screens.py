@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from console_waits import NOW, view_where
 from fleetstore import fill_store
 from textual.widgets import DataTable, Static
@@ -28,6 +29,7 @@ from fleet.console.screens.ecmp_plan import EcmpPlanScreen
 from fleet.console.screens.path_prompt import PathPrompt
 from fleet.console.screens.topology import TopologyScreen
 from fleet.console.screens.walkthrough import WALKTHROUGH_THEME, WalkthroughScreen
+from fleet.console.widgets.fit_table import FitTable
 from fleet.fabric.acceptance import evaluate, parse_criteria
 from fleet.fabric.ecmp_plan import plan_remedies
 from fleet.fabric.report_model import acceptance_report
@@ -210,6 +212,53 @@ async def test_walkthrough_turns_each_check_in_turn_on_the_high_contrast_theme(m
         await pilot.press("escape")
         await pilot.pause()
         assert app.theme == "fleet-dark"
+
+
+@pytest.mark.parametrize(("size", "drawn"), [
+    ((80, 24), ["remedy", "restarts"]),
+    ((120, 35), ["remedy", "what", "disruption", "restarts"]),
+])
+async def test_the_remedies_fit_their_half_of_the_terminal_and_keep_what_restarts(
+        make_app: MakeApp, size: tuple[int, int], drawn: list[str]) -> None:
+    app = make_app()
+    async with app.run_test(size=size) as pilot:
+        await view_where(app, lambda v: len(v.rows) == 8)
+        screen = EcmpPlanScreen("leaf01", plan=leaf01_plan())
+        await app.push_screen(screen)
+        await asyncio.wait_for(screen.planned.wait(), 5)
+        await pilot.pause()
+        remedies = screen.query_one("#remedies", FitTable)
+        assert [column.key for column, _width in remedies.drawn] == drawn
+        assert remedies.virtual_size.width <= remedies.size.width  # no sideways scrolling
+        assert [str(c) for c in remedies.get_column("restarts")] == ["no", "no", "switchd", "switchd"]
+        assert screen.selected_remedy() is not None and screen.selected_remedy().id == "hash-fields"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(("size", "drawn"), [
+    ((80, 24), ["verdict", "check", "evidence"]),
+    ((120, 35), ["verdict", "check", "threshold", "measured", "evidence"]),
+])
+async def test_the_walkthrough_table_fits_the_terminal_and_keeps_the_verdict_and_evidence(
+        make_app: MakeApp, size: tuple[int, int], drawn: list[str]) -> None:
+    app = make_app()
+    async with app.run_test(size=size) as pilot:
+        await view_where(app, lambda v: len(v.rows) == 8)
+        screen = WalkthroughScreen(EXAMPLE, run=fixed_run(bad_optic=True))
+        await app.push_screen(screen)
+        await asyncio.wait_for(screen.measured.wait(), 5)
+        await pilot.press("a")
+        await pilot.pause()
+        checks = screen.query_one("#walk-checks", FitTable)
+        assert [column.key for column, _width in checks.drawn] == drawn
+        assert checks.virtual_size.width <= checks.size.width  # no sideways scrolling
+        verdicts = dict(zip(_cells(checks, 1), _cells(checks, 0), strict=True))
+        assert verdicts["optics"] == "FAIL" and list(verdicts.values()).count("PASS") == 8
+        evidence = _cells(checks, len(drawn) - 1)[list(verdicts).index("optics")]
+        assert evidence.startswith("4 of 4 failed; gpu001 mlx5_0 -4.5 < -3 dBm")
+        await pilot.resize_terminal(200, 50)
+        await pilot.pause()
+        assert [column.key for column, _width in checks.drawn] == [c.key for c in checks.all_columns]
+        assert checks.cursor_row == checks.row_count - 1 and _cells(checks, 0) == list(verdicts.values())
 
 
 async def test_e_on_a_leaf_the_palette_and_w_open_the_screens(make_app: MakeApp) -> None:

@@ -1,7 +1,9 @@
-"""Fixed data for the ECMP plan, baselines and walkthrough screens: the real fabric/ functions over
+"""Fixed data for the ECMP plan, baselines, walkthrough and NVLink-vs-network screens: the real fabric/ functions over
 numbers chosen here, so the screenshots do not move with the simulator's noise."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from fleet.collectors.ecmp_config import ConfigSnapshot
 from fleet.collectors.ecmp_status import LeafPlan
@@ -33,6 +35,25 @@ def baseline(label: str, ts: float, *, bw_gbps: float = 392.0, p99_usec: float =
                                      switches=("leaf01", "leaf02", "spine01"), rails=(0, 1)),
                     software={n: {"kernel": "6.8.0", "fw_mlx5_0": "28.39.1002"} for n in nodes},
                     parts=parts, cabling=cabling)
+
+
+def nvlink_baseline(label: str, ts: float) -> Baseline:
+    """A two-node baseline with NVLink and RDMA figures (H100 NVLink all-reduce against 480 GB/s, 400 Gb/s
+    NICs, gpu002 mlx5_1 slow) and the expert-parallel kernels: the NVLink-vs-network screen's every column."""
+    base = baseline(label, ts)
+    parts = {part: dict(metrics) for part, metrics in base.parts.items()}
+    for node, errors in zip(NODES, (0.0, 12.0), strict=True):
+        parts[f"node/{node}"].update({"allreduce_busbw_gbytes_s": 371.5, "allreduce_reference_gbytes_s": 480.0,
+                                      "alltoall_busbw_gbytes_s": 342.0, "alltoall_theoretical_gbytes_s": 450.0,
+                                      "nvlink_errors": errors})
+        for nic in NICS:
+            parts[f"nic/{node}/{nic}"].update({"rate_gbps": 400.0})
+    parts["nic/gpu002/mlx5_1"]["bw_avg_gbps"] = 311.0
+    parts["fleet/allreduce"] = {"allreduce_busbw_gbytes_s": 41.2, "allreduce_reference_gbytes_s": 50.0}
+    parts["fleet/alltoall"] = {"alltoall_busbw_gbytes_s": 33.0, "alltoall_theoretical_gbytes_s": 50.0}
+    parts["fleet/ep"] = {"ep_dispatch_fp8_rdma_gbytes_s": 38.5, "ep_dispatch_fp8_nvl_gbytes_s": 151.0,
+                         "ep_combine_rdma_gbytes_s": 36.0, "ep_combine_nvl_gbytes_s": 142.5}
+    return replace(base, parts=parts)
 
 
 def leaf01_balance(utils: tuple[float, ...] = (97.0, 20.0, 18.0, 21.0)) -> LeafBalance:
