@@ -110,23 +110,14 @@ class ProbeKeys:
 
     @changes_machine("starts all_reduce_perf on the GPUs of the nodes chosen and loads their NICs")
     def action_allreduce(self) -> None:
-        app = self._fleet()
-        if not app.probes.can_probe:
-            app.notify("no inventory: start the console with --inventory to run probes", severity="warning")
-            return
-        nodes = self.probe_nodes()
-        if not nodes:
-            app.notify("no node chosen", severity="warning")
-            return
-
-        def chosen(answer: tuple[str, ...] | None) -> None:
-            if answer is not None:
-                self._start(lambda: app.probes.start_allreduce(answer))
-
-        app.push_screen(AllreduceDialog(nodes, self._all_nodes()), chosen)
+        self._collective(AllreduceDialog, lambda nodes: self._fleet().probes.start_allreduce(nodes))
 
     @changes_machine("starts alltoall_perf on the GPUs of the nodes chosen and loads every rail and spine")
     def action_alltoall(self) -> None:
+        self._collective(AlltoallDialog, lambda nodes: self._fleet().probes.start_alltoall(nodes))
+
+    def _collective(self, dialog: type[AllreduceDialog], start: Callable[[tuple[str, ...]], None]) -> None:
+        """An nccl-tests collective on the nodes chosen: the dialog shows them, enter starts ``start``."""
         app = self._fleet()
         if not app.probes.can_probe:
             app.notify("no inventory: start the console with --inventory to run probes", severity="warning")
@@ -138,6 +129,6 @@ class ProbeKeys:
 
         def chosen(answer: tuple[str, ...] | None) -> None:
             if answer is not None:
-                self._start(lambda: app.probes.start_alltoall(answer))
+                self._start(lambda: start(answer))
 
-        app.push_screen(AlltoallDialog(nodes, self._all_nodes()), chosen)
+        app.push_screen(dialog(nodes, self._all_nodes()), chosen)
