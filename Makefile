@@ -14,7 +14,7 @@ INSTALL_FAST = $(INSTALL) --offline $(1) 2>/dev/null || $(INSTALL) $(1)
 
 BENCH_RESULTS ?= bench-results
 
-.PHONY: demo test bench fuzz lint typecheck clean chromium prometheus sshd slurm screenshot
+.PHONY: demo test bench fuzz lint typecheck clean system-packages screenshot
 
 $(UV_HOME)/bin/uv:
 	$(PYTHON) -m pip install --isolated --quiet --disable-pip-version-check --root-user-action=ignore \
@@ -34,65 +34,36 @@ $(TEST_STAMP): pyproject.toml | $(BIN)/python
 demo: $(STAMP)
 	$(BIN)/fleet demo --scenario incident
 
-# $(call apt_install,FILE,PACKAGES,WHAT): install Debian PACKAGES unless FILE exists, as root or with
-# password-less sudo; otherwise say that WHAT will skip. Package scripts are kept from starting
-# services (policy-rc.d answers 101, "action forbidden", for the length of the install).
-define apt_install
-test -e $(1) || { \
-  if [ "$$(id -u)" = 0 ]; then SUDO=; \
-  elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then SUDO=sudo; \
-  else echo "$(2): not installed, and no root to install it: $(3) will skip"; exit 0; fi; \
-  if ! command -v apt-get >/dev/null 2>&1; then echo "$(2): no apt-get: $(3) will skip"; exit 0; fi; \
-  policy=/usr/sbin/policy-rc.d; own_policy=; \
-  if [ ! -e $$policy ]; then printf '#!/bin/sh\nexit 101\n' | $$SUDO tee $$policy >/dev/null && $$SUDO chmod 755 $$policy && own_policy=1; fi; \
-  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q --no-install-recommends $(2) \
-    || echo "$(2): could not be installed: $(3) will skip"; \
-  if [ -n "$$own_policy" ]; then $$SUDO rm -f $$policy; fi; }
-endef
+# Debian packages the tests run for real, each FILE:PACKAGE: headless Chromium renders the HTML
+# reports; Prometheus, promtool and Alertmanager scrape two shards, check the shipped rules and the
+# dashboard's queries, and fire and resolve alerts; the OpenSSH server carries the real-host, OpenSSH
+# config and ProxyJump tests; slurmctld, slurmd and MUNGE are a real Slurm on localhost. The tests
+# start their own daemons on loopback and stop them.
+SYSTEM_PACKAGES := /usr/bin/chromium:chromium /usr/bin/promtool:prometheus \
+  /usr/bin/prometheus-alertmanager:prometheus-alertmanager /usr/sbin/sshd:openssh-server \
+  /usr/sbin/slurmctld:slurm-wlm /usr/sbin/slurmd:slurmd /usr/sbin/munged:munge
 
-# Headless Chromium renders the HTML reports in tests/console/test_report_html.py. Installed from
-# Debian's packages when missing and possible (root or password-less sudo, apt-get); otherwise those
-# tests skip and say why.
-chromium:
-	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ]; then SUDO=; \
-	  elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then SUDO=sudo; \
-	  else echo "chromium: not installed, and no root to install it: the HTML report tests will skip"; exit 0; fi; \
-	  if ! command -v apt-get >/dev/null 2>&1; then echo "chromium: no apt-get: the HTML report tests will skip"; exit 0; fi; \
-	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q chromium \
-	    || echo "chromium: could not be installed: the HTML report tests will skip"; }
-
-# The system's OpenSSH server, started on 127.0.0.1 by the real-host tests (the agent and the
-# collector on this very host, OpenSSH config and ProxyJump through it), and a real Slurm controller,
-# daemon and MUNGE, started on localhost in a temporary directory by the Slurm tests. Installed from
-# Debian's packages when missing and possible; otherwise those tests skip and say why. Installing
-# never leaves a daemon running: the tests start their own, on loopback, and stop them.
-sshd:
-	@$(call apt_install,/usr/sbin/sshd,openssh-server,the real OpenSSH server tests)
-
-slurm:
-	@$(call apt_install,/usr/sbin/slurmctld,slurm-wlm munge,the real Slurm tests)
-
-# Prometheus (with promtool) and Alertmanager run in tests/deploy, tests/collectors and tests/console: the
-# shipped rules, the dashboard's queries, two shards scraped, alerts fired and resolved, the console reading
-# Prometheus.
-# Installed from Debian's packages like Chromium; otherwise those tests skip. The tests start their own on
-# spare loopback ports, whatever services the packages start.
-prometheus:
-	@{ command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1 && \
-	   { command -v prometheus-alertmanager >/dev/null 2>&1 || command -v alertmanager >/dev/null 2>&1; }; } || { \
-	  if [ "$$(id -u)" = 0 ]; then SUDO=; \
-	  elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then SUDO=sudo; \
-	  else echo "prometheus: not installed, and no root to install it: the Prometheus tests will skip"; exit 0; fi; \
-	  if ! command -v apt-get >/dev/null 2>&1; then echo "prometheus: no apt-get: the Prometheus tests will skip"; exit 0; fi; \
-	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q --no-install-recommends \
-	    prometheus prometheus-alertmanager \
-	    || echo "prometheus: could not be installed: the Prometheus tests will skip"; }
+# Installs the missing ones in one apt-get run, as root or with password-less sudo; otherwise their
+# tests skip and say why. Package scripts are kept from starting services (policy-rc.d answers 101,
+# "action forbidden", for the length of the install).
+system-packages:
+	@missing=; for entry in $(SYSTEM_PACKAGES); do test -e $${entry%%:*} || missing="$$missing $${entry#*:}"; done; \
+	test -n "$$missing" || exit 0; \
+	if [ "$$(id -u)" = 0 ]; then SUDO=; \
+	elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then SUDO=sudo; \
+	else echo "not installed, and no root to install them:$$missing (their tests will skip)"; exit 0; fi; \
+	if ! command -v apt-get >/dev/null 2>&1; then echo "no apt-get to install$$missing (their tests will skip)"; exit 0; fi; \
+	policy=/usr/sbin/policy-rc.d; own_policy=; \
+	if [ ! -e $$policy ]; then printf '#!/bin/sh\nexit 101\n' | $$SUDO tee $$policy >/dev/null && $$SUDO chmod 755 $$policy && own_policy=1; fi; \
+	echo "installing$$missing" >&2; \
+	$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null \
+	  || echo "could not install$$missing: their tests will skip"; \
+	if [ -n "$$own_policy" ]; then $$SUDO rm -f $$policy; fi
 
 # The suite runs on every core (pytest-xdist; an idle worker takes tests queued for a busy one).
 # TEST_WORKERS=0 runs it in this process alone.
 TEST_WORKERS ?= auto
-test: $(TEST_STAMP) chromium prometheus sshd slurm
+test: $(TEST_STAMP) system-packages
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist worksteal

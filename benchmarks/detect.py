@@ -15,7 +15,9 @@ switches' neighbour tables, minutes apart, and judged as a state), ``ecmp_collis
 (``fleet.fabric.ecmp`` judges an imbalance only after 60 s of uplink samples, so a collision cannot
 be named within 20 s by design; ``fleet ecmp status`` times it), ``hostile_output`` (a host whose
 output cannot be read is the collector's ``unparsable`` state from the read that fails, on that
-command's own cadence: a node's facts are read every 5 min; ``tests/security`` holds it).
+command's own cadence: a node's facts are read every 5 min; ``tests/security`` holds it), and
+the misconfigurations (``MISCONFIG_KINDS``: a setting, not a part that breaks and mends; ``fleet
+check`` reads them on demand, and ``tests/simulator`` checks each reads back and its fix restores it).
 """
 
 from __future__ import annotations

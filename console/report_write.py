@@ -59,7 +59,7 @@ def print_pdf(html_path: Path, *, chromium: str | None = None) -> tuple[Path | N
     """``<stem>.pdf`` beside ``html_path``, printed by headless Chromium; (None, why) when it cannot be."""
     binary = chromium or chromium_binary()
     if binary is None:
-        return None, "no PDF: Chromium is not installed (`make chromium`)"
+        return None, "no PDF: Chromium is not installed (`make system-packages`)"
     pdf_path = html_path.with_suffix(".pdf")
     profile = html_path.parent / f".chromium-{html_path.stem}"
     args = [binary, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

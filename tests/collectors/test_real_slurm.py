@@ -1,4 +1,4 @@
-"""fleet's Slurm collector against a real Slurm 22.05 (Debian's slurm-wlm and munge, ``make slurm``).
+"""fleet's Slurm collector against a real Slurm 22.05 (Debian's slurm-wlm and munge, ``make system-packages``).
 
 Jobs are submitted with ``sbatch``; the collector reads them from the real ``squeue --json`` on the
 head (this host, behind the system's sshd, whose sessions find the test's ``slurm.conf``): job ids,

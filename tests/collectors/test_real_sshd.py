@@ -1,6 +1,6 @@
 """The collector against a real Linux host behind the system's real OpenSSH server.
 
-The host is the one running the tests: its /sys and /proc, its python3, Debian's sshd (``make sshd``
+The host is the one running the tests: its /sys and /proc, its python3, Debian's sshd (``make system-packages``
 installs it; without it these tests skip and say why). What the collector reports must be what is
 there, read here from the same files, so the tests hold on any host.
 """

@@ -114,6 +114,15 @@ async def _escape(pilot: Pilot[Any], app: FleetApp) -> None:
     await _on(pilot, "escape", FleetScreen)
 
 
+async def _node_change(pilot: Pilot[Any], app: FleetApp, key: str) -> None:
+    """On the Node screen, drain and resume say why they cannot run without an inventory; with one
+    they show the scontrol command and ask (tests/console/test_node_drain.py, test_drain_real.py)."""
+    await _on(pilot, "enter", NodeScreen)
+    await pilot.press(key)
+    await pilot.pause()
+    assert _notified(app, "no inventory: start the console with --inventory to drain or resume"), key
+
+
 async def _filter(pilot: Pilot[Any], app: FleetApp) -> None:
     await pilot.press("slash")
     await pilot.pause()
@@ -209,7 +218,7 @@ CHECKS: dict[str, Check] = {
        (("1", FleetScreen), ("2", EventsScreen), ("3", JobsScreen), ("4", TopologyScreen), ("p", ProbesScreen))},
     "B": _bind(_tool, "B", BaselinesScreen), "W": _bind(_tool, "W", PathPrompt), "A": _bind(_tool, "A", AuditScreen),
     "N": _bind(_tool, "N", LinksScreen), "C": _bind(_tool, "C", ConfigScreen),
-    "enter": _enter, "escape": _escape, "/": _filter, "s": _bind(_sort, "s"), "S": _bind(_sort, "S"),
+    "enter": _enter, "escape": _escape, "d": _bind(_node_change, "d"), "u": _bind(_node_change, "u"), "/": _filter, "s": _bind(_sort, "s"), "S": _bind(_sort, "S"),
     "space": _mark, "c": _columns_or_clear, "t": _bind(_probe, "t"), "b": _bind(_probe, "b"),
     "l": _bind(_probe, "l"), "x": _bind(_probe, "x"), "a": _a, "f": _show_on_fleet, "e": _ecmp, "r": _bind(_rail, "r"),
     "R": _bind(_rail, "R"),

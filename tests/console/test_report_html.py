@@ -1,6 +1,6 @@
 """The acceptance and baseline-diff reports: self-contained, verifiable, and rendered by headless Chromium.
 
-Chromium comes from Debian's package (``make chromium``, run by ``make test``);
+Chromium comes from Debian's package (``make system-packages``, run by ``make test``);
 where it cannot be installed the rendering tests skip and say so.
 """
 
@@ -107,7 +107,7 @@ def test_both_reports_show_nvlink_beside_the_network() -> None:
 def chromium() -> str:
     found = shutil.which("chromium") or shutil.which("chromium-browser")
     if found is None:
-        pytest.skip("Chromium is not installed and could not be (`make chromium` runs apt-get install chromium); "
+        pytest.skip("Chromium is not installed and could not be (`make system-packages` runs apt-get install chromium); "
                     "the HTML reports were not rendered")
     return found
 

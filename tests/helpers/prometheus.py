@@ -1,7 +1,7 @@
 """A real Prometheus and a real Alertmanager for tests: started on spare loopback ports with temp
 data folders and configs, ready when their ``/-/ready`` answers, always stopped afterwards.
 
-Both come from Debian's packages (``make prometheus``, run by ``make test``); where they are
+Both come from Debian's packages (``make system-packages``, run by ``make test``); where they are
 missing the tests that need them skip and say so. Configs are written as JSON, which both
 read as YAML.
 """
@@ -36,7 +36,7 @@ def binary(name: str, *alternatives: str) -> str:
         found = shutil.which(candidate)
         if found:
             return found
-    pytest.skip(f"{name} is not installed and could not be (`make prometheus` runs apt-get install prometheus "
+    pytest.skip(f"{name} is not installed and could not be (`make system-packages` runs apt-get install prometheus "
                 "prometheus-alertmanager, as root or with password-less sudo)")
 
 

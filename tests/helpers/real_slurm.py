@@ -1,6 +1,6 @@
 """A real Slurm on localhost for tests: MUNGE, slurmctld and slurmd from Debian's packages.
 
-``make slurm`` installs ``slurm-wlm`` and ``munge``; without them (or without root, which slurmd
+``make system-packages`` installs ``slurm-wlm`` and ``munge``; without them (or without root, which slurmd
 needs to run jobs as their users) the tests that use this skip and say why. Everything lives in a
 temporary directory: the MUNGE key and socket, a minimal ``slurm.conf`` (one node, ``node001``, on
 127.0.0.1, one partition ``debug``, no accounting database, ``ProctrackType=proctrack/linuxproc``
@@ -13,11 +13,13 @@ ends the daemons (SIGTERM, then SIGKILL after a bounded wait), so nothing is lef
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -39,7 +41,7 @@ def slurm_missing() -> str:
     missing = [path for path in DAEMONS if not Path(path).exists()]
     missing += [tool for tool in CLIENTS if shutil.which(tool) is None]
     if missing:
-        return (f"Slurm or MUNGE is not installed ({', '.join(missing)} missing; `make slurm` installs "
+        return (f"Slurm or MUNGE is not installed ({', '.join(missing)} missing; `make system-packages` installs "
                 "Debian's slurm-wlm and munge as root)")
     if os.geteuid() != 0:
         return "slurmd runs jobs as their users and needs root; these tests run as another user"
@@ -187,7 +189,18 @@ def _start(argv: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen[
 
 @contextlib.contextmanager
 def running_slurm(folder: Path) -> Iterator[RealSlurm]:
-    """MUNGE, slurmctld and slurmd in ``folder``, ready (the node idle); all stopped on exit."""
+    """MUNGE, slurmctld and slurmd in ``folder``, ready (the node idle); all stopped on exit.
+
+    One at a time on this machine (a lock file shared by pytest-xdist's workers): two Slurms on one
+    host collide on the ports and the node name they register, and slurmd then fails to bind."""
+    with open(Path(tempfile.gettempdir()) / "fleet-tests-real-slurm.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        with _running_slurm(folder) as slurm:
+            yield slurm
+
+
+@contextlib.contextmanager
+def _running_slurm(folder: Path) -> Iterator[RealSlurm]:
     for part in ("munge", "state", "spool", "log"):
         (folder / part).mkdir(parents=True, exist_ok=True)
     (folder / "munge").chmod(0o755)  # clients of every user reach the socket

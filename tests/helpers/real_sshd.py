@@ -1,6 +1,6 @@
 """The system's OpenSSH server, started by hand on 127.0.0.1 for one test, then stopped.
 
-What runs is Debian's ``openssh-server`` (``make sshd`` installs it): ``sshd -D -e -f CONFIG`` on a
+What runs is Debian's ``openssh-server`` (``make system-packages`` installs it): ``sshd -D -e -f CONFIG`` on a
 spare port, with a host key and an ``authorized_keys`` of its own in a temporary directory, password
 and keyboard-interactive logins off, PAM off. It logs in the user running the tests (root in CI), so
 that commands run on this very Linux host: its /sys, its /proc, its python3. Nothing is left running:
@@ -195,7 +195,7 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 def sshd_missing() -> str:
     """Why no real sshd can run here ("" when one can)."""
     if shutil.which("sshd") is None and not Path(SSHD).exists():
-        return "openssh-server is not installed (`make sshd` installs it from Debian's packages as root)"
+        return "openssh-server is not installed (`make system-packages` installs it from Debian's packages as root)"
     if shutil.which("python3") is None:
         return "no python3 on PATH for the agent on this host"
     return ""

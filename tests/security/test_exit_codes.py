@@ -37,6 +37,7 @@ INVENTORY_COMMANDS: dict[str, list[str]] = {
     "collect": ["collect", "--once"],
     "console": ["console"],
     "diagnose": ["diagnose", "--collect", "1"],
+    "drain": ["drain", "gpu001", "--reason", "link flapping on mlx5_1", "--yes"],
     "ecmp apply": ["ecmp", "apply", "--leaf", "leaf01", "--yes"],
     "ecmp plan": ["ecmp", "plan"],
     "ecmp status": ["ecmp", "status"],
@@ -44,6 +45,7 @@ INVENTORY_COMMANDS: dict[str, list[str]] = {
     "export": ["export", "--collect", "--listen", "127.0.0.1:0"],
     "lat": ["lat", "gpu001", "gpu002"],
     "linktest": ["linktest"],
+    "resume": ["resume", "gpu001", "--yes"],
 }
 """Every command that takes --inventory, with the arguments it needs to get as far as reading it."""
 
