@@ -46,14 +46,9 @@ class StatusBook:
 
     def connecting(self, hosts: Iterable[str]) -> None:
         """Every host of ``hosts`` is ``connecting`` (stored, so the console and a replay show the
-        fleet filling in); not news, so no event. A host's first answer then is not news either.
-
-        A host this book already has a state for (a round before, by the same collector) keeps it:
-        a node found hung a moment ago is hung, not connecting, until it answers again."""
+        fleet filling in); not news, so no event. A host's first answer then is not news either."""
         now = self._clock()
         for host in hosts:
-            if host in self._current:
-                continue
             status = HostStatus(host, HostState.CONNECTING, now, "waiting for its first answer")
             self._current[host] = status
             self._writer.put_host_status(status)

@@ -51,11 +51,9 @@ longer shows. A longer ``--window`` judges a longer stretch (e.g. after a collec
 
 async def collect_for(inventory: Inventory, writer: StoreWriter, seconds: float,
                       settings: CollectSettings | None = None) -> None:
-    """One full round (facts and LLDP neighbours included), then ``seconds`` of streaming into the store,
-    by one collector: a host the round found hung or slow stays so until it answers otherwise, however
-    short the streaming."""
+    """One full round (facts and LLDP neighbours included), then ``seconds`` of streaming into the store."""
+    await Collector(inventory, writer, settings=settings).run_once()
     collector = Collector(inventory, writer, settings=settings)
-    await collector.run_once()
     task = asyncio.ensure_future(collector.run())
     try:
         with contextlib.suppress(TimeoutError):

@@ -60,27 +60,3 @@ async def _facts_read(node: object) -> None:
     """Until the node's facts were read (``NodePoller.hardware`` set)."""
     while getattr(node, "hardware", None) is None:
         await asyncio.sleep(0.1)
-
-
-async def test_a_host_the_round_found_hung_stays_hung_while_the_stream_starts(tmp_path: Path) -> None:
-    """``fleet diagnose --collect``: a round, then a few seconds of streaming by the same collector;
-    the hung node is not made ``connecting`` again by the stream's start (the diagnosis reads it)."""
-    writer = StoreWriter(tmp_path / "fleet.db").start()
-    hang = '[[faults]]\nkind = "node_hang"\ntarget = "gpu001"\nat = 0\n'
-    async with running_fleet(small_scenario(hang), tmp_path / "sim") as inventory_path:
-        collector = Collector(load_inventory(inventory_path), writer, settings=FAST)
-        round_ = await collector.run_once()
-        assert round_.states["gpu001"].state is HostState.HUNG
-        answered = next(node for node in collector.nodes if node.host.name == "gpu002")
-        answered.got_sample.clear()
-        task = asyncio.ensure_future(collector.run())
-        try:
-            await asyncio.wait_for(answered.got_sample.wait(), timeout=60)
-            hung = collector.status.get("gpu001")
-            fresh = collector.status.get("gpu002")
-        finally:
-            await collector.close()
-            await asyncio.wait_for(task, timeout=20)
-    writer.close()
-    assert hung is not None and hung.state is HostState.HUNG
-    assert fresh is not None and fresh.state is HostState.OK

@@ -48,13 +48,12 @@ async def _collect(inventory: Inventory, writer: StoreWriter, lines: int) -> Non
     """What ``fleet diagnose --collect`` does, one full round then streaming, but streaming until the
     answering nodes have sent ``lines`` lines each on average rather than for a number of seconds:
     a busy machine takes longer to start the agents, and would leave the rules less."""
-    collector = Collector(inventory, writer, settings=SETTINGS)
-    first = await collector.run_once()
+    first = await Collector(inventory, writer, settings=SETTINGS).run_once()
     answering = sum(1 for host in inventory.nodes if not first.states[host.name].state.is_failure)
-    streamed = collector.counters.lines + lines * answering  # the round's own lines do not count
+    collector = Collector(inventory, writer, settings=SETTINGS)
     task = asyncio.ensure_future(collector.run())
     try:
-        while collector.counters.lines < streamed and not task.done():
+        while collector.counters.lines < lines * answering and not task.done():
             await asyncio.sleep(0.1)  # the count moves with every line; no event tells of a number reached
     finally:
         await collector.close()
