@@ -157,14 +157,14 @@ async def measure(inventory: Inventory, db: Path, duration_s: float, sim_pid: in
                 if watch.complete_at is not None and cpu_at_complete is None:
                     cpu_at_complete = (cpu_s(me) - cpu_start, cpu_s(sim_pid) - sim_start)
             if lines_at_half is None and now - watch.started >= duration_s / 2:
-                lines_at_half = (now, collector.counters.lines)
+                lines_at_half = (now, collector.stats.lines)
             if watch.rss_at_minute is None and now - watch.started >= FIRST_MINUTE_S:
                 watch.rss_at_minute = rss_mib()
             if task.done():
                 break
             await asyncio.sleep(POLL_S)
         rss_end = rss_mib()
-        lines_end = (time.monotonic(), collector.counters.lines)
+        lines_end = (time.monotonic(), collector.stats.lines)
         cpu_end = (cpu_s(me) - cpu_start, cpu_s(sim_pid) - sim_start)
     finally:
         await collector.close()

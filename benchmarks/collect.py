@@ -133,17 +133,17 @@ async def _stream(inventory: Inventory, db: Path, sim_pid: int, interval_s: floa
         # Two more intervals, so the burst of first lines (which have no rates yet) is behind us.
         await asyncio.sleep(2 * interval_s)
         settle_s = await _settled(writer, backlog=len(collector.nodes) * 1000, timeout_s=warmup_timeout_s)
-        counters = collector.counters
-        lines, samples, dropped = counters.lines, counters.samples, writer.stats().dropped
+        stats = collector.stats
+        lines, samples, dropped = stats.lines, stats.samples, writer.stats().dropped
         cpu, loop_cpu, sim_cpu = time.process_time(), time.thread_time(), cpu_s(sim_pid)
         writer_cpu = thread_cpu_s(WRITER_THREAD)
         began = time.monotonic()
         await asyncio.sleep(window_s)  # the window measured
         elapsed = time.monotonic() - began
-        cpu_used, lines_seen = time.process_time() - cpu, counters.lines - lines
+        cpu_used, lines_seen = time.process_time() - cpu, stats.lines - lines
         loop_cpu_s, writer_cpu_s = time.thread_time() - loop_cpu, thread_cpu_s(WRITER_THREAD) - writer_cpu
         sim_cpu_s, window_dropped = cpu_s(sim_pid) - sim_cpu, writer.stats().dropped - dropped
-        samples_seen = counters.samples - samples
+        samples_seen = stats.samples - samples
     finally:
         stop.set()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -168,7 +168,7 @@ async def _stream(inventory: Inventory, db: Path, sim_pid: int, interval_s: floa
         "loop_thread_ms_per_line": round(loop_cpu_s / lines_seen * 1000, 3) if lines_seen else None,
         "store_writer_ms_per_line": round(writer_cpu_s / lines_seen * 1000, 3) if lines_seen else None,
         "collector_cpu_s_per_s_all_nodes_at_1s": round(per_line_s * nodes, 3),
-        "dropped_puts": counters.dropped,
+        "dropped_puts": stats.dropped,
         "dropped_values_in_window": window_dropped,
     }
 

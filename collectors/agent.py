@@ -1,7 +1,7 @@
-"""fleet node agent: one JSON line per interval, schema ``fleet-agent/1`` (docs/agent-schema.md).
+"""fleet node agent: one JSON line per interval, schema ``fleet-agent/2`` (docs/agent-schema.md).
 
 Sent over SSH and run as ``python3 -u -c <this file> --interval N [--sysfs ROOT]
-[--optics-every K] [--optics-readings] [--changed-only [--full-every F] [--packed]]``, so this file must stay SELF-CONTAINED: the standard
+[--optics-every K] [--optics-readings] [--changed-only [--full-every F]]``, so this file must stay SELF-CONTAINED: the standard
 library only, plus ``pynvml`` (nvidia-ml-py) when the node has it. It never
 imports anything from fleet.
 
@@ -46,7 +46,7 @@ import threading
 import time
 from typing import Any
 
-SCHEMA = "fleet-agent/1"
+SCHEMA = "fleet-agent/2"
 TOOL_TIMEOUT_S = 5.0
 _NETDEV = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:@-]{0,14}$")
 _RATE = re.compile(r"^\s*([0-9.]+)\s*Gb/sec")
@@ -477,10 +477,6 @@ class Gpus:
 
 PER_LINE_KEYS = ("schema", "host", "ts", "seq", "interval_s", "errors")
 """Sent whole on every line, full or changed-only: they describe the line, not the node's state."""
-IDENTITY_KEYS = ("device", "port", "index", "netdev", "link_layer")
-"""Name a port or GPU: kept on each changed item; a new value is a new shape (a full line)."""
-_SAME = object()
-_SHAPE = object()
 
 
 def _is_number(value: Any) -> bool:
@@ -490,9 +486,8 @@ def _is_number(value: Any) -> bool:
 def slot_paths(line: dict[str, Any]) -> dict[tuple[Any, ...], int]:
     """The slots of a full line (docs/agent-schema.md): every number under ``ports[i].counters``,
     ``ports[i].hw_counters``, ``netdevs.N.ethtool``, ``qp_count`` and ``gpus[i]`` (but ``index``),
-    numbered in the line's order. A changed-only line sends a new number of a slot as the pair
-    (slot, value) rather than under its keys: about a third of the bytes, and the reader puts
-    the values in place without walking the line's objects."""
+    numbered in the line's order. A changed-only line sends the numbers that moved as (slot, value)
+    pairs: the reader puts them in place without walking the line's objects."""
     paths: list[tuple[Any, ...]] = []  # keys and list indices from the top
     for at, port in enumerate(line.get("ports", [])):
         for section in ("counters", "hw_counters"):
@@ -511,106 +506,64 @@ def _state_keys(obj: dict[str, Any]) -> set[str]:
     return {key for key in obj if key != "optics_text"}
 
 
-class _Differ:
-    """Diffs two lines of one shape; with ``slots``, a number of a slot goes to ``moved`` as (slot, value)."""
-
-    def __init__(self, slots: dict[tuple[Any, ...], int] | None) -> None:
-        self.slots = slots
-        self.moved: list[tuple[int, Any]] = []
-
-    def items(self, before: list[Any], after: list[Any], path: tuple[Any, ...]) -> Any:
-        if len(before) != len(after):
-            return _SHAPE
-        items = []
-        for index, new in enumerate(after):  # zip(strict=) is Python 3.10+
-            old = before[index]
-            if not isinstance(new, dict):
-                if old != new or type(old) is not type(new):
-                    return _SHAPE
-                continue
-            if not isinstance(old, dict) or any(old.get(key) != new.get(key) for key in IDENTITY_KEYS):
-                return _SHAPE
-            change = self.diff(old, new, (*path, index))
-            if change is _SHAPE:
-                return _SHAPE
-            if change is not _SAME:
-                item = {key: new[key] for key in IDENTITY_KEYS if key in new}
-                item.update(change)
-                items.append(item)
-        return items or _SAME
-
-    def diff(self, before: Any, after: Any, path: tuple[Any, ...]) -> Any:
-        """What changed from ``before`` to ``after``: _SAME, _SHAPE (keys or lengths differ), or the changes."""
-        if isinstance(after, dict):
-            if not isinstance(before, dict) or _state_keys(before) != _state_keys(after):
-                return _SHAPE
-            out = {}
-            slots = self.slots
-            for key, value in after.items():
-                if key == "optics_text":  # a reading, not state: sent whole on the lines that have it
-                    out[key] = value
-                    continue
-                old = before[key]
-                if slots is not None and _is_number(value):
-                    slot = slots.get((*path, key))
-                    if slot is not None:
-                        if old != value or type(old) is not type(value):
-                            self.moved.append((slot, value))
-                        continue
-                change = self.diff(old, value, (*path, key))
-                if change is _SHAPE:
-                    return _SHAPE
-                if change is not _SAME:
-                    out[key] = change
-            return out or _SAME
-        if isinstance(after, list):
-            return self.items(before, after, path) if isinstance(before, list) else _SHAPE
-        if before == after and type(before) is type(after):
-            return _SAME
-        return after
+def _only_slots_moved(before: Any, after: Any, path: tuple[Any, ...], slots: dict[tuple[Any, ...], int],
+                      moved: list[tuple[int, Any]]) -> bool:
+    """Whether ``after`` differs from ``before`` only in numbers of slots (each such one appended to
+    ``moved`` as (slot, value)); False for anything else: a key, item, string, null or number
+    without a slot that came, went or changed, or a slot whose value is no longer a number."""
+    if path in slots:
+        if not _is_number(after):
+            return False
+        if after != before or type(after) is not type(before):
+            moved.append((slots[path], after))
+        return True
+    if isinstance(after, dict):
+        if not isinstance(before, dict) or _state_keys(before) != _state_keys(after):
+            return False
+        return all(_only_slots_moved(before[key], value, (*path, key), slots, moved)
+                   for key, value in after.items() if key != "optics_text")
+    if isinstance(after, list):
+        if not isinstance(before, list) or len(before) != len(after):
+            return False
+        return all(_only_slots_moved(before[at], after[at], (*path, at), slots, moved) for at in range(len(after)))
+    return before == after and type(before) is type(after)
 
 
-def packed_moved(slots: list[int], values: list[Any]) -> str | None:
-    """The moved numbers as ``packed`` (docs/agent-schema.md): base64 of the slots as little-endian
+def packed_moved(moved: list[tuple[int, Any]]) -> str | None:
+    """(slot, value) pairs as ``packed`` (docs/agent-schema.md): base64 of the slots as little-endian
     uint32, then the values as little-endian float64 (an integer rounded to the nearest double, as
-    the reader stores it). The reader takes them into arrays in one call each, where a JSON list is
-    one Python number per value. None when one does not fit (they go as lists)."""
+    the reader stores it). None when one does not fit (the line then goes whole)."""
     try:
-        data = struct.pack(f"<{len(slots)}I{len(values)}d", *slots, *values)
+        data = struct.pack(f"<{len(moved)}I{len(moved)}d", *(slot for slot, _ in moved), *(value for _, value in moved))
     except (struct.error, OverflowError):
         return None
     return base64.b64encode(data).decode("ascii")
 
 
 def changed_line(previous: dict[str, Any], current: dict[str, Any],
-                 slots: dict[tuple[Any, ...], int] | None = None, packed: bool = False) -> dict[str, Any] | None:
-    """``current`` as a changed-only line against ``previous`` (docs/agent-schema.md), or None
-    when the two differ in shape (a port, netdev, GPU or counter came or went), which needs a full line.
-
-    ``slots``: those of the last full line (``slot_paths``); without them every change is sent under its keys.
-    ``packed``: the numbers moved by slot go as ``packed`` rather than the lists ``slots`` and ``values``.
+                 slots: dict[tuple[Any, ...], int]) -> dict[str, Any] | None:
+    """``current`` as a changed-only line against ``previous`` (docs/agent-schema.md): its own keys,
+    the numbers that moved by slot (``slots``: those of the last full line, ``slot_paths``) as one
+    ``packed`` string, and the optics texts it read. None when anything else changed (a port, netdev,
+    GPU or counter that came or went, a port state, a GPU field that turned null): that needs a full line.
     """
     if _state_keys(previous) != _state_keys(current):
         return None
+    moved: list[tuple[int, Any]] = []
+    for key, value in current.items():
+        if key not in PER_LINE_KEYS and not _only_slots_moved(previous[key], value, (key,), slots, moved):
+            return None
     line = {key: current[key] for key in PER_LINE_KEYS if key in current}
     line["changed_only"] = True
-    differ = _Differ(slots)
-    for key, value in current.items():
-        if key in PER_LINE_KEYS:
-            continue
-        change = differ.diff(previous[key], value, (key,))
-        if change is _SHAPE:
+    if moved:
+        packed = packed_moved(moved)
+        if packed is None:
             return None
-        if change is not _SAME:
-            line[key] = change
-    if differ.moved:
-        moved_slots = [slot for slot, _ in differ.moved]
-        moved_values = [value for _, value in differ.moved]
-        packed_text = packed_moved(moved_slots, moved_values) if packed else None
-        if packed_text is not None:
-            line["packed"] = packed_text
-        else:
-            line["slots"], line["values"] = moved_slots, moved_values
+        line["packed"] = packed
+    optics = {name: {"optics_text": entry["optics_text"]} for name, entry in current.get("netdevs", {}).items()
+              if "optics_text" in entry}
+    if optics:
+        line["netdevs"] = optics
     return line
 
 
@@ -651,7 +604,7 @@ def _watch_stdin(stop: threading.Event) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="fleet-agent", description="fleet node agent (fleet-agent/1)")
+    parser = argparse.ArgumentParser(prog="fleet-agent", description="fleet node agent (fleet-agent/2)")
     parser.add_argument("--interval", type=float, default=1.0, help="seconds between lines")
     parser.add_argument("--sysfs", default="/sys", help="sysfs root (tests point it at a fixture tree)")
     parser.add_argument("--optics-every", type=int, default=60, help="ethtool -m every K lines (0: never)")
@@ -663,8 +616,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--changed-only", action="store_true",
                         help="between full lines, send only the values that changed since the previous line")
     parser.add_argument("--full-every", type=int, default=60, help="with --changed-only: a full line every F lines")
-    parser.add_argument("--packed", action="store_true",
-                        help="with --changed-only: the numbers moved by slot as one base64 string")
     args = parser.parse_args(argv)
     if args.interval <= 0:
         parser.error("--interval must be positive")
@@ -681,7 +632,7 @@ def main(argv: list[str] | None = None) -> int:
     while True:  # at least one line: with stdin already closed the agent is a one-shot sample
         line = sample_line(args, seq, gpus, hostname)
         if args.changed_only:  # full on the first line, every F-th, and when the shape changed
-            delta = changed_line(previous, line, slots, args.packed) \
+            delta = changed_line(previous, line, slots) \
                 if previous is not None and seq % args.full_every else None
             if delta is None:
                 slots = slot_paths(line)

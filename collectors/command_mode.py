@@ -14,7 +14,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from fleet.collectors.agent_reader import AgentGpu, AgentLine, AgentNetdev, AgentPort
+from fleet.collectors.agent_reader import SCHEMA, AgentGpu, AgentLine, AgentNetdev, AgentPort
 from fleet.collectors.commands import Command, Glob, command
 from fleet.collectors.isolation import read_output
 from fleet.collectors.parsers.ethtool_stats import parse_ethtool_stats
@@ -150,7 +150,7 @@ class CommandModeNode:
         gpus = tuple(_gpu(gpu, position) for position, gpu in enumerate(query.gpus))
         gpu_error = "" if gpus else "nvidia-smi reported no GPUs"
         return AgentLine(
-            schema="fleet-agent/1", host=self.host, ts=ts, seq=self.ticks, interval_s=0.0,
+            schema=SCHEMA, host=self.host, ts=ts, seq=self.ticks, interval_s=0.0,
             ports=ports, netdevs=netdevs, qp_count=read_output("rdma -j res show", _qp_counts, sections.get("rdma", "")),
             gpus=gpus, gpu_error=gpu_error, errors=tuple(self.problems),
         )

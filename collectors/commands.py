@@ -160,12 +160,10 @@ def sequence(*commands: Command) -> Command:
 def agent_command(
     source: str, interval_s: float, *, sysfs: str | None = None, optics_every: int | None = None,
     ethtool_keep: Iterable[str] | None = None, full_every: int | None = None, optics_readings: bool = False,
-    packed: bool = False,
 ) -> Command:
     """``python3 -u -c <source> --interval N [--sysfs ROOT] [--optics-every K] [--ethtool-keep A,B]
-    [--optics-readings] [--changed-only --full-every F [--packed]]`` (``full_every`` given: changed-only
-    lines, a full one every F; ``optics_readings``: only the reading lines of ``ethtool -m``;
-    ``packed``: changed-only lines carry their moved numbers as one base64 string).
+    [--optics-readings] [--changed-only --full-every F]`` (``full_every`` given: changed-only
+    lines, a full one every F; ``optics_readings``: only the reading lines of ``ethtool -m``).
 
     ``source`` is the agent's own file (``fleet.collectors.agent_reader.agent_source()``);
     the options are in docs/agent-schema.md.
@@ -181,8 +179,6 @@ def agent_command(
         args.append("--optics-readings")
     if full_every is not None:
         args += ["--changed-only", "--full-every", full_every]
-        if packed:
-            args.append("--packed")
     return Command((("python3", *(_word(arg) for arg in args)),), _TOKEN)
 
 

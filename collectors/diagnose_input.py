@@ -68,7 +68,7 @@ def read_input(reader: StoreReader, *, window_s: float, end_ts: float | None = N
             history.append(Moment(at, readings))
     roles = {h.name: h.role for h in reader.hosts()}
     ports = reader.ports()
-    statuses = reader.host_statuses(as_of=end_ts)
+    statuses = reader.host_statuses(as_of=end_ts, settled=True)  # a host being reconnected keeps its last state
     silent = [h for h, s in statuses.items() if s.state in (HostState.UNREACHABLE, HostState.HUNG)]
     plan = [PlannedCable(row.node, row.nic, row.switch, row.port) for row in cabling]
     graph = build_graph(ports, roles)

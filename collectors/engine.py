@@ -19,19 +19,22 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from fleet.collectors.agent_reader import AgentKeys
 from fleet.collectors.inventory import Inventory
 from fleet.collectors.isolation import guarded, guarded_once
-from fleet.collectors.node_poller import CollectSettings, Counters, NodePoller
-from fleet.collectors.pause import pause
-from fleet.collectors.rate_batch import RateBatch
+from fleet.collectors.node_poller import CollectorStats, CollectSettings, NodePoller
+from fleet.collectors.optics import OpticsReader
+from fleet.collectors.rate_queue import RateQueue
 from fleet.collectors.setup_gate import Progress, SetupGate
 from fleet.collectors.slurm_poller import SlurmPoller
 from fleet.collectors.sshpool import PoolSettings, SshPool
 from fleet.collectors.status import StatusBook
+from fleet.collectors.stoppable_sleep import sleep_until_stopped
 from fleet.collectors.switch_budget import SwitchBudget
 from fleet.collectors.switch_poller import SwitchPoller
 from fleet.fabric.rates import RateTracker
 from fleet.fabric.records import HostRecord, HostStatus
+from fleet.fabric.samples import SeriesLayouts
 from fleet.fabric.states import HostState
 from fleet.store.writer import StoreWriter
 
@@ -86,15 +89,18 @@ class Collector:
                             on_event=writer.put_event,
                             settings=PoolSettings(slow_threshold_s=self.settings.slow_after_s,
                                                   connect_timeout_s=self.settings.hung_after_s))
-        self.counters = Counters()
-        rates = RateTracker(max_gap_s=max(10.0, 3 * self.settings.interval_s))
-        batch = RateBatch(rates)
+        self.stats = CollectorStats()
+        """What the collector has done: collector statistics, not RDMA counters."""
+        layouts = SeriesLayouts()
+        rates = RateTracker(max_gap_s=max(10.0, 3 * self.settings.interval_s), layouts=layouts)
+        self._queue = RateQueue(rates)
+        keys, optics = AgentKeys(layouts), OpticsReader()
         self.gate = SetupGate(h.name for h in inventory.hosts)
         switch_budget = SwitchBudget(len(inventory.switches), self.settings.interval_s)
-        self.nodes = [NodePoller(h, self.pool, writer, self.status, rates, self.settings, self.counters, batch,
+        self.nodes = [NodePoller(h, self.pool, writer, self.status, self._queue, self.settings, self.stats, keys, optics,
                                  self.gate)
                       for h in inventory.nodes]
-        self.switches = [SwitchPoller(h, self.pool, writer, self.status, rates, self.settings, self.counters,
+        self.switches = [SwitchPoller(h, self.pool, writer, self.status, rates, self.settings, self.stats,
                                       self.gate, switch_budget)
                          for h in inventory.switches]
         head = inventory.head
@@ -110,7 +116,7 @@ class Collector:
         ok = sum(1 for s in states.values() if s.state in (HostState.OK, HostState.SLOW))
         node_states = {node.host.name: node.hardware.states for node in self.nodes
                        if node.hardware is not None and node.hardware.states}
-        return RoundSummary(time.time(), ok, dict(failed), self.counters.samples,
+        return RoundSummary(time.time(), ok, dict(failed), self.stats.samples,
                             time.monotonic() - self._started, states, self.gate.progress(), node_states)
 
     def status_failed(self, host: str) -> bool:
@@ -154,6 +160,7 @@ class Collector:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            self._queue.flush()  # the last samples are stored before the writer may close
             await self.pool.close()
 
     async def run_once(self) -> RoundSummary:
@@ -168,6 +175,7 @@ class Collector:
         try:
             await asyncio.gather(*jobs)
         finally:
+            self._queue.flush()
             await self.pool.close()
         return self.summary()
 
@@ -176,7 +184,7 @@ class Collector:
 
     async def _report(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
-            await pause(stop, self.settings.interval_s)
+            await sleep_until_stopped(stop, self.settings.interval_s)
             if self._on_round is not None:
                 self._on_round(self.summary())
 

@@ -27,8 +27,8 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from fleet.collectors.parsers.base import ParseError, ParserBug
-from fleet.collectors.pause import pause
 from fleet.collectors.status import StatusBook
+from fleet.collectors.stoppable_sleep import sleep_until_stopped
 from fleet.fabric.states import HostState
 from fleet.fabric.text import clean_text
 
@@ -94,7 +94,7 @@ async def guarded(host: str, status: StatusBook, work: Callable[[], Awaitable[ob
     unparsable, wait ``retry_s()`` seconds (the poller's schedule for a failed host) and
     start it again, until ``stop``."""
     while not await guarded_once(host, status, work) and not stop.is_set():
-        await pause(stop, retry_s())
+        await sleep_until_stopped(stop, retry_s())
 
 
 __all__ = ["REASON_CHARS", "Unparsable", "describe", "guarded", "guarded_once", "mark_unparsable", "read_output"]

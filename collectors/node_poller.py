@@ -18,10 +18,11 @@ from dataclasses import dataclass, replace
 
 from fleet.collectors.agent_reader import (
     ETHTOOL_COUNTERS,
+    AgentKeys,
     AgentLine,
     AgentLineError,
     AgentStream,
-    HeldSlots,
+    ReadOptics,
     agent_source,
     host_sample,
 )
@@ -30,15 +31,14 @@ from fleet.collectors.commands import Glob, agent_command, command
 from fleet.collectors.inventory import InventoryHost
 from fleet.collectors.isolation import Unparsable, describe, read_output
 from fleet.collectors.module_limits import module_limit_values, module_parts
-from fleet.collectors.optics import optics_values
 from fleet.collectors.parsers.host_hardware import HARDWARE_FILES, HostHardware, parse_host_hardware
 from fleet.collectors.parsers.lldp import parse_lldp
-from fleet.collectors.pause import pause
-from fleet.collectors.rate_batch import RateBatch
+from fleet.collectors.rate_queue import RateQueue
 from fleet.collectors.sections import sectioned, split_sections
 from fleet.collectors.setup_gate import Budget, Place, SetupGate, handshake
 from fleet.collectors.sshpool import RunResult, SshPool
 from fleet.collectors.status import StatusBook
+from fleet.collectors.stoppable_sleep import sleep_until_stopped
 from fleet.fabric.events import Event, Severity
 from fleet.fabric.node_hardware import (
     NO_NVIDIA_DRIVER,
@@ -47,9 +47,8 @@ from fleet.fabric.node_hardware import (
     hardware_info,
     node_hardware,
 )
-from fleet.fabric.rates import DerivedRates, RateTracker
 from fleet.fabric.records import HostRecord, PortRecord
-from fleet.fabric.samples import HostSample, PackedValues
+from fleet.fabric.samples import HostSample
 from fleet.fabric.states import HostState
 from fleet.fabric.text import clean_text
 from fleet.store.writer import StoreWriter
@@ -79,31 +78,35 @@ class CollectSettings:
     """The agent sends only changed values, with a full line every this many lines; None: full lines only."""
 
 
-class Counters:
+class CollectorStats:
     """What the collector has done, for round summaries and ``--json`` output."""
 
     def __init__(self) -> None:
         self.samples = 0
+        """Values written (counters, gauges and rates)."""
         self.lines = 0
+        """Node samples stored (agent lines and command-mode ticks)."""
         self.dropped = 0
+        """Node samples the store's writer refused (back-pressure)."""
 
 
 class NodePoller:
     def __init__(self, host: InventoryHost, pool: SshPool, writer: StoreWriter, status: StatusBook,
-                 rates: RateTracker, settings: CollectSettings, counters: Counters,
-                 batch: RateBatch | None = None, gate: SetupGate | None = None) -> None:
-        """``batch``: where a stream's changed-only lines wait to be derived with other nodes'
-        (shared by a collector's nodes, with ``rates``); None derives each line as it comes.
-        ``gate``: paces set-ups with the other hosts' (a collector's), None sets up at once."""
+                 queue: RateQueue, settings: CollectSettings, stats: CollectorStats, keys: AgentKeys,
+                 optics: ReadOptics, gate: SetupGate | None = None) -> None:
+        """``queue``, ``keys`` and ``optics``: the collector's, shared by its nodes (where samples wait to
+        be derived with other nodes', the keys of their values, the optics reader). ``gate``: paces
+        set-ups with the other hosts' (a collector's), None sets up at once."""
         self.host = host
         self._gate = gate
         self._pool = pool
         self._writer = writer
         self._status = status
-        self._rates = rates
-        self._batch = batch
+        self._queue = queue
         self._settings = settings
-        self._counters = counters
+        self._stats = stats
+        self._keys = keys
+        self._optics = optics
         self.mode = host.mode
         self._command_node = CommandModeNode(host.name, optics_every=settings.optics_every)
         self._netdev_owner: dict[str, str] = {}
@@ -115,7 +118,7 @@ class NodePoller:
         self._lag_at_last_line = 0.0
         self._lines_in_stream = 0
         """Lines of the current agent stream: the first one's delay is judged apart (set-up)."""
-        self._stream = AgentStream(host.name, optics_values)
+        self._stream = AgentStream(host.name, optics, keys)
         self.got_sample = asyncio.Event()
         self.showed_nothing = False
         """The last agent line had no value: no RDMA port and no GPU."""
@@ -125,46 +128,21 @@ class NodePoller:
 
     # --- samples -------------------------------------------------------------
 
-    def _store(self, line: AgentLine) -> None:
+    def _queue_tick(self, line: AgentLine) -> None:
+        """A command-mode tick, read as an agent line, to the rate queue."""
         for port in line.ports:
             if port.netdev:
                 self._netdev_owner[port.netdev] = port.device
-        self._keep(host_sample(line, self.host.name, optics=optics_values), None)
+        self._queue.put(host_sample(line, self.host.name, self._optics, self._keys), self._store)
 
-    def _keep(self, sample: HostSample, changed_at: tuple[int, ...] | None, slots: HeldSlots | None = None) -> None:
-        """Rates and the store; ``changed_at``: only the values at these places of ``sample.values``
-        (``StreamSample.changed_at``) moved since the host's last sample; None: compare all.
-
-        The counters and the rates derived from them go to the store as one sample: one
-        frame per line (and one put, one layout) rather than two at the same instant.
-        A stream's values are ``PackedValues``: the rates join them as one array (its
-        layout shared by every node with the same ports), not as a dict of ~700 entries.
-        The rate tracker keeps ``sample`` itself as the host's previous one. ``slots``: values of
-        ``sample`` the batch writes (``StreamSample.slots``).
-        """
-        batch = self._batch
-        if batch is not None:
-            if changed_at is not None:
-                batch.add(sample, changed_at, self._kept, slots, self._refused)
-                return
-            if batch.holds(sample.host):  # its line before this one goes first
-                batch.flush()
-        self._kept(sample, self._rates.update(sample) if changed_at is None else
-                   self._rates.update_changed(sample, places=changed_at))
-
-    def _kept(self, sample: HostSample, derived: DerivedRates) -> None:
-        values = sample.values
-        values = values.plus(derived.sample.values) if isinstance(values, PackedValues) \
-            else {**values, **derived.sample.values}
-        if values:
-            if not self._writer.put_samples(HostSample(sample.host, sample.ts, values)):
-                self._counters.dropped += 1
-            self._counters.samples += len(values)
-        self._counters.lines += 1
+    def _store(self, sample: HostSample) -> None:
+        """A sample with its rates and readings, into the store: one frame per line."""
+        if sample.values:
+            if not self._writer.put_samples(sample):
+                self._stats.dropped += 1
+            self._stats.samples += len(sample.values)
+        self._stats.lines += 1
         self.got_sample.set()
-
-    def _refused(self, reason: str) -> None:
-        self._status.set(self.host.name, HostState.UNPARSABLE, f"agent line: {reason}")
 
     def _answered(self, state: HostState, reason: str = "") -> None:
         """The node answered: ``state`` is its state, unless its last facts read was unreadable,
@@ -174,11 +152,8 @@ class NodePoller:
         self._status.set(self.host.name, state, reason)
 
     def _on_agent_line(self, text: str) -> None:
-        batch = self._batch
-        if batch is not None and batch.holds(self.host.name):
-            batch.flush()  # its line before this one is read whole first: this one builds on it
         try:
-            read = self._stream.read(text, hold_slots=batch is not None)
+            read = self._stream.read(text)
         except Exception as error:  # the node's line: whatever reading it raises is the node's (isolation)
             # Ends this stream (nothing more of it is read: a flood of bad lines costs one), and the
             # guarded loop marks the node and starts the agent again, with a full line, on its schedule.
@@ -189,8 +164,8 @@ class NodePoller:
         if abs(sample.ts - now) > MAX_CLOCK_SKEW_S:
             sample = replace(sample, ts=now)
         if read.netdev_owner is not None:
-            self._netdev_owner.update((netdev, owner[0]) for netdev, owner in read.netdev_owner.items())
-        self._keep(sample, read.changed_at, read.slots)
+            self._netdev_owner.update((netdev, owner.device) for netdev, owner in read.netdev_owner.items())
+        self._queue.put(sample, self._store, read.optics, read.moved)
         arrived, lag = time.monotonic(), self._pool.lag
         gap_s = arrived - self._last_line_at - lag.since(self._lag_at_last_line)  # our own lateness is not the node's
         self._last_line_at, self._lag_at_last_line = arrived, lag.total_s
@@ -230,14 +205,13 @@ class NodePoller:
         started = self._last_line_at = time.monotonic()
         lag_at_start = self._lag_at_last_line = self._pool.lag.total_s
         self._lines_in_stream = 0
-        self._stream = AgentStream(self.host.name, optics_values)  # the agent starts again with a full line
+        self._stream = AgentStream(self.host.name, self._optics, self._keys)  # the agent starts again with a full line
         first = asyncio.ensure_future(self.got_sample.wait())
         self.got_sample.clear()
         stream = asyncio.ensure_future(self._pool.stream(
             self.host.name,
             agent_command(agent_source(), settings.interval_s, optics_every=settings.optics_every,
-                          ethtool_keep=ETHTOOL_COUNTERS, full_every=settings.full_every, optics_readings=True,
-                          packed=True),
+                          ethtool_keep=ETHTOOL_COUNTERS, full_every=settings.full_every, optics_readings=True),
             self._on_agent_line,
             first_line_timeout_s=settings.hung_after_s + settings.interval_s,
             line_timeout_s=settings.hung_after_s + settings.interval_s,
@@ -254,11 +228,7 @@ class NodePoller:
                                  f"first agent line after {waited:.1f} s (slow above {settings.slow_after_s:g} s)")
         else:
             first.cancel()
-        try:
-            return await stream
-        finally:
-            if self._batch is not None and self._batch.holds(self.host.name):
-                self._batch.flush()  # the stream's last line is stored before anything else
+        return await stream
 
     async def _command_tick(self) -> RunResult:
         place = None if self._pool.connected(self.host.name) else await self._enter()
@@ -281,7 +251,7 @@ class NodePoller:
                     self._status.set(self.host.name, HostState.UNPARSABLE,
                                      "no RDMA port and no GPU in the output: " + "; ".join(line.errors[:2]))
                     return result
-            self._store(line)
+            self._queue_tick(line)
         self._answered(result.state, result.reason)
         return result
 
@@ -370,10 +340,10 @@ class NodePoller:
                 result = await self._command_tick()
                 if result.ok:
                     await self._facts_if_due()
-                    await pause(stop, self._settings.interval_s - (time.monotonic() - started))
+                    await sleep_until_stopped(stop, self._settings.interval_s - (time.monotonic() - started))
                     continue
             if not stop.is_set():
-                await pause(stop, max(self._pool.next_retry_s(self.host.name), self._settings.interval_s))
+                await sleep_until_stopped(stop, max(self._pool.next_retry_s(self.host.name), self._settings.interval_s))
 
     async def facts_loop(self, stop: asyncio.Event) -> None:
         """Agent mode: the stream owns the main loop, facts come on a second channel now and then.
@@ -385,7 +355,7 @@ class NodePoller:
         """
         spread_s = 0.0
         if self._gate is None:  # alone: give the stream a few seconds to answer first
-            await pause(stop, min(5.0, self._settings.facts_every_s))
+            await sleep_until_stopped(stop, min(5.0, self._settings.facts_every_s))
         else:
             settled = asyncio.ensure_future(self._gate.settled.wait())
             stopped = asyncio.ensure_future(stop.wait())
@@ -393,12 +363,12 @@ class NodePoller:
             settled.cancel()
             stopped.cancel()
             spread_s = min(self._gate.progress().total / FIRST_FACTS_PER_S, self._settings.facts_every_s)
-        await pause(stop, 0.0 if self.showed_nothing else self._rng.uniform(0.0, spread_s))
+        await sleep_until_stopped(stop, 0.0 if self.showed_nothing else self._rng.uniform(0.0, spread_s))
         while not stop.is_set():
             if self._status.get(self.host.name) is not None and self._pool.state(self.host.name).state in (
                     HostState.OK, HostState.SLOW):
                 await self.read_facts()
-            await pause(stop, self._settings.facts_every_s)
+            await sleep_until_stopped(stop, self._settings.facts_every_s)
 
     async def _facts_if_due(self) -> None:
         now = time.monotonic()

@@ -52,8 +52,9 @@ def say(message: dict[str, Any]) -> None:
 class Job:
     """One started process: its output pumped to ``say``, its exit reported once both pipes ended."""
 
-    def __init__(self, ident: int, argv: list[str]) -> None:
+    def __init__(self, ident: int, argv: list[str], runner: Runner) -> None:
         self.ident = ident
+        self.runner = runner
         self.process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                         stderr=subprocess.PIPE, start_new_session=True, close_fds=True)
         self.pumps = [threading.Thread(target=self.pump, args=(self.process.stdout, "out"), daemon=True),
@@ -83,8 +84,7 @@ class Job:
             say({"id": self.ident, "signal": signal.Signals(-status).name[3:]})
         else:
             say({"id": self.ident, "exit": status})
-        with _jobs_lock:
-            _jobs.pop(self.ident, None)
+        self.runner.ended(self.ident)
 
     def stop(self) -> None:
         """SIGTERM to the process group, SIGKILL after KILL_AFTER_S if it is still there."""
@@ -99,53 +99,66 @@ class Job:
                 os.killpg(self.process.pid, number)
 
 
-_jobs: dict[int, Job] = {}
-_jobs_lock = threading.Lock()
+class Runner:
+    """The jobs this runner started and that have not ended, by their request's id."""
 
+    def __init__(self) -> None:
+        self.jobs: dict[int, Job] = {}
+        self.lock = threading.Lock()
+        """Held while ``jobs`` is read or changed: each job's reporter thread removes its own."""
 
-def handle(line: bytes) -> None:
-    """One request line."""
-    try:
-        request = json.loads(line.decode("utf-8"))
-        ident = request["id"]
-        if not isinstance(ident, int) or isinstance(ident, bool):
-            raise ValueError("id must be an integer")
-    except (ValueError, KeyError, TypeError) as exc:
-        say({"id": None, "error": f"bad request: {exc}"})
-        return
-    if request.get("stop"):
-        with _jobs_lock:
-            job = _jobs.get(ident)
-        if job is not None:
-            job.stop()
-        return
-    argv = request.get("argv")
-    if not isinstance(argv, list) or not argv or not all(isinstance(word, str) for word in argv):
-        say({"id": ident, "error": "bad request: argv must be a non-empty list of strings"})
-        return
-    with _jobs_lock:
-        if ident in _jobs:
-            say({"id": ident, "error": f"bad request: id {ident} is running"})
-            return
+    def handle(self, line: bytes) -> None:
+        """One request line."""
         try:
-            _jobs[ident] = Job(ident, argv)
-        except OSError as exc:
-            reason = os.strerror(exc.errno) if exc.errno else str(exc)
-            say({"id": ident, "err": f"runner: cannot run {argv[0]}: {reason}\n"})
-            say({"id": ident, "exit": 127})
+            request = json.loads(line.decode("utf-8"))
+            ident = request["id"]
+            if not isinstance(ident, int) or isinstance(ident, bool):
+                raise ValueError("id must be an integer")
+        except (ValueError, KeyError, TypeError) as exc:
+            say({"id": None, "error": f"bad request: {exc}"})
+            return
+        if request.get("stop"):
+            with self.lock:
+                job = self.jobs.get(ident)
+            if job is not None:
+                job.stop()
+            return
+        argv = request.get("argv")
+        if not isinstance(argv, list) or not argv or not all(isinstance(word, str) for word in argv):
+            say({"id": ident, "error": "bad request: argv must be a non-empty list of strings"})
+            return
+        with self.lock:
+            if ident in self.jobs:
+                say({"id": ident, "error": f"bad request: id {ident} is running"})
+                return
+            try:
+                self.jobs[ident] = Job(ident, argv, self)
+            except OSError as exc:
+                reason = os.strerror(exc.errno) if exc.errno else str(exc)
+                say({"id": ident, "err": f"runner: cannot run {argv[0]}: {reason}\n"})
+                say({"id": ident, "exit": 127})
+
+    def ended(self, ident: int) -> None:
+        with self.lock:
+            self.jobs.pop(ident, None)
+
+    def stop_all(self) -> None:
+        """Stop every job, and wait until each one's end is said."""
+        with self.lock:
+            running = list(self.jobs.values())
+        for job in running:
+            job.stop()
+        for job in running:
+            job.reporter.join(KILL_AFTER_S + 1)
 
 
 def main() -> int:
     say({"runner": 1, "pid": os.getpid()})
+    runner = Runner()
     for line in sys.stdin.buffer:
         if line.strip():
-            handle(line)
-    with _jobs_lock:
-        running = list(_jobs.values())
-    for job in running:
-        job.stop()
-    for job in running:
-        job.reporter.join(KILL_AFTER_S + 1)  # its end is said before the runner goes
+            runner.handle(line)
+    runner.stop_all()  # the end of each is said before the runner goes
     return 0
 
 

@@ -10,10 +10,10 @@ from fleet.collectors.inventory import InventoryHost
 from fleet.collectors.isolation import Unparsable, read_output
 from fleet.collectors.node_poller import CollectSettings
 from fleet.collectors.parsers.slurm import parse_squeue_json
-from fleet.collectors.pause import pause
 from fleet.collectors.setup_gate import Budget, SetupGate, handshake
 from fleet.collectors.sshpool import SshPool
 from fleet.collectors.status import StatusBook
+from fleet.collectors.stoppable_sleep import sleep_until_stopped
 from fleet.fabric.records import HostRecord, JobRecord
 from fleet.fabric.states import HostState
 from fleet.fabric.text import clean_text
@@ -83,7 +83,7 @@ class SlurmPoller:
         while not stop.is_set():
             ok = await self.poll()
             wait_s = JOBS_EVERY_S if ok else max(self._pool.next_retry_s(self.host.name), JOBS_EVERY_S)
-            await pause(stop, wait_s)
+            await sleep_until_stopped(stop, wait_s)
 
 
 def _field(text: str) -> str:

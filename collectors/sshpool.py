@@ -165,8 +165,8 @@ class _Failure(Exception):
 
 
 @dataclass
-class _Slot:
-    """Everything the pool knows about one host."""
+class _PooledHost:
+    """Everything the pool knows about one host: its connection, state and backoff."""
 
     host: InventoryHost
     status: HostStatus
@@ -244,8 +244,8 @@ class SshPool:
         self._known_hosts_path = known_hosts or Path("~/.ssh/known_hosts").expanduser()
         self._known_hosts = self._read_known_hosts(self._known_hosts_path)
         now = time.time()
-        self._slots = {
-            host.name: _Slot(host, HostStatus(host.name, HostState.CONNECTING, now)) for host in hosts
+        self._hosts = {
+            host.name: _PooledHost(host, HostStatus(host.name, HostState.CONNECTING, now)) for host in hosts
         }
         self._connecting = asyncio.Semaphore(self.settings.max_connecting)
         self._keys: dict[Path, list[asyncssh.SSHKey] | _Failure] = {}
@@ -254,7 +254,7 @@ class SshPool:
         self.lag = LoopLag()
         """How late this process's loop ran: subtracted from every wait judged hung or slow."""
         self.open_files_limit = raise_open_file_limit(
-            max(self.settings.open_files_wanted, 4 * len(self._slots) + 256)
+            max(self.settings.open_files_wanted, 4 * len(self._hosts) + 256)
         )
 
     # --- host keys ----------------------------------------------------------------
@@ -296,33 +296,33 @@ class SshPool:
 
     @property
     def hosts(self) -> tuple[str, ...]:
-        return tuple(self._slots)
+        return tuple(self._hosts)
 
     def inventory_host(self, host: str) -> InventoryHost:
         """How the inventory describes ``host``."""
-        return self._slot(host).host
+        return self._pooled(host).host
 
     def state(self, host: str) -> HostStatus:
         """The host's collection state since the last change, with the reason in words."""
-        return self._slots[host].status
+        return self._hosts[host].status
 
     def connected(self, host: str) -> bool:
         """Whether ``host`` has an open connection (its next command needs no set-up)."""
-        conn = self._slot(host).conn
+        conn = self._pooled(host).conn
         return conn is not None and not conn.is_closed()
 
     def next_retry_s(self, host: str) -> float:
         """Seconds until the pool will try to connect to ``host`` again (0: now)."""
-        return max(0.0, self._slots[host].retry_at - self._clock())
+        return max(0.0, self._hosts[host].retry_at - self._clock())
 
-    def _set_state(self, slot: _Slot, state: HostState, reason: str) -> None:
-        if slot.status.state != state or slot.status.reason != reason:
-            since = slot.status.since if slot.status.state == state else time.time()
-            slot.status = HostStatus(slot.host.name, state, since, reason)
+    def _set_state(self, pooled: _PooledHost, state: HostState, reason: str) -> None:
+        if pooled.status.state != state or pooled.status.reason != reason:
+            since = pooled.status.since if pooled.status.state == state else time.time()
+            pooled.status = HostStatus(pooled.host.name, state, since, reason)
 
-    def _result(self, slot: _Slot, started: float, state: HostState, reason: str = "", **kwargs: Any) -> RunResult:
-        self._set_state(slot, state, reason)
-        return RunResult(slot.host.name, state, seconds=time.monotonic() - started, reason=reason, **kwargs)
+    def _result(self, pooled: _PooledHost, started: float, state: HostState, reason: str = "", **kwargs: Any) -> RunResult:
+        self._set_state(pooled, state, reason)
+        return RunResult(pooled.host.name, state, seconds=time.monotonic() - started, reason=reason, **kwargs)
 
     # --- connections --------------------------------------------------------------
 
@@ -364,21 +364,21 @@ class SshPool:
             options["config"] = config
         return options
 
-    def _jump_spec(self, slot: _Slot, config: list[str] | None) -> str:
+    def _jump_spec(self, pooled: _PooledHost, config: list[str] | None) -> str:
         """The host's jump hosts: the inventory's, else its config's ProxyJump, as asyncssh reads
         that config for this host (Host patterns, Match); "" for none."""
-        host = slot.host
+        host = pooled.host
         if host.jump_host:
             return host.jump_host
-        if slot.config_jump is None and (config == [] or (config is None and not _USER_CONFIG.expanduser().is_file())):
-            slot.config_jump = ""  # no config to read
-        if slot.config_jump is None:
+        if pooled.config_jump is None and (config == [] or (config is None and not _USER_CONFIG.expanduser().is_file())):
+            pooled.config_jump = ""  # no config to read
+        if pooled.config_jump is None:
             options = asyncssh.SSHClientConnectionOptions(
                 config=config if config is not None else (), host=host.connect_address, port=host.port or (),
                 username=host.user or (), client_keys=None, known_hosts=None)
             tunnel = options.tunnel
-            slot.config_jump = tunnel if isinstance(tunnel, str) and tunnel.lower() != "none" else ""
-        return slot.config_jump
+            pooled.config_jump = tunnel if isinstance(tunnel, str) and tunnel.lower() != "none" else ""
+        return pooled.config_jump
 
     async def _jump(self, spec: str, client_keys: Sequence[asyncssh.SSHKey] | tuple[()],
                     config: list[str] | None) -> asyncssh.SSHClientConnection:
@@ -451,37 +451,37 @@ class SshPool:
             return _Failure(HostState.UNREACHABLE, f"SSH error: {exc.reason}")
         return _Failure(HostState.UNREACHABLE, f"{type(exc).__name__}: {exc}")
 
-    def _backoff(self, slot: _Slot, failure: _Failure) -> None:
-        slot.failures += 1
-        delay = min(self.settings.backoff_max_s, self.settings.backoff_initial_s * 2 ** (slot.failures - 1))
-        slot.retry_at = self._clock() + delay * self._rng.uniform(0.5, 1.0)
-        slot.last_failure = failure
+    def _backoff(self, pooled: _PooledHost, failure: _Failure) -> None:
+        pooled.failures += 1
+        delay = min(self.settings.backoff_max_s, self.settings.backoff_initial_s * 2 ** (pooled.failures - 1))
+        pooled.retry_at = self._clock() + delay * self._rng.uniform(0.5, 1.0)
+        pooled.last_failure = failure
 
-    async def _connection(self, slot: _Slot) -> asyncssh.SSHClientConnection:
+    async def _connection(self, pooled: _PooledHost) -> asyncssh.SSHClientConnection:
         """The host's open connection, made when needed; raises _Failure (also while backing off)."""
-        async with slot.lock:
-            if slot.conn is not None and not slot.conn.is_closed():
-                return slot.conn
-            slot.conn = None
-            wait_s = slot.retry_at - self._clock()
-            if slot.last_failure is not None and wait_s > 0:
-                failure = slot.last_failure
+        async with pooled.lock:
+            if pooled.conn is not None and not pooled.conn.is_closed():
+                return pooled.conn
+            pooled.conn = None
+            wait_s = pooled.retry_at - self._clock()
+            if pooled.last_failure is not None and wait_s > 0:
+                failure = pooled.last_failure
                 raise _Failure(failure.state, f"{failure.reason} (next retry in {wait_s:.1f} s)")
             async with self._connecting:
                 self.lag.start()
-                conn = await self._connect(slot)
-            slot.conn, slot.failures, slot.retry_at, slot.last_failure = conn, 0, 0.0, None
+                conn = await self._connect(pooled)
+            pooled.conn, pooled.failures, pooled.retry_at, pooled.last_failure = conn, 0, 0.0, None
             return conn
 
-    async def _connect(self, slot: _Slot) -> asyncssh.SSHClientConnection:
-        host = slot.host
-        client = _Client(self, host.name, lambda: self._forget(slot, client))
+    async def _connect(self, pooled: _PooledHost) -> asyncssh.SSHClientConnection:
+        host = pooled.host
+        client = _Client(self, host.name, lambda: self._forget(pooled, client))
         lag_mark = self.lag.total_s
         try:
             client_keys = await self._client_keys(host.identity_file)
             config = self._config_paths(host)
             options = self._base_options(config)
-            jump = self._jump_spec(slot, config)
+            jump = self._jump_spec(pooled, config)
             if jump:
                 options["tunnel"] = await self._jump(jump, client_keys, config)
             if host.address and host.address != host.name and self._named_in_known_hosts(host):
@@ -497,7 +497,7 @@ class SshPool:
                 # Half the wait or more was our own loop running late: nothing to hold against the host.
                 raise _Failure(HostState.CONNECTING, f"set-up not finished: the collector itself was "
                                                      f"{own_s:.1f} s late; trying again") from None
-            self._backoff(slot, failure)
+            self._backoff(pooled, failure)
             raise failure from None
         client.conn = conn
         return conn
@@ -508,25 +508,25 @@ class SshPool:
             host.address, host.address, host.port or 22
         )
 
-    def _forget(self, slot: _Slot, client: _Client) -> None:
+    def _forget(self, pooled: _PooledHost, client: _Client) -> None:
         """The connection closed under us: the next command reconnects."""
-        if slot.conn is not None and client.conn is slot.conn:
-            slot.conn = None
+        if pooled.conn is not None and client.conn is pooled.conn:
+            pooled.conn = None
 
-    def _slot(self, host: str) -> _Slot:
+    def _pooled(self, host: str) -> _PooledHost:
         try:
-            return self._slots[host]
+            return self._hosts[host]
         except KeyError:
             raise KeyError(f"{host!r} is not in the pool's inventory") from None
 
-    def _lost(self, slot: _Slot, started: float, exc: BaseException) -> RunResult:
+    def _lost(self, pooled: _PooledHost, started: float, exc: BaseException) -> RunResult:
         """The connection broke during a command: drop it and back off before reconnecting."""
-        if slot.conn is not None:
-            slot.conn.abort()
-            slot.conn = None
+        if pooled.conn is not None:
+            pooled.conn.abort()
+            pooled.conn = None
         failure = _Failure(HostState.UNREACHABLE, f"connection lost: {getattr(exc, 'reason', None) or exc}")
-        self._backoff(slot, failure)
-        return self._result(slot, started, failure.state, failure.reason)
+        self._backoff(pooled, failure)
+        return self._result(pooled, started, failure.state, failure.reason)
 
     # --- commands -----------------------------------------------------------------
 
@@ -536,12 +536,12 @@ class SshPool:
         Lets a caller time a command apart from connection set-up: a node is
         ``slow`` when it answers slowly, not when many handshakes queue at start.
         """
-        slot = self._slot(host)
+        pooled = self._pooled(host)
         started = time.monotonic()
         try:
-            await self._connection(slot)
+            await self._connection(pooled)
         except _Failure as failure:
-            return self._result(slot, started, failure.state, failure.reason)
+            return self._result(pooled, started, failure.state, failure.reason)
         return RunResult(host, HostState.OK, seconds=time.monotonic() - started)
 
     async def run(self, host: str, command: Command, timeout_s: float,
@@ -559,12 +559,12 @@ class SshPool:
         """
         if command.gated != (gate is not None):
             raise ValueError("a gated command needs a gate, and a gate a gated command")
-        slot = self._slot(host)
+        pooled = self._pooled(host)
         started = time.monotonic()
         try:
-            conn = await self._connection(slot)
+            conn = await self._connection(pooled)
         except _Failure as failure:
-            return self._result(slot, started, failure.state, failure.reason)
+            return self._result(pooled, started, failure.state, failure.reason)
         command_started = time.monotonic()  # slow means slow to answer, not slow to connect
         lag_mark = self.lag.total_s
         caps = _Caps(self.settings.max_output_bytes if max_output_bytes is None else max_output_bytes,
@@ -589,28 +589,28 @@ class SshPool:
                 chan.close()
             out = _decode_partial(b"".join(session.stdout))
             what = "no output" if not out else f"not finished ({len(out)} characters of output so far)"
-            return self._result(slot, started, HostState.HUNG, f"{what} within {timeout_s:g} s",
+            return self._result(pooled, started, HostState.HUNG, f"{what} within {timeout_s:g} s",
                                 stdout=out, stderr=session.stderr.text())
         except (asyncssh.Error, OSError) as exc:
-            return self._lost(slot, started, exc)
+            return self._lost(pooled, started, exc)
         if caps.over and chan is not None:
             chan.close()  # what it still sends is dropped; the connection serves the next command
-            return self._result(slot, started, HostState.UNPARSABLE, f"{_tools(command)}: {caps.over}",
+            return self._result(pooled, started, HostState.UNPARSABLE, f"{_tools(command)}: {caps.over}",
                                 stderr=session.stderr.text())
         if lost is not None:
-            return self._lost(slot, started, lost)
+            return self._lost(pooled, started, lost)
         out, err = b"".join(session.stdout).decode("utf-8", "replace"), session.stderr.text()
         status = session.exit.status
         if status != 0:
             reason = failure_reason(status, session.exit.signal, err)
-            return self._result(slot, started, HostState.COMMAND_FAILED, reason,
+            return self._result(pooled, started, HostState.COMMAND_FAILED, reason,
                                 stdout=out, stderr=err, exit_status=status)
         seconds = time.monotonic() - command_started - self.lag.since(lag_mark)
         if seconds > self.settings.slow_threshold_s:
-            return self._result(slot, started, HostState.SLOW,
+            return self._result(pooled, started, HostState.SLOW,
                                 f"answered in {seconds:.2f} s (slow above {self.settings.slow_threshold_s:g} s)",
                                 stdout=out, stderr=err, exit_status=0)
-        return self._result(slot, started, HostState.OK, stdout=out, stderr=err, exit_status=0)
+        return self._result(pooled, started, HostState.OK, stdout=out, stderr=err, exit_status=0)
 
     async def stream(
         self,
@@ -639,12 +639,12 @@ class SshPool:
         the first line's deadline has started): for a command that reads requests
         from its stdin (the probe runner), or to end a paced set-up there.
         """
-        slot = self._slot(host)
+        pooled = self._pooled(host)
         started = time.monotonic()
         try:
-            conn = await self._connection(slot)
+            conn = await self._connection(pooled)
         except _Failure as failure:
-            return self._result(slot, started, failure.state, failure.reason)
+            return self._result(pooled, started, failure.state, failure.reason)
         stop = stop or asyncio.Event()
         session = _Lines(asyncio.get_running_loop(), on_line, stop, first_line_timeout_s, line_timeout_s,
                          self.settings.max_line_bytes, self.lag)
@@ -656,15 +656,15 @@ class SshPool:
             session.watch()
             if on_open is not None:
                 on_open(chan.write)
-            self._set_state(slot, HostState.OK, "")
+            self._set_state(pooled, HostState.OK, "")
             ending: set[asyncio.Future[Any]] = {session.closed, stop_wait}
             done, _ = await asyncio.wait(ending, return_when=asyncio.FIRST_COMPLETED)
         except TimeoutError:
-            return self._result(slot, started, HostState.HUNG,
+            return self._result(pooled, started, HostState.HUNG,
                                 f"stream did not start or end within {first_line_timeout_s:g} s",
                                 stderr=session.stderr.text(), lines=session.lines)
         except (asyncssh.Error, OSError) as exc:
-            return replace(self._lost(slot, started, exc), lines=session.lines)
+            return replace(self._lost(pooled, started, exc), lines=session.lines)
         finally:
             stop_wait.cancel()
             session.unwatch()
@@ -674,32 +674,32 @@ class SshPool:
                 chan.close()
         lines, err = session.lines, session.stderr.text()
         if stop_wait in done:
-            return self._result(slot, started, HostState.OK, "stream stopped", lines=lines)
+            return self._result(pooled, started, HostState.OK, "stream stopped", lines=lines)
         if session.error is not None:
             raise session.error
         if session.over:
-            return self._result(slot, started, HostState.UNPARSABLE, f"{_tools(command)}: {session.over}",
+            return self._result(pooled, started, HostState.UNPARSABLE, f"{_tools(command)}: {session.over}",
                                 stderr=err, lines=lines)
         if session.hung:
-            return self._result(slot, started, HostState.HUNG, session.hung, stderr=err, lines=lines)
+            return self._result(pooled, started, HostState.HUNG, session.hung, stderr=err, lines=lines)
         lost = session.closed.result()
         if lost is not None:
-            return replace(self._lost(slot, started, lost), lines=lines)
+            return replace(self._lost(pooled, started, lost), lines=lines)
         status = session.exit.status
         if status != 0:
             reason = f"stream ended with exit status {status}"
             if err.strip():
                 reason += f": {_first_line(err)}"
-            return self._result(slot, started, HostState.COMMAND_FAILED, reason, stderr=err,
+            return self._result(pooled, started, HostState.COMMAND_FAILED, reason, stderr=err,
                                 exit_status=status, lines=lines)
-        return self._result(slot, started, HostState.OK, "stream ended", stderr=err, exit_status=0, lines=lines)
+        return self._result(pooled, started, HostState.OK, "stream ended", stderr=err, exit_status=0, lines=lines)
 
     async def close(self, timeout_s: float = 5.0) -> None:
         """Close every connection (jump hosts last) and wait up to ``timeout_s`` for them."""
         self.lag.stop()
-        conns = [slot.conn for slot in self._slots.values() if slot.conn is not None]
-        for slot in self._slots.values():
-            slot.conn = None
+        conns = [pooled.conn for pooled in self._hosts.values() if pooled.conn is not None]
+        for pooled in self._hosts.values():
+            pooled.conn = None
         jumps = list(self._jumps.values())
         self._jumps.clear()
         for group in (conns, jumps):

@@ -8,11 +8,11 @@ import time
 
 from fleet.collectors.inventory import InventoryHost
 from fleet.collectors.isolation import Unparsable
-from fleet.collectors.node_poller import CollectSettings, Counters
-from fleet.collectors.pause import pause
+from fleet.collectors.node_poller import CollectorStats, CollectSettings
 from fleet.collectors.setup_gate import Budget, SetupGate, handshake
 from fleet.collectors.sshpool import SshPool
 from fleet.collectors.status import StatusBook
+from fleet.collectors.stoppable_sleep import sleep_until_stopped
 from fleet.collectors.switch_budget import SwitchBudget
 from fleet.collectors.switches import driver_for
 from fleet.fabric.rates import RateTracker
@@ -27,7 +27,7 @@ PORTS_EVERY = 30
 
 class SwitchPoller:
     def __init__(self, host: InventoryHost, pool: SshPool, writer: StoreWriter, status: StatusBook,
-                 rates: RateTracker, settings: CollectSettings, counters: Counters,
+                 rates: RateTracker, settings: CollectSettings, stats: CollectorStats,
                  gate: SetupGate | None = None, budget: SwitchBudget | None = None) -> None:
         """``gate``: paces set-ups with the other hosts'; ``budget``: switch polling's CPU (a
         collector's, shared by its switches); None for either: at once, every interval."""
@@ -40,7 +40,7 @@ class SwitchPoller:
         self._status = status
         self._rates = rates
         self._settings = settings
-        self._counters = counters
+        self._stats = stats
         self._polls = 0
 
     @property
@@ -98,7 +98,7 @@ class SwitchPoller:
         for item in (polled.sample, HostSample(self.host.name, derived.ts, values)):
             if item.values:
                 self._writer.put_samples(item)
-                self._counters.samples += len(item.values)
+                self._stats.samples += len(item.values)
         if self._polls % PORTS_EVERY == 0:
             self._writer.put_hosts([HostRecord(self.host.name, self.host.role, self.host.connect_address,
                                                self.host.os)])
@@ -121,4 +121,4 @@ class SwitchPoller:
             ok = await self.poll()
             wait_s = (self.period_s() - (time.monotonic() - started) if ok
                       else max(self._pool.next_retry_s(self.host.name), self.period_s()))
-            await pause(stop, wait_s)
+            await sleep_until_stopped(stop, wait_s)

@@ -16,9 +16,8 @@ error counters (stored only when they change) and gauges.
 
 from __future__ import annotations
 
-import functools
 from array import array
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -55,53 +54,19 @@ class SeriesLayout:
     """The keys of a sample in order, shared by every sample with the same keys.
 
     A fleet's nodes report the same ports and GPUs, so one layout serves them all
-    (``layout_of``): a ``PackedValues`` is then this plus 8 bytes a value, where a
+    (``SeriesLayouts``): a ``PackedValues`` is then this plus 8 bytes a value, where a
     dict of its own would be ~70 bytes a value spread over the heap. At a thousand
     lines a second that is what keeps a collector's working set in the CPU's cache.
+    Never changed once built, so that whoever holds one (a stream, a rate plan, the
+    store's catalogue) may key on it.
     """
 
-    __slots__ = ("index", "keys", "root")
+    __slots__ = ("index", "keys")
 
     def __init__(self, keys: tuple[SeriesKey, ...]) -> None:
         self.keys = keys
         self.index: dict[SeriesKey, int] = {key: at for at, key in enumerate(keys)}
-        """Key -> its place in ``keys``."""
-        self.root = self
-        """A layout whose keys begin this one's (this one's own until ``extended`` makes it one of
-        another's): values of two layouts with the same root have its keys at the same places."""
-
-    def extended(self, more: tuple[SeriesKey, ...]) -> SeriesLayout | None:
-        """This layout's keys, then ``more``; None when one of ``more`` is already here (the caller
-        then merges as a dict would)."""
-        return _extended(self, more)
-
-
-_MAX_LAYOUTS = 4096
-"""Layouts kept for sharing. A long run that has seen more shapes than this (GPUs that come
-and go, counters a driver update added) lets the least recently used go: the shapes still
-streaming stay shared."""
-
-
-@functools.lru_cache(maxsize=_MAX_LAYOUTS)
-def layout_of(keys: tuple[SeriesKey, ...]) -> SeriesLayout:
-    """The shared layout of ``keys`` (equal tuples give the same layout while it is kept)."""
-    return SeriesLayout(keys)
-
-
-@functools.lru_cache(maxsize=_MAX_LAYOUTS)
-def _extended(layout: SeriesLayout, more: tuple[SeriesKey, ...]) -> SeriesLayout | None:
-    if any(key in layout.index for key in more) or len(set(more)) != len(more):
-        return None
-    extended = layout_of(layout.keys + more)
-    extended.root = layout.root
-    return extended
-
-
-@functools.lru_cache(maxsize=_MAX_LAYOUTS)
-def _joined(layout: SeriesLayout, more: SeriesLayout) -> SeriesLayout | None:
-    """``layout.extended(more.keys)``, looked up by the two layouts' identities rather than by
-    hashing a hundred keys a line."""
-    return layout.extended(more.keys)
+        """Key -> its place in ``keys`` (read-only)."""
 
 
 class PackedValues(Mapping[SeriesKey, float]):
@@ -133,37 +98,60 @@ class PackedValues(Mapping[SeriesKey, float]):
     def __repr__(self) -> str:
         return f"PackedValues({dict(zip(self.layout.keys, self.data, strict=True))!r})"
 
-    def plus(self, more: Mapping[SeriesKey, float]) -> Mapping[SeriesKey, float]:
-        """These values and ``more`` (``more`` wins where both have a key), as a dict merge would."""
-        if not more:
-            return self
-        if type(more) is PackedValues:  # a stream's rates: their layout is shared too
-            layout = _joined(self.layout, more.layout)
-            return {**self, **more} if layout is None else PackedValues(layout, self.data + more.data)
-        layout = self.layout.extended(tuple(more))
+
+class SeriesLayouts:
+    """The layouts of the samples one reader of a fleet sees (a collector, for as long as it runs):
+    equal keys get one layout, so a thousand nodes of one shape share it, and whatever is worked out
+    per layout (a rate plan, the store's columns) is worked out once for all of them.
+
+    Holds at most ``most`` layouts and ``most`` joins; past that the oldest go (a long run that has
+    seen more shapes than this: GPUs that come and go, counters a driver update added). A layout
+    that went is still valid where it is held; the next sample of its keys gets a new one.
+    """
+
+    def __init__(self, most: int = 4096) -> None:
+        self.most = most
+        self._by_keys: dict[tuple[SeriesKey, ...], SeriesLayout] = {}
+        self._joined: dict[tuple[SeriesLayout, SeriesLayout], SeriesLayout | None] = {}
+
+    def of(self, keys: tuple[SeriesKey, ...]) -> SeriesLayout:
+        """The layout of ``keys`` (equal tuples give the same layout while it is kept)."""
+        layout = self._by_keys.get(keys)
         if layout is None:
-            return {**self, **more}
-        return PackedValues(layout, self.data + array("d", more.values()))
+            layout = self._by_keys[keys] = SeriesLayout(keys)
+            if len(self._by_keys) > self.most:
+                del self._by_keys[next(iter(self._by_keys))]
+        return layout
 
+    def joined(self, first: SeriesLayout, second: SeriesLayout) -> SeriesLayout | None:
+        """The layout of ``first``'s keys then ``second``'s; None when they share a key. Looked up
+        by the two layouts themselves, not by hashing the hundreds of keys of a line."""
+        pair = (first, second)
+        if pair in self._joined:
+            return self._joined[pair]
+        index = first.index
+        joined = None if any(key in index for key in second.keys) else self.of(first.keys + second.keys)
+        self._joined[pair] = joined
+        if len(self._joined) > self.most:
+            del self._joined[next(iter(self._joined))]
+        return joined
 
-def value_items(values: Mapping[SeriesKey, float]) -> Iterable[tuple[SeriesKey, float]]:
-    """``values.items()``; for ``PackedValues`` at C speed rather than a lookup per key."""
-    if isinstance(values, PackedValues):
-        return zip(values.layout.keys, values.data, strict=True)
-    return values.items()
+    def packed(self, values: Mapping[SeriesKey, float]) -> PackedValues:
+        """``values`` as ``PackedValues`` (the same object if it already is)."""
+        if type(values) is PackedValues:
+            return values
+        return PackedValues(self.of(tuple(values)), array("d", values.values()))
 
-
-def for_lookups(values: Mapping[SeriesKey, float]) -> Mapping[SeriesKey, float]:
-    """``values`` to look many keys up in: a ``PackedValues`` as a dict (one pass at C speed,
-    where each of its own lookups is a Python call), any other mapping as it is."""
-    return dict(value_items(values)) if isinstance(values, PackedValues) else values
-
-
-def packed(values: Mapping[SeriesKey, float]) -> PackedValues:
-    """``values`` as ``PackedValues`` (the same object if it already is)."""
-    if isinstance(values, PackedValues):
-        return values
-    return PackedValues(layout_of(tuple(values)), array("d", values.values()))
+    def merged(self, first: Mapping[SeriesKey, float], second: Mapping[SeriesKey, float]) -> Mapping[SeriesKey, float]:
+        """``{**first, **second}``: one ``PackedValues`` when the two share no key (a line's
+        counters, then its rates, then its optics readings), else that dict."""
+        if not second:
+            return first
+        one, two = self.packed(first), self.packed(second)
+        layout = self.joined(one.layout, two.layout)
+        if layout is None:
+            return {**first, **second}
+        return PackedValues(layout, one.data + two.data)
 
 
 def _specs(kind: MetricKind, unit: str, names_and_help: dict[str, str]) -> dict[str, MetricSpec]:

@@ -1,7 +1,7 @@
 """The node agent protocol on a simulated node: ``python3 -u -c <agent> --interval N ...``.
 
 The real agent (``collectors/agent.py``) reads sysfs, ethtool, rdma and NVML
-and prints one JSON line of schema ``fleet-agent/1`` (docs/agent-schema.md)
+and prints one JSON line of schema ``fleet-agent/2`` (docs/agent-schema.md)
 per interval until stdin closes. The simulated node answers the same command
 line with lines of the same schema, on the same fixed ticks: ``AgentLines``
 builds each from only the parts of the node a line carries; ``optics_text``
@@ -47,7 +47,7 @@ from fleet.simulator.tools.ethtool import (
 )
 from fleet.simulator.tools.ib import PHYS_STATE_NUM, PORT_STATE_NUM, sysfs_rate
 
-SCHEMA = "fleet-agent/1"
+SCHEMA = "fleet-agent/2"
 PYTHON_VERSION = "Python 3.10.12"
 
 
@@ -64,8 +64,6 @@ class AgentOptions:
     changed_only: bool = False
     full_every: int = 60
     """With ``changed_only``: a full line every this many lines (and the first)."""
-    packed: bool = False
-    """With ``changed_only``: the numbers moved by slot as one base64 string (``--packed``)."""
 
 
 def _options(words: list[str]) -> AgentOptions:
@@ -75,7 +73,7 @@ def _options(words: list[str]) -> AgentOptions:
     while index < len(words):
         word = words[index]
         name, equals, value = word.partition("=")
-        if name in ("--changed-only", "--optics-readings", "--packed"):
+        if name in ("--changed-only", "--optics-readings"):
             values[name] = ""
         elif name in ("--interval", "--optics-every", "--ethtool-keep", "--full-every"):
             if not equals:
@@ -91,7 +89,6 @@ def _options(words: list[str]) -> AgentOptions:
         optics_readings="--optics-readings" in values,
         changed_only="--changed-only" in values,
         full_every=int(values.get("--full-every", 60)),
-        packed="--packed" in values,
     )
     if options.interval_s <= 0 or options.optics_every <= 0 or options.full_every <= 0:
         raise ValueError("interval, optics-every and full-every must be positive")
@@ -171,8 +168,6 @@ _ENCODE = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
 """``json.dumps(obj, separators=(",", ":"))`` without building an encoder per line."""
 _PORT_HEAD_KEYS = ("device", "port", "state", "state_code", "phys_state", "phys_state_code", "rate", "rate_gbps",
                    "link_layer", "netdev")
-_PORT_STATE_KEYS = _PORT_HEAD_KEYS[2:8]
-"""The head values that may change within a run (state .. rate_gbps, ``head[2:8]``); the rest name the port."""
 _GPU_KEYS = ("index", "name", "uuid", "util_pct", "mem_used_bytes", "mem_total_bytes", "temp_c", "power_w",
              "sm_clock_mhz", "throttle_reasons", "ecc_volatile_uncorrected", "ecc_aggregate_uncorrected",
              "ecc_volatile_corrected", "retired_pages", "pcie_replay", "xid_last", "xid_count", "nvlink_crc_errors",
@@ -332,9 +327,10 @@ class AgentLines:
                       if options.optics_readings else [render_module(o) for o in modules])
         last, self._last = self._last, now
         per_line = {"schema": SCHEMA, "host": host, "ts": round(ts, 3), "seq": seq, "interval_s": options.interval_s}
-        if not options.changed_only or last is None or (seq - 1) % options.full_every == 0:
-            return _ENCODE(now.full_line(per_line, optics)) + "\n"
-        return _ENCODE(now.changed_line(last, per_line, optics, options.packed)) + "\n"
+        changed = None
+        if options.changed_only and last is not None and (seq - 1) % options.full_every:
+            changed = now.changed_line(last, per_line, optics)
+        return _ENCODE(changed if changed is not None else now.full_line(per_line, optics)) + "\n"
 
 
 @dataclass(frozen=True, slots=True)
@@ -367,14 +363,13 @@ class _Sections:
             "errors": [],
         }
 
-    def changed_line(self, last: _Sections, per_line: dict[str, Any], optics: list[str] | None,
-                     packed: bool = False) -> dict[str, Any]:
-        """``changed_line(last's document, this one's, slot_paths(the full line's), packed)``. The shapes match by
-        construction (same node, same tables, so the full line's slots are this line's), every counter
-        and GPU field is a number of a slot (``_GPU_KEYS[3:]``: each field's type is fixed), and values
-        compare with ``!=`` alone where ``changed_line`` also sends a value whose type changed."""
+    def changed_line(self, last: _Sections, per_line: dict[str, Any], optics: list[str] | None) -> dict[str, Any] | None:
+        """``changed_line(last's document, this one's, slot_paths(the full line's))``: None when a port's
+        state, physical state or rate changed (a full line). The shapes match by construction (same node,
+        same tables, so the full line's slots are this line's), every counter and GPU field is a number
+        of a slot (``_GPU_KEYS[3:]``: each field's type is fixed), and values compare with ``!=`` alone
+        where ``changed_line`` also sends a value whose type changed."""
         line = per_line | {"errors": [], "changed_only": True}
-        ports = []
         netdevs: dict[str, dict[str, Any]] = {}
         slots: list[int] = []
         values: list[Any] = []
@@ -386,10 +381,8 @@ class _Sections:
         qp_slots = []
         for rail, port in enumerate(self.heads):
             before = last.heads[rail]
-            if port is not before:
-                change = dict(compress(zip(_PORT_STATE_KEYS, port[2:8], strict=True), map(ne, before[2:8], port[2:8])))
-                if change:
-                    ports.append({"device": port[0], "port": port[1], "netdev": port[9], "link_layer": port[8]} | change)
+            if port is not before and port[2:8] != before[2:8]:  # state .. rate_gbps; the rest name the port
+                return None
             at = _moved(last.counters[rail], self.counters[rail], at, slots, values)
             at = _moved(last.hw[rail], self.hw[rail], at, slots, values)
             ethtool_at = _moved(last.ethtool[rail], self.ethtool[rail], ethtool_at, ethtool_slots, ethtool_values)
@@ -408,16 +401,10 @@ class _Sections:
                 slots.extend(gpu_at + field - 3 for field in moved)
                 values.extend(map(gpu.__getitem__, moved))
             gpu_at += len(gpu) - 3
-        if ports:
-            line["ports"] = ports
+        if slots:  # the agent's packed_moved: every simulated number fits
+            line["packed"] = b64encode(struct.pack(f"<{len(slots)}I{len(values)}d", *slots, *values)).decode()
         if netdevs:
             line["netdevs"] = netdevs
-        if slots:
-            if packed:  # the agent's packed_moved: every simulated number fits
-                line["packed"] = b64encode(struct.pack(f"<{len(slots)}I{len(values)}d", *slots, *values)).decode()
-            else:
-                line["slots"] = slots
-                line["values"] = values
         return line
 
 

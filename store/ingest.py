@@ -59,7 +59,7 @@ class Ingestor:
         """Write every item of ``batch``; returns how many sample values and records it wrote."""
         samples = records = 0
         changes: list[tuple[int, int, float]] = []
-        frames: list[tuple[str, int, int, bytes]] = []
+        frames: list[_Frame] = []
         for item in batch:
             if item.kind == "samples":
                 assert isinstance(item.payload, HostSample)
@@ -75,7 +75,7 @@ class Ingestor:
     def _sample(
         self,
         sample: HostSample,
-        frames: list[tuple[str, int, int, bytes]],
+        frames: list[_Frame],
         changes: list[tuple[int, int, float]],
     ) -> int:
         if not sample.values:
@@ -119,7 +119,8 @@ class Ingestor:
             hs.errors_of, hs.errors_bytes = (layout, ebytes) if ts_ms > hs.newest else (None, b"")
         has_frame = len(layout.frame_order) > 0
         if has_frame:
-            frames.append((host, ts_ms, len(layout.frame_order), layout.frame_head + values[layout.frame_order].tobytes()))
+            frames.append(_Frame(host, ts_ms, len(layout.frame_order),
+                                 layout.frame_head + values[layout.frame_order].tobytes()))
         if ts_ms > hs.newest:  # in order: every value is its series' newest
             left_out = (has_frame and not created and not errors_changed and not hs.dirty and hs.row_ts >= 0
                         and hs.deferred < MAX_DEFERRED and ts_ms - hs.newest <= MAX_GAP_MS
@@ -240,17 +241,26 @@ already sealed (its points are in chunks) the late one is a frame of its own: th
 merges its points into the chunks."""
 
 
-def _merged(frames: list[tuple[str, int, int, bytes]]) -> list[tuple[str, int, int, bytes]]:
+class _Frame(NamedTuple):
+    """A row of ``frames``: a host's values at one instant (``n`` of them, encoded in ``data``)."""
+
+    host: str
+    ts_ms: int
+    n: int
+    data: bytes
+
+
+def _merged(frames: list[_Frame]) -> list[_Frame]:
     """``frames`` with those of the same host and instant merged (the later wins per series)."""
     at: dict[tuple[str, int], int] = {}
-    out: list[tuple[str, int, int, bytes]] = []
+    out: list[_Frame] = []
     for frame in frames:
-        place = at.setdefault((frame[0], frame[1]), len(out))
+        place = at.setdefault((frame.host, frame.ts_ms), len(out))
         if place == len(out):
             out.append(frame)
         else:
-            data = merge_frames(out[place][3], frame[3])
-            out[place] = (frame[0], frame[1], frame_size(data), data)
+            data = merge_frames(out[place].data, frame.data)
+            out[place] = _Frame(frame.host, frame.ts_ms, frame_size(data), data)
     return out
 
 

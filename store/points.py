@@ -28,8 +28,8 @@ def concat(parts: Iterable[Points]) -> Points:
     items = list(parts)
     if not items:
         return EMPTY
-    return (np.concatenate([p[0] for p in items]), np.concatenate([p[1] for p in items]),
-            np.concatenate([p[2] for p in items]))
+    sids, ts_ms, values = zip(*items, strict=True)
+    return np.concatenate(sids), np.concatenate(ts_ms), np.concatenate(values)
 
 
 def block_points(blob: bytes, rows_wanted: I64 | None = None) -> Points:

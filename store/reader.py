@@ -8,13 +8,11 @@ Calls are serialised by a lock, so one reader may be shared by worker threads.
 
 from __future__ import annotations
 
-import gc
 import json
 import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +28,7 @@ from fleet.fabric.records import (
     PortRecord,
     ProbeRecord,
 )
+from fleet.fabric.states import HostState
 from fleet.store import audit, rows
 from fleet.store.audit import AuditHead, AuditRow, ChainVerdict
 from fleet.store.codec import F64, I64
@@ -59,7 +58,7 @@ from fleet.store.rollup import (
 )
 from fleet.store.schema import connect_history
 from fleet.store.series_index import SeriesIndex
-from fleet.store.types import Point, PointArrays, SeriesData
+from fleet.store.types import Point, PointArrays, PointList, SeriesData
 
 AS_OF_WINDOW_MS = 600_000
 """as_of() reports a series only if it had a value in the 10 minutes before the asked time."""
@@ -82,7 +81,6 @@ class StoreReader:
         self._lock = threading.RLock()
         self._index = SeriesIndex()  # loaded on first use: opening stays cheap
         self._latest: dict[str, _HostLatest] = {}
-        self._names: dict[str, tuple[I64, tuple[list[str], ...]]] = {}
         self._errors: Points | None = None
         self._errors_rows = 0
 
@@ -123,52 +121,9 @@ class StoreReader:
 
     # --- samples ----------------------------------------------------------------
     def latest(self, hosts: Sequence[str] | None = None,
-               metrics: Sequence[str] | None = None) -> list[Point]:
-        """The newest value of every series (of ``hosts``, of ``metrics``).
-
-        Hosts whose ``latest`` row has not changed since the previous call reuse
-        the points built then, so a console polling faster than the collector
-        writes pays only for the hosts that changed.
-        """
-        if metrics is not None:  # a few metrics: build only their points, cache nothing
-            return self.latest_arrays(hosts, metrics).points()
-        with self._lock:
-            cached = self._latest_hosts(hosts)
-            found: list[Point] = []
-            collecting = gc.isenabled()  # see PointArrays.points()
-            gc.disable()
-            try:
-                for entry in cached:
-                    if entry.points is None:
-                        entry.points = self._host_points(entry)
-                    found.extend(entry.points)
-            finally:
-                if collecting:
-                    gc.enable()
-            return found
-
-    def _host_points(self, entry: _HostLatest) -> list[Point]:
-        state = entry.state
-        return self._build(self._columns(entry.host, state.sids), state.ts_ms, state.values)
-
-    def _columns(self, host: str, sids: I64) -> tuple[list[str], ...]:
-        """(hosts, metrics, devices, ports) of ``sids`` of ``host``, kept per host while its
-        series stay the same: a point is then one ``zip`` row turned into a ``Point``, about
-        twice as fast as looking up and joining a name tuple per point."""
-        cached = self._names.get(host)
-        if cached is not None and np.array_equal(cached[0], sids):
-            return cached[1]
-        self._ensure(sids)
-        keys = self._index.keys
-        columns = tuple(map(list, zip(*map(keys.__getitem__, sids.tolist()), strict=True))) or ([], [], [], [])
-        self._names[host] = (sids, columns)
-        return columns
-
-    @staticmethod
-    def _build(columns: tuple[list[str], ...], ts_ms: I64, values: F64) -> list[Point]:
-        """Points from name columns and values; callers pause the cyclic collector around it."""
-        rows = zip(*columns, (ts_ms / 1000.0).tolist(), values.tolist(), strict=True)
-        return list(map(tuple.__new__, repeat(Point), rows))
+               metrics: Sequence[str] | None = None) -> PointList:
+        """The newest value of every series (of ``hosts``, of ``metrics``), each point made as it is read."""
+        return self.latest_arrays(hosts, metrics).points()
 
     def latest_arrays(self, hosts: Sequence[str] | None = None,
                       metrics: Sequence[str] | None = None) -> PointArrays:
@@ -227,7 +182,6 @@ class StoreReader:
                     self._ensure(state.sids)
                     state.find_errors(self._index.is_error[state.sids])
                 state.apply(ts_ms, blob)
-                entry.points = None
         return [self._latest[host] for host, _ in versions]
 
     def _newest_frames(self) -> dict[str, int]:
@@ -244,27 +198,14 @@ class StoreReader:
             (int(newest) - MAX_DEFER_MS,)).fetchall())
 
     def as_of(self, ts: float, hosts: Sequence[str] | None = None,
-              metrics: Sequence[str] | None = None) -> list[Point]:
-        """The fleet as it was at ``ts``: per series the last value at or before ``ts``.
+              metrics: Sequence[str] | None = None) -> PointList:
+        """The fleet as it was at ``ts``: per series the last value at or before ``ts``, each point
+        made as it is read.
 
         Gauges and counters count only if they had a value in the 10 minutes
         before ``ts``; error counters (stored on change) give their last value ever.
         """
-        with self._lock:
-            parts = self._as_of_parts(ts, hosts, metrics)
-            found: list[Point] = []
-            collecting = gc.isenabled()  # see PointArrays.points()
-            gc.disable()
-            try:
-                for host, (s, t, v) in parts:
-                    if host is None:
-                        found.extend(self._arrays((s, t, v)).points())
-                    else:
-                        found.extend(self._build(self._columns(host, s), t, v))
-            finally:
-                if collecting:
-                    gc.enable()
-            return found
+        return self.as_of_arrays(ts, hosts, metrics).points()
 
     def as_of_arrays(self, ts: float, hosts: Sequence[str] | None = None,
                      metrics: Sequence[str] | None = None) -> PointArrays:
@@ -528,9 +469,9 @@ class StoreReader:
                 rising.append((int(sid), delta))
         rising.sort(key=lambda item: item[1], reverse=True)
         top = rising[:n]
-        return self._arrays((np.array([s for s, _ in top], dtype=np.int64),
-                             np.full(len(top), end_ms, dtype=np.int64),
-                             np.array([d for _, d in top], dtype=np.float64))).points()
+        return list(self._arrays((np.array([s for s, _ in top], dtype=np.int64),
+                                  np.full(len(top), end_ms, dtype=np.int64),
+                                  np.array([d for _, d in top], dtype=np.float64))).points())
 
     def time_span(self) -> tuple[float, float] | None:
         """(oldest, newest) sample time held, in unix seconds; None when empty."""
@@ -556,14 +497,26 @@ class StoreReader:
         return min(lows) / 1000.0, max(highs) / 1000.0
 
     # --- records --------------------------------------------------------------
-    def host_statuses(self, as_of: float | None = None) -> dict[str, HostStatus]:
-        """Each host's collection state as of ``as_of`` (default: now)."""
+    def host_statuses(self, as_of: float | None = None, *, settled: bool = False) -> dict[str, HostStatus]:
+        """Each host's collection state as of ``as_of`` (default: now).
+
+        ``settled``: a host the collector is (re)connecting to shows the state it was last seen in
+        instead: ``connecting`` is the collector's own wait after a restart, not news of the host, so
+        a host found hung stays hung until it answers (a diagnosis reads it so). A host never seen in
+        another state stays ``connecting``."""
+        when = as_of if as_of is not None else float("inf")
+        latest = ("SELECT host, max(since), state, reason FROM host_status WHERE since <= ? "
+                  "GROUP BY host")
         with self._lock:
-            when = as_of if as_of is not None else float("inf")
-            found = self._conn.execute(
-                "SELECT host, max(since), state, reason FROM host_status WHERE since <= ? "
-                "GROUP BY host", (when,)).fetchall()
-            return {r[0]: rows.row_status(r) for r in found}
+            found = {r[0]: rows.row_status(r) for r in self._conn.execute(latest, (when,)).fetchall()}
+            if settled and any(s.state is HostState.CONNECTING for s in found.values()):
+                seen = self._conn.execute(
+                    "SELECT host, max(since), state, reason FROM host_status WHERE since <= ? AND state != ? "
+                    "GROUP BY host", (when, HostState.CONNECTING.value)).fetchall()
+                known = {r[0]: rows.row_status(r) for r in seen}
+                found = {host: known.get(host, status) if status.state is HostState.CONNECTING else status
+                         for host, status in found.items()}
+            return found
 
     def hosts(self) -> list[HostRecord]:
         with self._lock:
@@ -694,12 +647,11 @@ def audit_head_at(path: Path | str) -> AuditHead | None:
 
 @dataclass(slots=True)
 class _HostLatest:
-    """One host's newest values as last read, with the points built from them on demand."""
+    """One host's newest values as last read."""
 
     host: str
     version: int
     state: HostLatest
-    points: list[Point] | None = None
 
 
 def _select(mask: npt.NDArray[np.bool_], sids: I64) -> npt.NDArray[np.bool_]:

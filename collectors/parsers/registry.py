@@ -114,11 +114,9 @@ KINDS: dict[str, ParserSpec] = dict(
         _spec("sonic-counters", "switch_sonic:parse_sonic_counters", "show interfaces counters"),
         _spec("sonic-pfc", "switch_sonic:parse_sonic_pfc", "show pfc counters"),
         _spec("sonic-queue", "switch_sonic:parse_sonic_queue", "show queue counters"),
+        *(_spec(kind, target, description) for kind, target, description in CONFIG_PARSERS),
     ]
 )
-
-
-KINDS.update(_spec(kind, target, description) for kind, target, description in CONFIG_PARSERS)
 
 
 def parse(kind: str, text: str) -> Any:

@@ -21,10 +21,10 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from fleet.collectors.pause import pause
 from fleet.collectors.probes.perftest_probe import GidCache, PerftestSpec, run_perftest
 from fleet.collectors.probes.ports import PortAllocator
 from fleet.collectors.sshpool import SshPool
+from fleet.collectors.stoppable_sleep import sleep_until_stopped
 from fleet.fabric.naming import RAILS_PER_NODE, nic_name
 from fleet.fabric.records import JobRecord, ProbeRecord
 
@@ -103,4 +103,4 @@ class JobLatencySampler:
         while not stop.is_set():
             started = time.monotonic()
             await self.sample()
-            await pause(stop, self.settings.interval_s - (time.monotonic() - started))
+            await sleep_until_stopped(stop, self.settings.interval_s - (time.monotonic() - started))

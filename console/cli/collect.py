@@ -15,9 +15,9 @@ import hostlist
 from fleet.collectors.alertmanager import AlertPublisher
 from fleet.collectors.engine import Collector, RoundSummary
 from fleet.collectors.inventory import Inventory
-from fleet.collectors.pause import pause
 from fleet.collectors.shard import Shard
 from fleet.collectors.sshpool import SshPool
+from fleet.collectors.stoppable_sleep import sleep_until_stopped
 from fleet.console.cli.common import (
     alertmanager_option,
     db_option,
@@ -187,7 +187,7 @@ async def _with_job_sampler(collector: Collector, writer: StoreWriter, collectin
         await first_round.wait()
         head = collector.slurm
         while head is not None and _unanswered(collector.status.get(head.host.name)) and not stop.is_set():
-            await pause(stop, collector.settings.interval_s)
+            await sleep_until_stopped(stop, collector.settings.interval_s)
 
     async def sample() -> None:
         first = asyncio.ensure_future(collected_once())
@@ -239,7 +239,7 @@ async def publish_findings(writer: StoreWriter, inventory: Inventory, alerts: Al
             click.echo(f"fleet: alertmanager: {published.failure}" if published.failure
                        else f"fleet: alertmanager: posting again to {alerts.url}", err=True)
             said = published.failure
-        await pause(stop, DIAGNOSIS_INTERVAL_S - (time.monotonic() - started))
+        await sleep_until_stopped(stop, DIAGNOSIS_INTERVAL_S - (time.monotonic() - started))
 
 
 def _unanswered(status: HostStatus | None) -> bool:

@@ -24,7 +24,7 @@ def port(line: dict[str, Any], device: str) -> dict[str, Any]:
 
 def test_ports_from_real_sysfs_captures(tmp_path: Path) -> None:
     line = run_agent(tmp_path, "--interval", "0.05", "--optics-every", "0")[0]
-    assert line["schema"] == "fleet-agent/1"
+    assert line["schema"] == "fleet-agent/2"
     assert line["seq"] == 0 and line["interval_s"] == 0.05
     assert [entry["device"] for entry in line["ports"]] == ["mlx5_0", "mlx5_1", "mlx5_bond_0"]
     mlx5_0 = port(line, "mlx5_0")

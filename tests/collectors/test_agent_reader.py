@@ -41,9 +41,10 @@ def test_real_line_to_host_sample(real_line: dict[str, Any]) -> None:
 
 
 def test_other_major_schema_is_refused(real_line: dict[str, Any]) -> None:
-    with pytest.raises(AgentLineError, match=r"schema fleet-agent/2 is not supported: this fleet reads fleet-agent/1"):
-        decode_agent_line(json.dumps({**real_line, "schema": "fleet-agent/2"}))
-    assert decode_agent_line(json.dumps({**real_line, "schema": "fleet-agent/1.3", "new_field": [1]})).seq == 0
+    for other in ("fleet-agent/1", "fleet-agent/3"):
+        with pytest.raises(AgentLineError, match=f"schema {other} is not supported: this fleet reads fleet-agent/2"):
+            decode_agent_line(json.dumps({**real_line, "schema": other}))
+    assert decode_agent_line(json.dumps({**real_line, "schema": "fleet-agent/2.3", "new_field": [1]})).seq == 0
 
 
 @pytest.mark.parametrize(("text", "reason"), [

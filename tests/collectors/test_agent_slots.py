@@ -1,12 +1,13 @@
-"""Changed-only lines by slot (docs/agent-schema.md): the agent sends a moved number of the last full
-line as (slot, value) pairs; ``AgentStream`` puts them in place, refuses a bad pair by name, and
-gives the sample of the full line they stand for."""
+"""Changed-only lines by slot (docs/agent-schema.md): the agent sends the numbers that moved since the
+line before as ``packed`` (slot, value) pairs, slots numbered in the last full line; ``AgentStream``
+checks them and refuses a bad one by name; ``put_moved`` puts them in place, many lines at once."""
 
 from __future__ import annotations
 
 import base64
 import copy
 import json
+import random
 import struct
 import subprocess
 import sys
@@ -16,13 +17,18 @@ from typing import Any
 
 import pytest
 from agent_harness import agent_env, build_sysfs
+from helpers.agent_lines import full_samples, read_whole, reshaped, sent, simulated_lines
 from test_agent import _old_pythons
-from test_agent_changed_only import full_samples, sent, simulated_lines
 
 from fleet.collectors import agent
-from fleet.collectors.agent_reader import AgentLineError, AgentStream, agent_source
-from fleet.collectors.optics import optics_values
-from fleet.fabric.rates import RateTracker
+from fleet.collectors.agent_reader import (
+    AgentKeys,
+    AgentLineError,
+    AgentStream,
+    agent_source,
+    put_moved,
+)
+from fleet.collectors.optics import OpticsReader
 
 
 def test_slots_number_every_number_of_the_counted_sections_in_the_line_order() -> None:
@@ -43,105 +49,63 @@ def test_slots_number_every_number_of_the_counted_sections_in_the_line_order() -
     assert len(paths) == numbers
 
 
-def test_a_line_by_slot_is_under_half_the_line_by_key_and_reads_the_same() -> None:
-    lines = simulated_lines(3)
-    slots = agent.slot_paths(lines[0])
-    by_slot = agent.changed_line(lines[0], lines[1], slots)
-    by_key = agent.changed_line(lines[0], lines[1])
-    assert by_slot is not None and by_key is not None
-    assert set(by_slot) - set(by_key) == {"slots", "values"} and "ports" not in by_slot
-    assert len(json.dumps(by_slot)) * 2 < len(json.dumps(by_key))
-    assert by_slot["slots"] == sorted(by_slot["slots"])
-    samples = []
-    for delta in (by_slot, by_key):
-        stream = AgentStream("n1")
-        stream.read(json.dumps(lines[0]))
-        samples.append(stream.read(json.dumps(delta)))
-    assert samples[0].sample == samples[1].sample == full_samples(lines[:2])[1]
-    assert set(samples[0].changed or ()) == set(samples[1].changed or ())
+def _decoded(text: str) -> dict[int, float]:
+    data = base64.b64decode(text)
+    count = len(data) // 12
+    return dict(zip(struct.unpack(f"<{count}I", data[:4 * count]),
+                    struct.unpack(f"<{count}d", data[4 * count:]), strict=True))
 
 
-def _slot_line(**change: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    lines = simulated_lines(2)
-    delta = agent.changed_line(lines[0], lines[1], agent.slot_paths(lines[0]))
-    assert delta is not None and delta["slots"]
-    delta.update(change)
-    return lines, delta
-
-
-@pytest.mark.parametrize(("change", "reason"), [
-    ({"slots": {"0": 1}}, "slots, values: expected two lists of the same length"),
-    ({"values": [1]}, "slots, values: expected two lists of the same length"),
-    ({"slots": [0.0], "values": [1]}, "slots: expected integers, got 0.0"),
-    ({"slots": [True], "values": [1]}, "slots: expected integers, got True"),
-    ({"slots": [3], "values": ["12"]}, "values: slot 3: expected a number, got '12'"),
-    ({"slots": [3], "values": [None]}, "values: slot 3: expected a number, got None"),
-    ({"slots": [3], "values": [False]}, "values: slot 3: expected a number, got False"),
-    ({"slots": [-1], "values": [1]}, r"slots: slot -1 is not in the last full line \(\d+ slots\)"),
-    ({"slots": [0, 10**6], "values": [1, 2]}, "slots: slot 1000000 is not in the last full line"),
-    ({"slots": [2**70], "values": [1]}, r"slots: expected integers, got 1.18\d*e\+21"),
-    ({"slots": [3], "values": [10**400]}, "a number too large for a float"),
-    ({"slots": [0], "values": [1.7e308]}, "values: expected finite numbers under 1e300, got 1.7e"),
-])
-def test_a_bad_slot_or_value_is_refused_by_name(change: dict[str, Any], reason: str) -> None:
-    lines, delta = _slot_line(**change)
-    stream = AgentStream("n1")
-    stream.read(json.dumps(lines[0]))
-    with pytest.raises(AgentLineError, match=reason):
-        stream.read(json.dumps(delta))
-    with pytest.raises(AgentLineError, match="without the full line"):  # nothing half-applied to build on
-        stream.read(json.dumps({**delta, "seq": delta["seq"] + 1, "slots": [], "values": []}))
-
-
-def test_a_value_that_is_not_finite_is_refused() -> None:
-    """orjson refuses NaN; the json fallback reads it, and the slot check refuses it."""
-    lines, delta = _slot_line(slots=[3], values=[1.0])
-    stream = AgentStream("n1")
-    stream.read(json.dumps(lines[0]))
-    with pytest.raises(AgentLineError, match="values: expected finite numbers under 1e300, got nan"):
-        stream.read(json.dumps(delta).replace("[1.0]", "[NaN]"))
-
-
-def test_empty_slots_change_nothing() -> None:
-    lines, delta = _slot_line(slots=[], values=[])
-    stream = AgentStream("n1")
-    first = stream.read(json.dumps(lines[0])).sample
-    read = stream.read(json.dumps(delta))
-    assert read.changed == () and dict(read.sample.values) == dict(first.values)
-
-
-def test_a_field_that_went_null_comes_back_by_slot() -> None:
-    """power_w is a number in the full line (it has a slot), null on the next (sent by key: the key
-    leaves the values), a number again (by slot, for a key the layout no longer has)."""
-    lines = simulated_lines(4)
-    lines[1]["gpus"][0]["power_w"] = None
-    lines[3]["gpus"][0]["power_w"] = None
-    texts = sent(lines, full_every=100)
-    assert '"power_w":null' in texts[1] and '"power_w":null' in texts[3]
-    stream, tracker, whole = AgentStream("n1", optics_values), RateTracker(), RateTracker()
-    for text, expected in zip(texts, full_samples(lines), strict=True):
-        read = stream.read(text)
-        assert read.sample == expected
-        got = tracker.update(read.sample) if read.changed_at is None else \
-            tracker.update_changed(read.sample, places=read.changed_at)
-        assert got == whole.update(expected)
-    assert ("gpu_power_w", "gpu0", "") in full_samples(lines)[2].values
-
-
-def test_a_slot_and_a_null_for_one_field_in_one_line_keep_the_line_order() -> None:
-    """A keyed null and a slot for the same value (no agent sends both): the slot, applied after the
-    keyed part, wins, as the later of two keys of one object would."""
+def test_packed_holds_each_moved_number_at_its_slot_as_a_double() -> None:
     lines = simulated_lines(2)
     slots = agent.slot_paths(lines[0])
     delta = agent.changed_line(lines[0], lines[1], slots)
     assert delta is not None
-    delta["gpus"] = [{"index": 0, "power_w": None}]
-    delta["slots"].append(slots[("gpus", 0, "power_w")])
-    delta["values"].append(123.5)
+    moved = {slots[path]: float(_at(lines[1], path)) for path in slots if _at(lines[1], path) != _at(lines[0], path)}
+    assert moved and _decoded(delta["packed"]) == moved
+
+
+def _at(line: dict[str, Any], path: tuple[Any, ...]) -> Any:
+    value: Any = line
+    for step in path:
+        value = value[step]
+    return value
+
+
+def _packed_of(slots: list[int], values: list[float]) -> str:
+    return base64.b64encode(struct.pack(f"<{len(slots)}I{len(values)}d", *slots, *values)).decode()
+
+
+BAD_PACKED = [
+    ({"packed": 7}, "packed: expected a string, got int"),
+    ({"packed": "not base64!"}, "packed: not base64"),
+    ({"packed": base64.b64encode(b"12345678901").decode()}, "packed: 11 bytes, not 12 per number"),
+    ({"packed": _packed_of([10**6], [1.0])}, r"packed: slot 1000000 is not in the last full line \(\d+ slots\)"),
+    ({"packed": _packed_of([0, 1], [1.0, float("nan")])}, "packed: expected finite numbers under 1e300, got nan"),
+    ({"packed": _packed_of([0], [float("-inf")])}, "packed: expected finite numbers under 1e300, got -inf"),
+    ({"packed": _packed_of([0], [1.7e308])}, "packed: expected finite numbers under 1e300, got 1.7e"),
+]
+
+
+@pytest.mark.parametrize(("change", "reason"), BAD_PACKED)
+def test_a_bad_packed_line_is_refused_by_name(change: dict[str, Any], reason: str) -> None:
+    lines = simulated_lines(3)
+    texts = sent(lines, full_every=100)
     stream = AgentStream("n1")
-    stream.read(json.dumps(lines[0]))
-    read = stream.read(json.dumps(delta))
-    assert read.sample.values[("gpu_power_w", "gpu0", "")] == 123.5
+    stream.read(texts[0])
+    with pytest.raises(AgentLineError, match=reason):
+        stream.read(json.dumps({**json.loads(texts[1]), **change}))
+    with pytest.raises(AgentLineError, match="without the full line"):  # nothing half-applied to build on
+        stream.read(texts[2])
+
+
+def test_a_line_without_packed_changes_nothing() -> None:
+    lines = simulated_lines(2)
+    delta = {**json.loads(sent(lines, full_every=100)[1])}
+    del delta["packed"]
+    stream = AgentStream("n1")
+    first = read_whole(stream, json.dumps(lines[0]))
+    assert read_whole(stream, json.dumps(delta)).values == first.values
 
 
 def test_slots_of_what_fleet_does_not_keep_are_read_and_skipped() -> None:
@@ -151,31 +115,48 @@ def test_slots_of_what_fleet_does_not_keep_are_read_and_skipped() -> None:
     slots = agent.slot_paths(lines[0])
     kept_not = slots[("ports", 0, "hw_counters", "rx_write_requests")]
     delta = agent.changed_line(lines[0], lines[1], slots)
-    assert delta is not None and kept_not in delta["slots"]
+    assert delta is not None and kept_not in _decoded(delta["packed"])
     stream = AgentStream("n1")
     stream.read(json.dumps(lines[0]))
-    read = stream.read(json.dumps(delta))
-    assert read.sample == full_samples(lines[:2])[1]
-    assert not any(key[0] == "rx_write_requests" for key in read.sample.values)
+    sample = read_whole(stream, json.dumps(delta))
+    assert sample.values == full_samples(lines[:2])[1].values
+    assert not any(key[0] == "rx_write_requests" for key in sample.values)
 
 
 def test_streams_of_one_shape_share_a_slot_table() -> None:
-    from fleet.collectors import agent_reader
     lines = simulated_lines(1)
-    one, two = AgentStream("n1"), AgentStream("n2")
+    keys = AgentKeys()
+    one, two = AgentStream("n1", keys=keys), AgentStream("n2", keys=keys)
     one.read(json.dumps(lines[0]))
     two.read(json.dumps({**lines[0], "host": "n2"}))
-    assert one._slots is two._slots and len(one._slots.keys) == len(agent.slot_paths(lines[0]))
-    assert len(agent_reader._SLOTS) <= agent_reader._MAX_TABLES
+    assert one._slots is two._slots and one._slots is not None
+    assert len(one._slots.places) == len(agent.slot_paths(lines[0]))
 
 
-@pytest.mark.parametrize("packed", [False, True], ids=["lists", "packed"])
+@pytest.mark.parametrize("hosts", [1, 3, 12])
+def test_lines_put_in_place_together_are_the_lines_put_one_by_one(hosts: int) -> None:
+    """The lines of many streams of one shape (reshaped now and then: their full lines go whole)
+    put in place in one ``put_moved``, against each put alone."""
+    lines = reshaped(simulated_lines(12), random.Random(3))
+    texts = [sent(lines, full_every=100, host=f"n{at}") for at in range(hosts)]
+    keys, optics = AgentKeys(), OpticsReader()
+    together = [AgentStream(f"n{at}", optics, keys) for at in range(hosts)]
+    alone = [AgentStream(f"n{at}", optics) for at in range(hosts)]
+    moved = 0
+    for seq in range(len(lines)):
+        reads = [stream.read(text[seq]) for stream, text in zip(together, texts, strict=True)]
+        put_moved([read.moved for read in reads if read.moved is not None])
+        moved += sum(read.moved is not None for read in reads)
+        for at, read in enumerate(reads):
+            assert {**read.sample.values, **read.optics} == read_whole(alone[at], texts[at][seq]).values
+    assert moved >= hosts * 3
+
+
 @pytest.mark.parametrize("python", ["this", "3.6"])
-def test_the_agent_sends_a_moved_counter_by_slot(tmp_path: Path, python: str, packed: bool) -> None:
+def test_the_agent_sends_a_moved_counter_by_slot(tmp_path: Path, python: str) -> None:
     """The agent itself, on a sysfs tree whose counter moves while it runs: the moved counter comes
-    by slot (in the two lists, or ``packed`` with ``--packed``), and the stream reads it as the
-    counter x 4 (port_xmit_data counts 4-byte words). Also under Python 3.6 (RHEL 8's), where one
-    is installed: the diff by slot runs on the node."""
+    ``packed`` by its slot, and the stream reads it as the counter x 4 (port_xmit_data counts 4-byte
+    words). Also under Python 3.6 (RHEL 8's), where one is installed: the diff runs on the node."""
     interpreter = sys.executable
     if python == "3.6":
         old = _old_pythons()
@@ -186,7 +167,7 @@ def test_the_agent_sends_a_moved_counter_by_slot(tmp_path: Path, python: str, pa
     counter = sysfs / "class" / "infiniband" / "mlx5_1" / "ports" / "1" / "counters" / "port_xmit_data"
     with subprocess.Popen(
         [interpreter, "-u", "-c", agent_source(), "--sysfs", str(sysfs), "--interval", "0.2",
-         "--optics-every", "0", "--changed-only", *(["--packed"] if packed else [])],
+         "--optics-every", "0", "--changed-only"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env=agent_env(tmp_path, "h100"),
     ) as proc:
@@ -196,30 +177,26 @@ def test_the_agent_sends_a_moved_counter_by_slot(tmp_path: Path, python: str, pa
         moved_to = int(counter.read_text()) + 1000
         counter.write_text(f"{moved_to}\n")
         deadline = time.monotonic() + 10
-        while '"slots"' not in lines[-1] and '"packed"' not in lines[-1] and time.monotonic() < deadline:
+        while '"packed"' not in lines[-1] and time.monotonic() < deadline:
             lines.append(proc.stdout.readline())
         proc.stdin.close()
         assert proc.wait(timeout=10) == 0
     slot = agent.slot_paths(full)[("ports", 1, "counters", "port_xmit_data")]
     last = json.loads(lines[-1])
     assert full["ports"][1]["device"] == "mlx5_1" and last["changed_only"] is True
-    if packed:
-        assert "slots" not in last and base64.b64decode(last["packed"]) == struct.pack("<Id", slot, moved_to)
-    else:
-        assert dict(zip(last["slots"], last["values"], strict=True)) == {slot: moved_to}
-    stream = AgentStream("n1", optics_values)
-    samples = [stream.read(text) for text in lines]
-    assert samples[-1].sample.values[("tx_bytes", "mlx5_1", "1")] == moved_to * 4
-    assert samples[-1].changed == (("tx_bytes", "mlx5_1", "1"),)
+    assert base64.b64decode(last["packed"]) == struct.pack("<Id", slot, moved_to)
+    stream = AgentStream("n1")
+    samples = [read_whole(stream, text) for text in lines]
+    assert samples[-1].values[("tx_bytes", "mlx5_1", "1")] == moved_to * 4
 
 
-def test_the_slots_path_reads_a_full_line_changed_in_place() -> None:
-    """Nothing of a stream's last sample is written to by the next line (the array is copied)."""
+def test_the_next_line_writes_nothing_of_the_last_sample() -> None:
+    """Each line's values are an array of its own: a stream's last sample stays as it was read."""
     lines = simulated_lines(3)
     texts = sent(lines, full_every=100)
     stream = AgentStream("n1")
-    first = stream.read(texts[0]).sample
+    first = read_whole(stream, texts[0])
     kept = copy.deepcopy(dict(first.values))
-    stream.read(texts[1])
-    stream.read(texts[2])
+    read_whole(stream, texts[1])
+    read_whole(stream, texts[2])
     assert dict(first.values) == kept

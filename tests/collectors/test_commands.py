@@ -62,7 +62,6 @@ def test_sequence_and_agent_command() -> None:
     source = "import sys\nprint('it''s')\n"
     agent = agent_command(source, 1.0, sysfs="/sys", optics_every=30)
     assert shlex.split(agent.text) == ["python3", "-u", "-c", source, "--interval", "1", "--sysfs", "/sys", "--optics-every", "30"]
-    changed = agent_command(source, 1.0, full_every=60, optics_readings=True, packed=True)
+    changed = agent_command(source, 1.0, full_every=60, optics_readings=True)
     assert shlex.split(changed.text)[4:] == ["--interval", "1", "--optics-readings", "--changed-only", "--full-every",
-                                             "60", "--packed"]
-    assert "--packed" not in agent_command(source, 1.0, packed=True).text  # only changed-only lines are packed
+                                             "60"]

@@ -140,6 +140,7 @@ def test_missing_file(tmp_path: Path) -> None:
 def test_the_documented_example_loads(tmp_path: Path) -> None:
     doc = (Path(__file__).parents[2] / "docs" / "inventory.md").read_text()
     example = doc.split("```toml\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "ssh_config").write_text("Host bastion\n  User ops\n")  # the file it names must exist
     inventory = load_inventory(write(tmp_path, example))
     assert len(inventory.nodes) == 129 and len(inventory.switches) == 20
     assert inventory.host("gpu129").mode == "commands" and inventory.host("gpu001").jump_host == "ops@bastion:22"

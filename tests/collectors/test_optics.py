@@ -1,4 +1,5 @@
-"""The collector's optics readings: parsing only the reading lines gives exactly what the full parse gives."""
+"""The collector's optics reader gives exactly what the full parser gives, on every capture, the
+simulator's modules and hostile text."""
 
 from __future__ import annotations
 
@@ -11,17 +12,8 @@ from pathlib import Path
 import pytest
 
 from fleet.collectors.agent import optics_readings
-from fleet.collectors.optics import (
-    _LINES,
-    _MAX_LINES,
-    _TEMPLATES,
-    DARK_LANE_DBM,
-    _fast_values,
-    _template_values,
-    module_values,
-    optics_values,
-)
-from fleet.collectors.parsers.ethtool_module import parse_ethtool_module
+from fleet.collectors.optics import DARK_LANE_DBM, OpticsReader
+from fleet.collectors.parsers.ethtool_module import EthtoolModule, parse_ethtool_module
 from fleet.simulator.model import FleetModel
 from fleet.simulator.scenario import parse_scenario
 from fleet.simulator.state import OpticsLane
@@ -43,6 +35,30 @@ target = "gpu002:mlx5_1"
 db = 7.0
 at = 0
 """
+
+
+optics_values = OpticsReader()
+"""One reader for the whole module, as a collector has one: what it keeps from a test must not change
+what another reads."""
+
+
+def module_values(module: EthtoolModule) -> dict[tuple[str, str], float]:
+    """The readings of a parsed module, by the rules ``OpticsReader`` states: temperature, voltage,
+    then each used lane's rx and tx power (dark: -40 dBm) and bias."""
+    values: dict[tuple[str, str], float] = {}
+    if module.temp_c is not None:
+        values[("optics_temp_c", "")] = module.temp_c
+    if module.voltage_v is not None:
+        values[("optics_voltage_v", "")] = module.voltage_v
+    for lane in module.lanes:
+        if not (lane.tx_bias_ma or lane.tx_power_mw or lane.rx_power_mw):
+            continue
+        port = f"L{lane.lane - 1}"
+        for metric, reading in (("optics_rx_power_dbm", lane.rx_power_dbm), ("optics_tx_power_dbm", lane.tx_power_dbm),
+                                ("optics_tx_bias_ma", lane.tx_bias_ma)):
+            if reading is not None and not math.isnan(reading):
+                values[(metric, port)] = max(reading, DARK_LANE_DBM) if metric.endswith("_dbm") else reading
+    return values
 
 
 def _simulated_modules() -> list[str]:
@@ -83,9 +99,8 @@ def test_thresholds_and_alarm_flags_do_not_become_readings() -> None:
     }
 
 
-# --- the fast path: the same values as the full parse, or the full parse itself --------
+# --- the reader against the full parse, on everything -------------------------------------
 
-SHARED_FIXTURES = Path("/work/shared/fixtures/ethtool")
 FAULTS = """
 [[faults]]
 kind = "optics_attenuation"
@@ -107,16 +122,16 @@ at = 0
 
 
 def _slow(text: str) -> dict[tuple[str, str], float]:
-    """What ``optics_values`` gave before the fast path: the readings lines through the full parser."""
+    """The reading lines through the full parser."""
     return module_values(parse_ethtool_module(optics_readings(text)))
 
 
 def _same(text: str) -> None:
-    """``optics_values`` equals the full parse, value for value and in the same order, the first
-    time and again when its lines are in the table of lines seen."""
+    """The reader gives the full parse, value for value and in the same order, with its table of keys
+    empty and full."""
     want = _slow(text)
-    for _ in range(2):
-        got = optics_values(text)
+    for reader in (OpticsReader(), optics_values, optics_values):
+        got = reader(text)
         assert list(got.items()) == list(want.items()) or _nan_equal(got, want), text
 
 
@@ -126,10 +141,7 @@ def _nan_equal(got: Mapping[tuple[str, str], float], want: Mapping[tuple[str, st
 
 
 def _captures() -> list[Path]:
-    paths = {p.name: p for p in FIXTURES.glob("*ethtool-m*")}
-    if SHARED_FIXTURES.is_dir():
-        paths.update({p.name: p for p in SHARED_FIXTURES.glob("*ethtool-m*") if p.name not in paths})
-    return sorted(paths.values())
+    return sorted(FIXTURES.glob("*ethtool-m*"))
 
 
 def _rendered() -> list[str]:
@@ -146,19 +158,20 @@ def _rendered() -> list[str]:
 
 
 @pytest.mark.parametrize("path", _captures(), ids=lambda p: p.name)
-def test_fast_path_reads_real_captures_whole_and_readings_only(path: Path) -> None:
+def test_real_captures_whole_and_readings_only(path: Path) -> None:
     text = path.read_text(encoding="utf-8")
     for variant in (text, optics_readings(text)):
-        assert _fast_values(variant) is not None, "a capture as ethtool prints it takes the fast path"
         _same(variant)
+        reader = OpticsReader()
+        reader(variant)
+        assert reader.templates == 1  # printed as ethtool prints: the next dumps are read by one match
 
 
-def test_fast_path_reads_simulated_modules_with_faults() -> None:
+def test_simulated_modules_with_faults() -> None:
     texts = _rendered()
     assert len(texts) == 19
     for text in texts:
         for variant in (text, optics_readings(text)):
-            assert _fast_values(variant) is not None
             _same(variant)
     dark = optics_values(optics_readings(texts[2]))  # gpu001 mlx5_2: 45 dB down, no light
     assert dark[("optics_rx_power_dbm", "L0")] == DARK_LANE_DBM
@@ -232,27 +245,36 @@ def test_mutated_dumps_read_as_the_full_parse() -> None:
         _same("\n".join(lines))
 
 
-def test_an_odd_reading_takes_the_full_parse() -> None:
-    assert _fast_values("Module temperature : 3.3 V\n") is None
+def test_a_reading_in_another_unit_sets_nothing() -> None:
     assert optics_values("Module temperature : 3.3 V\n") == {}
 
 
-def test_the_table_of_lines_seen_stays_bounded() -> None:
-    template = "Laser tx bias current (Channel 1)         : {:.3f} mA\n"
-    for step in range(1, _MAX_LINES + 10):
-        assert optics_values(template.format(step / 1000)) == {("optics_tx_bias_ma", "L0"): step / 1000}
-    assert len(_LINES) <= _MAX_LINES
+def test_dumps_of_one_shape_are_read_through_one_template() -> None:
+    reader = OpticsReader()
+    rng = random.Random(7)
+    text = optics_readings(_rendered()[9])
+    for _ in range(20):
+        dump = _renumbered(text, rng, odd=False)
+        assert reader(dump) == _slow(dump)
+    assert reader.templates == 1
 
 
-# --- templates: a module's next dump read in one match ----------------------------------
+def test_what_the_reader_keeps_stays_bounded() -> None:
+    """A new shape in every dump: the reader keeps ``most`` templates and reads the rest all the same."""
+    reader = OpticsReader(most=4)
+    for step in range(1, 200):
+        text = f"{'Laser tx bias current (Channel ' + str(step) + ')':42}: 6.{step:03d} mA\n"
+        assert reader(text) == _slow(text)
+        assert len(reader(text)) == 1
+    assert reader.templates == 4
+
 
 _VALUE_EDITS = ("", "0", "00", "9", "-", "+", ".", "e", "nan", "inf", "-inf", " ", "\t", "\r", "\x0b", "\u2028",
                 "x", "1.2.3", " mW", "mA")
 
 
-def _renumbered(text: str, rng: random.Random, odd: bool) -> str:
-    """``text`` with new numbers in its readings (keys and other lines untouched), as the module's
-    next dump; ``odd``: with edits ethtool would not print as well."""
+def _renumbered(text: str, rng: random.Random, odd: bool = True) -> str:
+    """``text`` with new numbers in its readings; ``odd``: some edited as ethtool would not print them."""
     lines = []
     for line in text.split("\n"):
         key, colon, value = line.partition(" :")
@@ -265,40 +287,10 @@ def _renumbered(text: str, rng: random.Random, odd: bool) -> str:
     return "\n".join(lines)
 
 
-def test_a_modules_next_dumps_are_read_through_its_template() -> None:
-    """Once a module's dump took the fast path, its next dumps (new numbers, the same lines) are read
-    through the template, giving what the line-by-line fast path and the full parse give."""
-    rng = random.Random(20261201)
-    texts = [optics_readings(text) for text in _rendered()[8:]] + [
-        optics_readings(path.read_text(encoding="utf-8")) for path in _captures()]
-    matched = 0
-    for text in texts:
-        optics_values(text)
-        assert _TEMPLATES, "a dump that took the fast path is kept as a template"
-        for _ in range(20):
-            variant = _renumbered(text, rng, odd=False)
-            through = _template_values(variant)
-            matched += through is not None
-            fast = _fast_values(variant)
-            if through is not None:
-                assert fast is not None
-                assert list(through.items()) == list(fast.items()) or _nan_equal(through, fast), variant
-            _same(variant)
-    assert matched > len(texts) * 15, "new numbers in the same lines match the template"
-
-
-def test_odd_values_read_through_a_template_as_the_full_parse() -> None:
-    """Values ethtool would not print (other whitespace, line breaks, units, numbers float refuses)
-    in a dump whose module has a template: what the template gives, if anything, is the full parse's."""
+def test_a_modules_next_dumps_with_odd_values_read_as_the_full_parse() -> None:
     rng = random.Random(20261202)
     texts = [optics_readings(text) for text in _rendered()[8:12]] + [
         optics_readings(path.read_text(encoding="utf-8")) for path in _captures()]
     for text in texts:
-        optics_values(text)
         for _ in range(60):
-            variant = _renumbered(text, rng, odd=True)
-            through = _template_values(variant)
-            if through is not None:
-                want = _slow(variant)
-                assert list(through.items()) == list(want.items()) or _nan_equal(through, want), variant
-            _same(variant)
+            _same(_renumbered(text, rng))

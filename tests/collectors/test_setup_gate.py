@@ -12,14 +12,18 @@ from pathlib import Path
 import pytest
 from helpers.simfleet import running_fleet, small_scenario
 
+from fleet.collectors.agent_reader import AgentKeys
 from fleet.collectors.inventory import Inventory, load_inventory
-from fleet.collectors.node_poller import CollectSettings, Counters, NodePoller
+from fleet.collectors.node_poller import CollectorStats, CollectSettings, NodePoller
+from fleet.collectors.optics import OpticsReader
+from fleet.collectors.rate_queue import RateQueue
 from fleet.collectors.setup_gate import Budget, Progress, SetupGate, handshake
 from fleet.collectors.sshpool import PoolSettings, SshPool
 from fleet.collectors.status import StatusBook
 from fleet.collectors.switch_budget import MAX_PERIOD_S, SwitchBudget
 from fleet.fabric.rates import RateTracker
 from fleet.fabric.records import HostStatus
+from fleet.fabric.samples import SeriesLayouts
 from fleet.fabric.states import HostState
 from fleet.store.writer import StoreWriter
 
@@ -131,8 +135,10 @@ async def _simulated(tmp_path: Path, pool_settings: PoolSettings) -> AsyncIterat
 
 
 def _poller(nodes: _Nodes, name: str, settings: CollectSettings, gate: SetupGate) -> NodePoller:
+    layouts = SeriesLayouts()
     return NodePoller(nodes.inventory.host(name), nodes.pool, nodes.writer, nodes.status,
-                      RateTracker(), settings, Counters(), gate=gate)
+                      RateQueue(RateTracker(layouts=layouts)), settings, CollectorStats(), AgentKeys(layouts),
+                      OpticsReader(), gate=gate)
 
 
 async def _stopped(stop: asyncio.Event, *tasks: asyncio.Future[None]) -> None:

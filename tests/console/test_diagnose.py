@@ -53,7 +53,7 @@ async def _collect(inventory: Inventory, writer: StoreWriter, lines: int) -> Non
     collector = Collector(inventory, writer, settings=SETTINGS)
     task = asyncio.ensure_future(collector.run())
     try:
-        while collector.counters.lines < lines * answering and not task.done():
+        while collector.stats.lines < lines * answering and not task.done():
             await asyncio.sleep(0.1)  # the count moves with every line; no event tells of a number reached
     finally:
         await collector.close()

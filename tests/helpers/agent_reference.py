@@ -1,6 +1,6 @@
 """The straightforward build of a simulated node's agent line, which the simulator's fast path must match.
 
-``agent_line`` turns a node's whole ``NodeView`` into one ``fleet-agent/1``
+``agent_line`` turns a node's whole ``NodeView`` into one ``fleet-agent/2``
 document, key for key as the real agent (``collectors/agent.py``) prints it;
 ``fleet.collectors.agent.changed_line`` diffs two of them. ``fleet.simulator.agent_stream.AgentLines``
 prints the same text from only the parts a line carries; the tests compare the two.
@@ -18,7 +18,7 @@ from fleet.simulator.tools.ib import PHYS_STATE_NUM, PORT_STATE_NUM, sysfs_rate
 
 def agent_line(view: NodeView, ts: float, seq: int, interval_s: float, *, optics: bool,
                ethtool_keep: frozenset[str] | None = None, readings_only: bool = False) -> dict[str, Any]:
-    """One ``fleet-agent/1`` document for a node's view at ``ts``."""
+    """One ``fleet-agent/2`` document for a node's view at ``ts``."""
     ports = []
     netdevs: dict[str, dict[str, Any]] = {}
     for nic in view.nics:

@@ -7,6 +7,7 @@ import asyncio
 import json
 
 import pytest
+from helpers.agent_lines import read_whole
 from helpers.agent_reference import agent_line
 from sim_helpers import small_model
 
@@ -61,4 +62,4 @@ async def test_changed_only_stream_rebuilds_the_full_lines() -> None:
     for text in lines[:7]:
         seq = json.loads(text)["seq"]
         expected = host_sample(decode_agent_line(full_at[seq]), "gpu002")
-        assert stream.read(text).sample.values == expected.values
+        assert read_whole(stream, text).values == expected.values

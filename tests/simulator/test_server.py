@@ -202,8 +202,8 @@ async def test_agent_stream_over_ssh_ends_when_the_channel_closes(fleet: Path) -
     async with await connect(fleet, "gpu003") as conn:
         process = await conn.create_process("python3 -u -c 'agent' --interval 0.05")
         first = await asyncio.wait_for(process.stdout.readline(), 5)
-        assert json.loads(first)["schema"] == "fleet-agent/1"
-        assert '"schema":"fleet-agent/1"' in first  # compact separators, as the real agent prints
+        assert json.loads(first)["schema"] == "fleet-agent/2"
+        assert '"schema":"fleet-agent/2"' in first  # compact separators, as the real agent prints
         process.stdin.write_eof()
         await asyncio.wait_for(process.wait(), 5)
 

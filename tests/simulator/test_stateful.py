@@ -161,7 +161,7 @@ async def test_agent_stream_prints_schema_lines_until_stdin_closes() -> None:
     docs = [json.loads(line) for line in lines]
     assert [d["seq"] for d in docs[:3]] == [1, 2, 3]
     first = docs[0]
-    assert first["schema"] == "fleet-agent/1" and first["host"] == "gpu002"
+    assert first["schema"] == "fleet-agent/2" and first["host"] == "gpu002"
     assert [p["device"] for p in first["ports"]] == [f"mlx5_{i}" for i in range(8)]
     assert first["ports"][0]["state_code"] == 4 and first["ports"][0]["rate"] == "400 Gb/sec (4X NDR)"
     netdev = first["ports"][0]["netdev"]

@@ -55,12 +55,14 @@ def test_a_reader_sees_new_values_and_reuses_unchanged_hosts(fresh_db: Path) -> 
     assert writer.flush(10)
     reader = StoreReader(fresh_db)
     first = {(p.host, p.metric, p.device): p for p in reader.latest()}
+    unchanged = reader._latest["n2"]
     writer.put_samples(nic_sample("n1", T0 + 10, 1))
     assert writer.flush(10)
     writer.close()
     second = {(p.host, p.metric, p.device): p for p in reader.latest()}
     assert second[("n1", "tx_bytes", "mlx5_0")].value == 1_000_000.0
-    assert second[("n2", "tx_bytes", "mlx5_0")] is first[("n2", "tx_bytes", "mlx5_0")]
+    assert second[("n2", "tx_bytes", "mlx5_0")] == first[("n2", "tx_bytes", "mlx5_0")]
+    assert reader._latest["n2"] is unchanged  # its row was not read again
     arrays = reader.latest_arrays(metrics=["gpu_temp_c"])
     assert sorted(arrays.values.tolist()) == [40.0, 41.0]
     assert arrays.points() == reader.latest(metrics=["gpu_temp_c"])

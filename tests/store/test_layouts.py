@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from store_samples import T0
 
-from fleet.fabric.samples import HostSample, SeriesKey, packed
+from fleet.fabric.samples import HostSample, SeriesKey, SeriesLayouts
 from fleet.store.reader import StoreReader
 from fleet.store.writer import StoreWriter
 
@@ -47,7 +47,8 @@ def test_every_value_reads_back_under_its_own_series(fresh_db: Path, seed: int, 
     rng = random.Random(seed)
     samples = _samples(rng, 120)
     if as_packed:
-        samples = [HostSample(s.host, s.ts, packed(s.values)) for s in samples]
+        layouts = SeriesLayouts()
+        samples = [HostSample(s.host, s.ts, layouts.packed(s.values)) for s in samples]
     with StoreWriter(fresh_db, batch_samples=rng.choice((5, 40, 1000))) as writer:
         for sample in samples:
             assert writer.put_samples(sample)

@@ -100,6 +100,24 @@ def test_host_statuses_as_of(fresh_db: Path) -> None:
     assert reader.host_statuses(as_of=50.0) == {}
 
 
+def test_a_host_being_reconnected_keeps_its_last_settled_state(fresh_db: Path) -> None:
+    """After a collector restart every host is ``connecting`` a while: a diagnosis must not read that as
+    the hung host having recovered (nor the healthy one as unknown)."""
+    with StoreWriter(fresh_db) as writer:
+        writer.put_host_status(HostStatus("gpu001", HostState.HUNG, 100.0, "no first line within 11 s"))
+        writer.put_host_status(HostStatus("gpu001", HostState.CONNECTING, 300.0, "waiting to set up"))
+        writer.put_host_status(HostStatus("gpu002", HostState.OK, 100.0))
+        writer.put_host_status(HostStatus("gpu002", HostState.CONNECTING, 300.0))
+        writer.put_host_status(HostStatus("gpu003", HostState.CONNECTING, 300.0))
+    reader = StoreReader(fresh_db)
+    assert {h: s.state for h, s in reader.host_statuses().items()} == {
+        "gpu001": HostState.CONNECTING, "gpu002": HostState.CONNECTING, "gpu003": HostState.CONNECTING}
+    settled = reader.host_statuses(settled=True)
+    assert settled["gpu001"] == HostStatus("gpu001", HostState.HUNG, 100.0, "no first line within 11 s")
+    assert settled["gpu002"].state is HostState.OK and settled["gpu003"].state is HostState.CONNECTING
+    assert reader.host_statuses(as_of=200.0, settled=True)["gpu001"].state is HostState.HUNG
+
+
 def test_baselines_and_time_span(fresh_db: Path) -> None:
     reader = StoreReader(fresh_db)
     assert reader.time_span() is None

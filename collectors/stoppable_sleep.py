@@ -1,4 +1,4 @@
-"""Sleep that ends early when the collector is told to stop."""
+"""A sleep that ends early when the collector is told to stop."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 
 
-async def pause(stop: asyncio.Event, seconds: float) -> None:
+async def sleep_until_stopped(stop: asyncio.Event, seconds: float) -> None:
     """Wait ``seconds`` or until ``stop`` is set, whichever comes first."""
     if seconds <= 0:
         return
