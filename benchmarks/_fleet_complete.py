@@ -13,6 +13,9 @@ believes it sent.
   values in the store.
 - ``hosts_marked_hung`` / ``hosts_marked_slow``: hosts the collector called hung or slow at any
   time. The simulated fleet is healthy: each one is a false mark, made by our own load.
+- ``marks_by_reason``: those marks counted by cause (the reason in words, its figures as ``#``),
+  the eight most common: whether the far end was late (``agent lines # s apart``), a set-up did not
+  finish (``accepted TCP but SSH set-up did not finish``), or an agent never started.
 - ``switch_counters_max_gap_s``: the longest wait between two new samples of one switch, after its
   first (its counters must arrive at least every 10 s).
 - ``node_lines_per_s_mean``: agent lines the collector read per node per second over the run's
@@ -31,9 +34,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import sqlite3
 import statistics
 import time
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -111,6 +116,11 @@ class _Watch:
                 for host in self.nodes]
 
 
+def cause(reason: str) -> str:
+    """A mark's reason with its figures as ``#``: marks of one cause count together."""
+    return re.sub(r"\d+(?:\.\d+)?", "#", reason)
+
+
 def _latest_rows(reader: sqlite3.Connection) -> list[tuple[str, int]]:
     return reader.execute("SELECT host, ts_ms FROM latest").fetchall()
 
@@ -180,6 +190,8 @@ async def measure(inventory: Inventory, db: Path, duration_s: float, sim_pid: in
         "hosts_marked_slow": len(marked[HostState.SLOW]),
         "marks_first": sorted(f"{host} {state.value}: {reason}" for state, hosts in marked.items()
                               for host, reason in hosts.items())[:6],
+        "marks_by_reason": dict(Counter(f"{state.value}: {cause(reason)}" for state, hosts in marked.items()
+                                        for reason in hosts.values()).most_common(8)),
         "switch_counters_max_gap_s": watch.switch_max_gap_s(),
         "node_lines_per_s_mean": round((lines_end[1] - lines_at_half[1]) / (lines_end[0] - lines_at_half[0])
                                        / len(watch.nodes), 2)

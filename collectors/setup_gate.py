@@ -9,9 +9,8 @@ already up wait behind it. Set-ups in flight are therefore bounded.
 A host holds its place only for what costs: the handshake, and for a node's agent stream the
 session that starts the agent (``Place.opened()``, once the far end accepted the command). It does
 not hold it until the first answer: how soon a node's agent prints its first line is the node's
-own work, on its own CPUs, and a place held through it would make the next set-ups queue behind
-the slowest first lines (measured at 1,024 nodes on a busy simulator: a sixth of the fleet still
-empty after two minutes).
+own work, on its own CPUs, and a place held through it makes every later set-up queue behind the
+slowest first lines.
 
 Waiting for a place is waiting on us: a host's hung and slow clocks start once it has its place
 (``SshPool``'s set-up timeout, a command's or a stream's first-line deadline), so a host that

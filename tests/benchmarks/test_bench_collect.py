@@ -8,6 +8,7 @@ from pathlib import Path
 
 from helpers.benchmark_runs import run_benchmark
 
+from benchmarks._fleet_complete import cause
 from benchmarks._processes import thread_cpu_s
 from benchmarks.collect import WRITER_THREAD, node_set, ssh_config_for
 from fleet.collectors.inventory import InventoryHost
@@ -47,6 +48,9 @@ def test_collect_reports_the_whole_fleet_from_cold() -> None:
     assert results["fleet_nodes_with_values_at_5_10_15_s"] == sorted(results["fleet_nodes_with_values_at_5_10_15_s"])
     assert results["fleet_collector_cpu_s_per_s"] > 0 and results["fleet_simulator_cpu_s_per_s"] > 0
     assert results["fleet_node_lines_per_s_mean"] > 0  # the agents' lines, read over the second half
+    marks = results["fleet_hosts_marked_hung"] + results["fleet_hosts_marked_slow"]
+    by_reason = results["fleet_marks_by_reason"]
+    assert sum(by_reason.values()) == marks or len(by_reason) == 8, results
     assert len(results["fleet_simulator_cpus"]) == 1 and results["fleet_collector_cpus"]
     assert set(run.doc["targets"]) == {"time_to_complete_fleet_s", "fleet_hosts_marked_hung", "fleet_hosts_marked_slow",
                                        "fleet_switch_counters_max_gap_s", "fleet_rss_growth_after_first_minute_mib"}
@@ -85,3 +89,9 @@ def test_a_threads_cpu_clock_is_the_one_that_thread_reads_itself() -> None:
         pass
     spent, seen = time.thread_time() - began, thread_cpu_s(me) - before
     assert spent <= seen <= spent + 0.05  # the same clock, read a little later
+
+
+def test_marks_of_one_cause_count_together_whatever_their_figures() -> None:
+    late = ["agent lines 3.3 s apart (interval 1 s)", "agent lines 12.25 s apart (interval 1 s)"]
+    assert {cause(reason) for reason in late} == {"agent lines # s apart (interval # s)"}
+    assert cause("accepted TCP but SSH set-up did not finish within 10 s") != cause(late[0])
