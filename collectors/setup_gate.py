@@ -26,11 +26,12 @@ every host's has.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from enum import Enum
 
 from fleet.collectors.sshpool import RunResult, SshPool
+from fleet.collectors.status import StatusBook
 
 
 class Budget(Enum):
@@ -130,4 +131,23 @@ async def handshake(pool: SshPool, host: str, place: Place | None) -> RunResult 
     return None if connected.ok else connected
 
 
-__all__ = ["NODE_SETUPS", "SWITCH_SETUPS", "Budget", "Place", "Progress", "SetupGate", "handshake"]
+async def poll_in_place(gate: SetupGate | None, pool: SshPool, status: StatusBook, host: str,
+                        poll: Callable[[], Awaitable[bool]]) -> bool:
+    """One poll of a switch or the Slurm head: a place in the switches' budget for its set-up when it
+    is not connected (the place given up after the handshake, ended after the answer), a failed
+    set-up recorded as the host's state (False), else ``poll()``'s verdict."""
+    place = None
+    if gate is not None and not pool.connected(host):
+        place = await gate.enter(host, Budget.SWITCHES)
+    try:
+        failed = await handshake(pool, host, place)
+        if failed is not None:
+            status.set(host, failed.state, failed.reason)
+            return False
+        return await poll()
+    finally:
+        if place is not None:
+            place.ended()
+
+
+__all__ = ["NODE_SETUPS", "SWITCH_SETUPS", "Budget", "Place", "Progress", "SetupGate", "handshake", "poll_in_place"]

@@ -10,7 +10,7 @@ from fleet.collectors.inventory import InventoryHost
 from fleet.collectors.isolation import Unparsable, read_output
 from fleet.collectors.node_poller import CollectSettings
 from fleet.collectors.parsers.slurm import parse_squeue_json
-from fleet.collectors.setup_gate import Budget, SetupGate, handshake
+from fleet.collectors.setup_gate import SetupGate, poll_in_place
 from fleet.collectors.sshpool import SshPool
 from fleet.collectors.status import StatusBook
 from fleet.collectors.stoppable_sleep import sleep_until_stopped
@@ -38,18 +38,7 @@ class SlurmPoller:
         self.jobs: tuple[JobRecord, ...] = ()
 
     async def poll(self) -> bool:
-        place = None
-        if self._gate is not None and not self._pool.connected(self.host.name):
-            place = await self._gate.enter(self.host.name, Budget.SWITCHES)
-        try:
-            failed = await handshake(self._pool, self.host.name, place)
-            if failed is not None:
-                self._status.set(self.host.name, failed.state, failed.reason)
-                return False
-            return await self._poll()
-        finally:
-            if place is not None:
-                place.ended()
+        return await poll_in_place(self._gate, self._pool, self._status, self.host.name, self._poll)
 
     async def _poll(self) -> bool:
         result = await self._pool.run(self.host.name, command("squeue", "--json"),

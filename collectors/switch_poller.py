@@ -9,7 +9,7 @@ import time
 from fleet.collectors.inventory import InventoryHost
 from fleet.collectors.isolation import Unparsable
 from fleet.collectors.node_poller import CollectorStats, CollectSettings
-from fleet.collectors.setup_gate import Budget, SetupGate, handshake
+from fleet.collectors.setup_gate import SetupGate, poll_in_place
 from fleet.collectors.sshpool import SshPool
 from fleet.collectors.status import StatusBook
 from fleet.collectors.stoppable_sleep import sleep_until_stopped
@@ -50,18 +50,7 @@ class SwitchPoller:
 
     async def poll(self) -> bool:
         """One poll; True when it produced samples."""
-        place = None
-        if self._gate is not None and not self._pool.connected(self.host.name):
-            place = await self._gate.enter(self.host.name, Budget.SWITCHES)
-        try:
-            failed = await handshake(self._pool, self.host.name, place)
-            if failed is not None:
-                self._status.set(self.host.name, failed.state, failed.reason)
-                return False
-            return await self._poll()
-        finally:
-            if place is not None:
-                place.ended()
+        return await poll_in_place(self._gate, self._pool, self._status, self.host.name, self._poll)
 
     async def _poll(self) -> bool:
         result = await self._pool.run(self.host.name, self.driver.poll_command(),
