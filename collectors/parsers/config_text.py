@@ -83,30 +83,3 @@ def size_bytes(text: str) -> int | None:
     if value is None or not factor:
         return None
     return round(value * factor)
-
-
-MAX_JSON_DEPTH = 32
-"""Deeper than any tool nests its JSON (``dcgmi diag -j``: 7, ``sonic-cfggen --var-json``: 3); deeper is refused
-before ``json.loads``, whose recursion a hostile document could exhaust."""
-
-
-def json_depth(text: str) -> int:
-    """The deepest ``[``/``{`` nesting of ``text`` outside strings, in one pass."""
-    depth = deepest = 0
-    in_string = escaped = False
-    for char in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif char in "]}":
-            depth = max(0, depth - 1)
-    return deepest

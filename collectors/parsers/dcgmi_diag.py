@@ -11,12 +11,11 @@ lack its closing border. The JSON form nests categories, tests and results.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
-from fleet.collectors.parsers.base import ParseProblem, parser
-from fleet.collectors.parsers.config_text import MAX_JSON_DEPTH, json_depth
+from fleet.collectors.parsers.base import ParseError, ParseProblem, parser
+from fleet.collectors.parsers.jsontext import load_json
 from fleet.collectors.parsers.problem_log import ProblemLog
 from fleet.collectors.parsers.textscan import split_lines
 
@@ -165,11 +164,11 @@ def _parse_json(doc: Any, log: ProblemLog) -> DcgmDiag:
 def parse_dcgmi_diag(text: str) -> DcgmDiag:
     log = ProblemLog()
     if text.lstrip().startswith("{"):
-        if json_depth(text) > MAX_JSON_DEPTH:
-            log.add(0, "", f"JSON nested deeper than {MAX_JSON_DEPTH} levels: not dcgmi's output")
-            return DcgmDiag(problems=log.freeze())
         try:
-            doc = json.loads(text)
+            doc = load_json(text, "dcgmi diag -j")
+        except ParseError as error:
+            log.add(0, "", f"{error}: not dcgmi's output")
+            return DcgmDiag(problems=log.freeze())
         except ValueError as error:
             log.add(0, "", f"not valid JSON: {error}")
             return DcgmDiag(problems=log.freeze())

@@ -21,8 +21,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from fleet.collectors.parsers.base import ParseProblem, parser
-from fleet.collectors.parsers.config_text import MAX_JSON_DEPTH, ascii_int, int_list, json_depth
+from fleet.collectors.parsers.base import ParseError, ParseProblem, parser
+from fleet.collectors.parsers.config_text import ascii_int, int_list
+from fleet.collectors.parsers.jsontext import load_json
 from fleet.collectors.parsers.problem_log import ProblemLog
 from fleet.collectors.parsers.textscan import column_spans, cut, is_rule, split_lines
 
@@ -288,11 +289,11 @@ def parse_sonic_config_table(text: str) -> SonicConfigTable:
     log = ProblemLog()
     if not text.strip():
         return SonicConfigTable()
-    if json_depth(text) > MAX_JSON_DEPTH:
-        log.add(0, "", f"JSON nested deeper than {MAX_JSON_DEPTH} levels: not a CONFIG_DB table")
-        return SonicConfigTable(problems=log.freeze())
     try:
-        doc = json.loads(text)
+        doc = load_json(text, "sonic-cfggen --var-json")
+    except ParseError as error:
+        log.add(0, "", f"{error}: not a CONFIG_DB table")
+        return SonicConfigTable(problems=log.freeze())
     except ValueError as error:
         log.add(0, "", f"not valid JSON: {error}")
         return SonicConfigTable(problems=log.freeze())
