@@ -81,12 +81,7 @@ def bandwidth_verdict(gbps: float, link_gbps: float | None, reference: Reference
         levels.append(PASS if share >= BW_LINK_MIN else FAIL)
         if share < BW_LINK_MIN:
             reasons.append(f"under {100 * BW_LINK_MIN:.0f} % of the link's {link_gbps:g} Gb/s")
-    if reference is not None and reference.value > 0:
-        ratio = gbps / reference.value
-        parts.append(f"{reference.source} {reference.value:.0f}")
-        levels.append(PASS if ratio >= BW_REFERENCE_MIN else FAIL)
-        if ratio < BW_REFERENCE_MIN:
-            reasons.append(f"{100 * (1 - ratio):.0f} % under its {reference.source}")
+    _throughput_against(gbps, reference, parts, levels, reasons)
     verdict = _worst(levels)
     return ProbeVerdict(verdict, f"{', '.join(parts)}: {verdict}", tuple(reasons))
 
@@ -120,14 +115,22 @@ def allreduce_verdict(busbw_gbytes_s: float, efficiency: float | None, theoretic
         levels.append(PASS if efficiency >= floor else FAIL)
         if efficiency < floor:
             reasons.append(f"under the {100 * floor:.0f} % the delivery standard asks")
-    if reference is not None and reference.value > 0:
-        ratio = busbw_gbytes_s / reference.value
-        parts.append(f"{reference.source} {reference.value:.0f}")
-        levels.append(PASS if ratio >= BW_REFERENCE_MIN else FAIL)
-        if ratio < BW_REFERENCE_MIN:
-            reasons.append(f"{100 * (1 - ratio):.0f} % under its {reference.source}")
+    _throughput_against(busbw_gbytes_s, reference, parts, levels, reasons)
     verdict = _worst(levels)
     return ProbeVerdict(verdict, f"{', '.join(parts)}: {verdict}", tuple(reasons))
+
+
+def _throughput_against(value: float, reference: Reference | None, parts: list[str], levels: list[str],
+                        reasons: list[str]) -> None:
+    """A throughput against its reference, added to a verdict being built: FAIL under
+    ``BW_REFERENCE_MIN`` of it; nothing when there is no reference."""
+    if reference is None or reference.value <= 0:
+        return
+    ratio = value / reference.value
+    parts.append(f"{reference.source} {reference.value:.0f}")
+    levels.append(PASS if ratio >= BW_REFERENCE_MIN else FAIL)
+    if ratio < BW_REFERENCE_MIN:
+        reasons.append(f"{100 * (1 - ratio):.0f} % under its {reference.source}")
 
 
 def _against_reference(head: str, value: float, reference: Reference | None) -> ProbeVerdict:
