@@ -923,8 +923,9 @@ class FleetModel:
         config = self.switch_config(switch, t)
         os_name = self.topology.os_of(switch)
         role = self.topology.role_of(switch)
+        qos = self.qos.switch(switch, t)  # once a view: it holds every port's settings
         ports = tuple(
-            self._port_view(switch, index, port, t, effects, solution)
+            self._port_view(switch, index, port, t, effects, solution, qos.ports[port].mtu)
             for index, port in enumerate(self.topology.switch_port_names(switch))
         )
         return SwitchView(
@@ -940,7 +941,7 @@ class FleetModel:
             adaptive_routing=config.adaptive_routing,
             pending_config=dict(self.pending.get(switch, {})),
             config_history=tuple(self.history.get(switch, ())),
-            qos=self.qos.switch(switch, t),
+            qos=qos,
         )
 
     def _port_peer(self, switch: str, index: int, effects: FaultEffects) -> tuple[str, str, str] | None:
@@ -961,7 +962,7 @@ class FleetModel:
         return designed, nic_name(rail), f"{designed}:{nic_name(rail)}"
 
     def _port_view(
-        self, switch: str, index: int, port: str, t: float, effects: FaultEffects, solution: Solution
+        self, switch: str, index: int, port: str, t: float, effects: FaultEffects, solution: Solution, mtu: int
     ) -> SwitchPortView:
         peer = self._port_peer(switch, index, effects)
         end = (switch, port)
@@ -999,7 +1000,7 @@ class FleetModel:
             speed_gbps=speed,
             oper_up=up,
             admin_up=True,
-            mtu=self.qos.switch(switch, t).ports[port].mtu,
+            mtu=mtu,
             rx_bytes=int(totals.get("rx_bytes", 0.0)),
             tx_bytes=int(totals.get("tx_bytes", 0.0)),
             rx_packets=int(totals.get("rx_pkts", 0.0)),
