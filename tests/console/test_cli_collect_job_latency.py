@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from helpers.sim_subprocess import sim_process
 
 from fleet.console.cli import main
-from fleet.console.cli.sim_process import SimProcess, start_sim
+from fleet.console.cli.sim_process import SimProcess
 from fleet.store.reader import StoreReader
 
 pytestmark = pytest.mark.timeout(60)
@@ -34,13 +35,8 @@ load = 0.5
 
 @pytest.fixture
 def sim(tmp_path: Path) -> Iterator[SimProcess]:
-    scenario = tmp_path / "job.toml"
-    scenario.write_text(SCENARIO, encoding="utf-8")
-    process = start_sim(str(scenario), tmp_path / "state", timeout_s=30)
-    try:
+    with sim_process(tmp_path, SCENARIO) as process:
         yield process
-    finally:
-        process.stop()
 
 
 def collect(sim: SimProcess, db: Path, *flags: str) -> None:

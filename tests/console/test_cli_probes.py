@@ -7,10 +7,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
+from helpers.sim_subprocess import fleet_cli, sim_process
 
-from fleet.console.cli import main
-from fleet.console.cli.sim_process import SimProcess, start_sim
+from fleet.console.cli.sim_process import SimProcess
 from fleet.store.reader import StoreReader
 
 pytestmark = pytest.mark.timeout(60)
@@ -33,53 +32,42 @@ at = 0
 
 @pytest.fixture(scope="module")
 def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimProcess]:
-    base = tmp_path_factory.mktemp("probes-sim")
-    scenario = base / "four.toml"
-    scenario.write_text(SCENARIO, encoding="utf-8")
-    process = start_sim(str(scenario), base / "state", timeout_s=30)
-    try:
+    with sim_process(tmp_path_factory.mktemp("probes-sim"), SCENARIO) as process:
         yield process
-    finally:
-        process.stop()
-
-
-def fleet(sim: SimProcess, db: Path, *args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(main, [*args, "--inventory", str(sim.inventory), "--db", str(db)])
-    return result.exit_code, result.stdout, result.stderr
 
 
 def test_lat_prints_one_json_document_and_stores_it(sim: SimProcess, tmp_path: Path) -> None:
     db = tmp_path / "fleet.db"
-    code, out, _ = fleet(sim, db, "lat", "gpu001", "gpu003", "--nic", "mlx5_2", "--json")
+    code, out, _ = fleet_cli(sim, db, "lat", "gpu001", "gpu003", "--nic", "mlx5_2", "--json")
     assert code == 0
     document = json.loads(out)
     assert document["ok"] and document["kind"] == "lat" and document["src_nic"] == "mlx5_2"
     assert document["result"]["p99_usec"] > 0 and document["previous"] is None
-    code, out, _ = fleet(sim, db, "lat", "gpu001", "gpu003", "--nic", "mlx5_2", "--json")
+    code, out, _ = fleet_cli(sim, db, "lat", "gpu001", "gpu003", "--nic", "mlx5_2", "--json")
     assert json.loads(out)["previous"]["result"]["p99_usec"] == document["result"]["p99_usec"]
     with StoreReader(db) as reader:
         assert len(reader.probes(kind="lat")) == 2
 
 
 def test_bw_in_words(sim: SimProcess, tmp_path: Path) -> None:
-    code, out, _ = fleet(sim, tmp_path / "fleet.db", "bw", "gpu002", "gpu001", "--size", "1048576",
+    code, out, _ = fleet_cli(sim, tmp_path / "fleet.db", "bw", "gpu002", "gpu001", "--size", "1048576",
                          "--iterations", "100")
     assert code == 0
     assert out.startswith("gpu002 mlx5_0 -> gpu001 mlx5_0 ib_send_bw 1048576 B: avg ") and "Gb/s" in out
 
 
 def test_a_failed_probe_exits_1_with_one_line(sim: SimProcess, tmp_path: Path) -> None:
-    code, out, err = fleet(sim, tmp_path / "fleet.db", "lat", "gpu001", "gpu004", "--nic", "mlx5_9",
+    code, out, err = fleet_cli(sim, tmp_path / "fleet.db", "lat", "gpu001", "gpu004", "--nic", "mlx5_9",
                          "--peer-nic", "mlx5_0")
     assert code == 1 and out == ""
     assert err.count("\n") == 1 and err.startswith("fleet: gpu001: no RDMA device mlx5_9")
-    code, _, err = fleet(sim, tmp_path / "fleet.db", "lat", "gpu001", "gpu404")
+    code, _, err = fleet_cli(sim, tmp_path / "fleet.db", "lat", "gpu001", "gpu404")
     assert code == 2 and "not a node of the inventory: gpu404" in err  # an input error (docs/exit-codes.md)
 
 
 def test_linktest_json_names_the_down_nic(sim: SimProcess, tmp_path: Path) -> None:
     db = tmp_path / "fleet.db"
-    code, out, err = fleet(sim, db, "linktest", "--rails", "0-1", "--json")
+    code, out, err = fleet_cli(sim, db, "linktest", "--rails", "0-1", "--json")
     assert code == 1, err  # it found bad pairs: the exit status says so, the JSON says which
     assert err == "fleet: link test found 3 bad pair(s), 1 NIC(s) with problems; suspects: nic gpu004:mlx5_1\n"
     document = json.loads(out)
@@ -94,7 +82,7 @@ def test_linktest_json_names_the_down_nic(sim: SimProcess, tmp_path: Path) -> No
 
 
 def test_allreduce_json(sim: SimProcess, tmp_path: Path) -> None:
-    code, out, _ = fleet(sim, tmp_path / "fleet.db", "allreduce", "--nodes", "gpu[001-002]", "--max-bytes", "16M",
+    code, out, _ = fleet_cli(sim, tmp_path / "fleet.db", "allreduce", "--nodes", "gpu[001-002]", "--max-bytes", "16M",
                          "--json")
     assert code == 0
     result = json.loads(out)["result"]

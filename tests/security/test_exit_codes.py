@@ -16,11 +16,11 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner, Result
+from helpers.sim_subprocess import sim_process
 from helpers.simfleet import running_fleet, small_scenario
 
 from fleet.console.cli import SUBCOMMANDS, main
 from fleet.console.cli.exit_codes import ExitCode
-from fleet.console.cli.sim_process import start_sim
 
 DOC = Path(__file__).parents[2] / "docs" / "exit-codes.md"
 CRITERIA = Path(__file__).parents[2] / "docs" / "acceptance-criteria.example.toml"
@@ -211,13 +211,8 @@ at = 0
 
 @pytest.mark.timeout(120)
 def test_linktest_with_bad_pairs_is_1_and_names_the_suspect(tmp_path: Path) -> None:
-    scenario = tmp_path / "down.toml"
-    scenario.write_text(LINK_DOWN, encoding="utf-8")
-    sim = start_sim(str(scenario), tmp_path / "state", timeout_s=60)
-    try:
+    with sim_process(tmp_path, LINK_DOWN, timeout_s=60) as sim:
         result = _invoke("linktest", "--rails", "0", "--inventory", str(sim.inventory), "--db", str(tmp_path / "f.db"))
-    finally:
-        sim.stop()
     assert result.exit_code == ExitCode.FAILED, result.output
     assert result.stderr.startswith("fleet: link test found ") and "bad pair(s)" in result.stderr
     assert "suspects: nic gpu003:mlx5_0" in result.stderr and result.stderr.count("\n") == 1
