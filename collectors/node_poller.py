@@ -160,7 +160,8 @@ class NodePoller:
             raise Unparsable("agent line", str(error) if isinstance(error, AgentLineError) else describe(error)) \
                 from error
         sample, now = read.sample, time.time()
-        self.showed_nothing = not sample.values  # no RDMA port, no GPU: its facts say why
+        if read.moved is None:  # a full line; a changed-only line's values are filled in later, in its shape
+            self.showed_nothing = not sample.values  # no RDMA port, no GPU: its facts say why
         if abs(sample.ts - now) > MAX_CLOCK_SKEW_S:
             sample = replace(sample, ts=now)
         if read.netdev_owner is not None:

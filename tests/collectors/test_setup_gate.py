@@ -203,3 +203,22 @@ async def test_a_command_holds_its_place_for_the_handshake_alone(tmp_path: Path)
         (await asyncio.wait_for(gate.enter("leaf02", Budget.SWITCHES), 5)).opened()  # freed by a failure too
         assert await handshake(nodes.pool, "gpu001", None) is None, "no place: the command connects itself"
         assert not nodes.pool.connected("gpu001")
+
+
+async def test_a_node_whose_lines_carry_only_what_moved_has_its_facts_spread_not_read_at_once(
+        tmp_path: Path) -> None:
+    """The agent sends a full line, then lines of what moved, whose values are filled in later.
+    Such a line is not a node with nothing to show (no RDMA port, no GPU), whose facts are read at
+    once: taken for one, a whole fleet's facts came in one second, as its set-up settled."""
+    settings = CollectSettings(interval_s=0.5, hung_after_s=10.0, slow_after_s=5.0)
+    async with _simulated(tmp_path, PoolSettings(ssh_config=())) as nodes:
+        node = _poller(nodes, "gpu002", settings, SetupGate(["gpu002"]))
+        stop = asyncio.Event()
+        task = asyncio.ensure_future(node.run(stop))
+        try:
+            for _ in range(4):  # the full line, then what moved
+                node.got_sample.clear()
+                await asyncio.wait_for(node.got_sample.wait(), 30)
+        finally:
+            await _stopped(stop, task)
+    assert not node.showed_nothing
