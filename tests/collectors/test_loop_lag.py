@@ -42,6 +42,27 @@ async def test_a_busy_loop_is_measured_an_idle_one_is_not() -> None:
     assert not lag.running
 
 
+async def test_lateness_counts_before_the_timer_has_had_its_turn() -> None:
+    """A line read at the end of a long pass of the loop is judged in that pass: the wait so far
+    is already ours, though the timer runs only after it."""
+    lag = LoopLag(period_s=0.01, tolerance_s=0.005)
+    lag.start()
+    try:
+        await _ticks(lag, 3)
+        before = lag.total_s
+        time.sleep(BUSY_S)  # no await: the timer cannot have run
+        during = lag.total_s
+        assert during - before >= BUSY_S - lag.period_s - lag.tolerance_s
+        await _ticks(lag, 2)
+        assert lag.total_s >= during  # the timer's count takes over where the overdue time left off
+        lag.stop()
+        stopped = lag.total_s
+        time.sleep(0.05)
+        assert lag.total_s == stopped  # stopped: it no longer grows
+    finally:
+        lag.stop()
+
+
 async def test_a_stream_is_not_hung_while_our_own_loop_was_busy(byte_server: ByteServer, pool: SshPool) -> None:
     async def steady(process: asyncssh.SSHServerProcess[bytes]) -> None:
         for seq in range(4):
