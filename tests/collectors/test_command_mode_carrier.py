@@ -1,14 +1,54 @@
 """Command mode reads each netdev's ``/sys/class/net/<netdev>/carrier_changes`` into the key the agent
 sends it under (the netdev's ``ethtool`` counters), so a node without python3 shows its link flaps too.
 
-Against hostile ``grep -H`` output.
+Against a simulated node (its shell answering the tick's compound command at one instant), and against
+hostile ``grep -H`` output.
 """
 
 from __future__ import annotations
 
-import pytest
+import time
 
+import pytest
+from helpers.simfleet import small_scenario
+
+from fleet.collectors.agent_reader import ETHTOOL_COUNTERS, decode_agent_line, host_sample
 from fleet.collectors.command_mode import CommandModeNode, carrier_changes, carrier_path
+from fleet.simulator.agent_stream import AgentLines, AgentOptions
+from fleet.simulator.model import FleetModel
+from fleet.simulator.session import Machine, Rendezvous
+from fleet.simulator.shell import Shell
+
+FLAP = '[[faults]]\nkind = "link_flap"\ntarget = "gpu002:mlx5_1"\nperiod = 20\nat = 10\n'
+
+
+def tick(node: CommandModeNode, shell: Shell) -> str:
+    answer = shell.run_now(node.tick_command().text)
+    assert answer is not None
+    chunks, _ = answer
+    return "".join(text for stream, text in chunks if stream == 1)
+
+
+def test_command_mode_reads_what_the_agent_sends() -> None:
+    model = FleetModel(small_scenario(FLAP), start_unix=1_764_430_000.0)
+    node = CommandModeNode("gpu002")
+    shell = Shell(Machine("gpu002", "node", model, Rendezvous()))
+    model.now = lambda: 5.0  # type: ignore[method-assign]
+    node.read(tick(node, shell), time.time())  # the first tick learns the netdevs
+    for t in (12.0, 37.0):  # in the first flap's down window; up again after the second
+        model.now = lambda t=t: t  # type: ignore[method-assign]
+        line = node.read(tick(node, shell), model.unix(t))
+        assert not [problem for problem in line.errors if "carrier" in problem]
+        agent = decode_agent_line(AgentLines(model, "gpu002", AgentOptions(ethtool_keep=ETHTOOL_COUNTERS))
+                                  .line(model.node_parts("gpu002", t), model.unix(t), 1))
+        for name, netdev in line.netdevs.items():
+            assert list(netdev.ethtool)[-1] == "carrier_changes"  # after the ethtool -S counters, as the agent
+            assert netdev.ethtool["carrier_changes"] == agent.netdevs[name].ethtool["carrier_changes"]
+        commands, streamed = host_sample(line, "gpu002"), host_sample(agent, "gpu002")
+        assert {key: value for key, value in commands.values.items() if key[0] == "carrier_changes"} == \
+            {key: value for key, value in streamed.values.items() if key[0] == "carrier_changes"}
+    assert commands.values[("carrier_changes", "mlx5_1", "1")] == 5.0  # up once, then two flaps
+    assert commands.values[("carrier_changes", "mlx5_0", "1")] == 1.0
 
 
 def test_the_tick_asks_for_the_known_netdevs_only() -> None:
