@@ -10,8 +10,9 @@ What it reads, every interval:
   file of ``counters/`` and ``hw_counters/`` (raw integers; ``port_xmit_data``
   stays in 4-byte words, the reader multiplies);
 - the RoCE/IPoIB netdev of each port from ``ROOT/class/infiniband/<dev>/device/net/*``
-  (a multi-port device: ``dev_port`` picks the port), its ``ethtool -S`` counters
-  and, every K-th line, the raw ``ethtool -m`` text (optics, parsed on the console side);
+  (a multi-port device: ``dev_port`` picks the port), its ``ethtool -S`` counters and
+  ``ROOT/class/net/<netdev>/carrier_changes`` (sent among them), and, every K-th line,
+  the raw ``ethtool -m`` text (optics, parsed on the console side);
 - QPs per RDMA device from ``rdma -j res show``;
 - GPUs through NVML: utilization, memory, temperature, power, SM clock, clock
   event (throttle) reasons, ECC, retired pages or remapped rows, PCIe replays,
@@ -51,6 +52,9 @@ TOOL_TIMEOUT_S = 5.0
 _NETDEV = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:@-]{0,14}$")
 _RATE = re.compile(r"^\s*([0-9.]+)\s*Gb/sec")
 _ETHTOOL_LINE = re.compile(r"^\s*([^:]+?):\s*(-?\d+)\s*$")
+_COUNT = re.compile(r"[0-9]{1,20}")
+CARRIER_CHANGES = "carrier_changes"
+"""A netdev's sysfs count of carrier losses and returns, sent under its ``ethtool`` counters."""
 
 
 # --- sysfs ---------------------------------------------------------------------------
@@ -206,9 +210,35 @@ def optics_readings(text: str) -> str:
     return "\n".join(line for line in text.splitlines() if is_optics_reading(line.partition(" :")[0].lower()))
 
 
+def carrier_changes(sysfs: str, name: str, errors: list[str]) -> int | None:
+    """``ROOT/class/net/<name>/carrier_changes``: how often the netdev's carrier was lost or came back
+    since it was registered, two a flap (Linux 3.15 and later,
+    https://www.kernel.org/doc/Documentation/ABI/testing/sysfs-class-net). It sees the node's link
+    flaps where the driver has no ``link_down_events_phy`` (a non-mlx5 NIC, an IPoIB netdev).
+
+    None when the file is absent (an older kernel: nothing to say) or holds no whole number
+    (the reason in ``errors``).
+    """
+    path = os.path.join(sysfs, "class", "net", name, CARRIER_CHANGES)
+    try:
+        with open(path, encoding="ascii", errors="replace") as handle:
+            text = handle.read(64).strip()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        errors.append(f"{path}: {exc.strerror or exc}")
+        return None
+    if not _COUNT.fullmatch(text):
+        errors.append(f"{path}: not a whole number: {text[:40]!r}")
+        return None
+    return int(text)
+
+
 def collect_netdevs(names: list[str], with_optics: bool, errors: list[str],
-                    keep: frozenset[str] | None = None, readings_only: bool = False) -> dict[str, dict[str, Any]]:
-    """``ethtool -S`` (and with ``with_optics`` the raw ``ethtool -m``) of each netdev.
+                    keep: frozenset[str] | None = None, readings_only: bool = False,
+                    sysfs: str = "/sys") -> dict[str, dict[str, Any]]:
+    """``ethtool -S`` with the sysfs ``carrier_changes`` after its counters (and with ``with_optics``
+    the raw ``ethtool -m``) of each netdev.
 
     ``names`` come from ``port_netdevs``, which admits only interface-like names.
     ``keep``: send only these counters (an mlx5 netdev has ~270; the console uses a dozen).
@@ -218,6 +248,10 @@ def collect_netdevs(names: list[str], with_optics: bool, errors: list[str],
         entry: dict[str, Any] = {}
         stats = run_tool(["ethtool", "-S", name], errors)
         counters = parse_ethtool_stats(stats) if stats is not None else {}
+        if keep is None or CARRIER_CHANGES in keep:
+            changes = carrier_changes(sysfs, name, errors)
+            if changes is not None:
+                counters[CARRIER_CHANGES] = changes
         if keep is not None:
             counters = {counter: value for counter, value in counters.items() if counter in keep}
         entry["ethtool"] = counters
@@ -583,7 +617,8 @@ def sample_line(args: argparse.Namespace, seq: int, gpus: Gpus, hostname: str) -
         "seq": seq,
         "interval_s": args.interval,
         "ports": ports,
-        "netdevs": collect_netdevs(netdev_names, with_optics, errors, args.ethtool_keep, args.optics_readings),
+        "netdevs": collect_netdevs(netdev_names, with_optics, errors, args.ethtool_keep, args.optics_readings,
+                                   args.sysfs),
     }
     qps = qp_counts(errors) if ports else None  # no RDMA device: nothing for rdma to count
     if qps is not None:

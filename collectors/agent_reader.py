@@ -72,9 +72,10 @@ ETHTOOL_COUNTERS: frozenset[str] = frozenset({
     "rx_prio3_pause", "tx_prio3_pause", "rx_prio3_pause_duration", "tx_prio3_pause_duration",
     "rx_bits_phy", "rx_corrected_bits_phy", "rx_discards_phy", "tx_discards_phy", "rx_prio3_discards",
     "rx_pcs_symbol_err_phy", "rx_crc_errors_phy", "link_down_events_phy", "tx_pause_storm_warning_events",
-    "tx_pause_storm_error_events",
+    "tx_pause_storm_error_events", "carrier_changes",
 })
-"""``ethtool -S`` counters kept (RoCE uses priority 3); the netdev's own rx/tx_packets are not."""
+"""``ethtool -S`` counters kept (RoCE uses priority 3), and ``carrier_changes``, which the agent reads from
+the netdev's sysfs and sends among them; the netdev's own rx/tx_packets are not kept."""
 
 GPU_FIELDS: tuple[str, ...] = (
     "util_pct", "mem_used_bytes", "mem_total_bytes", "temp_c", "power_w", "sm_clock_mhz",
@@ -458,7 +459,7 @@ def _line_values(line: AgentLine, keys: AgentKeys, netdev_owner: dict[str, Netde
         owner = netdev_owner.get(name)
         if owner is None:
             continue
-        ethtool = netdev.ethtool  # a few hundred counters, of which fleet keeps 13: look those up
+        ethtool = netdev.ethtool  # a few hundred counters, of which fleet keeps 15: look those up
         for counter, kept in keys.ethtool(owner).items():
             reading = ethtool.get(counter)
             if reading is not None:

@@ -1,10 +1,10 @@
 """Command mode: collect a node with plain tools when it cannot run the agent.
 
 One compound command per tick (sysfs counters through ``grep -H .``, ``ethtool
--S`` per RoCE netdev, ``nvidia-smi --query-gpu``, ``rdma -j res show``, and
-``ethtool -m`` every few ticks), split by markers and parsed with the same
-parsers ``fleet parse`` uses. The result is an ``AgentLine``, so that both
-modes become samples through one function (``agent_reader.host_sample``).
+-S`` and the sysfs ``carrier_changes`` per RoCE netdev, ``nvidia-smi --query-gpu``,
+``rdma -j res show``, and ``ethtool -m`` every few ticks), split by markers and
+parsed with the same parsers ``fleet parse`` uses. The result is an ``AgentLine``,
+so that both modes become samples through one function (``agent_reader.host_sample``).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from fleet.collectors.agent_reader import SCHEMA, AgentGpu, AgentLine, AgentNetdev, AgentPort
@@ -35,6 +36,11 @@ GPU_QUERY_FIELDS: tuple[str, ...] = (
 )
 MIB = 1 << 20
 _NET_DIR = re.compile(rf"^{re.escape(_IB)}/([^/]+)/device/net:$")
+CARRIER_CHANGES = "carrier_changes"
+"""The netdev's sysfs count of carrier losses and returns: the agent's key for it in the netdev's
+``ethtool`` counters (docs/agent-schema.md), here too."""
+_COUNT_DIGITS = 20
+"""A 64-bit count has at most 20 decimal digits."""
 
 
 def netdev_map(ls_output: str) -> dict[str, str]:
@@ -48,6 +54,37 @@ def netdev_map(ls_output: str) -> dict[str, str]:
         elif line.strip() and device and device not in mapping:
             mapping[device] = line.split()[0]
     return mapping
+
+
+def carrier_path(netdev: str) -> str:
+    """Where the kernel has a netdev's count of carrier losses and returns (Linux 3.15 and later,
+    https://www.kernel.org/doc/Documentation/ABI/testing/sysfs-class-net)."""
+    return f"/sys/class/net/{netdev}/{CARRIER_CHANGES}"
+
+
+def carrier_changes(grep_output: str, netdevs: Iterable[str]) -> tuple[dict[str, int], list[str]]:
+    """``grep -H . <carrier_path(netdev)>...`` -> ({netdev: carrier changes}, problems).
+
+    Only the asked-for paths are read (a line for any other file is not this netdev's); a value that
+    is not a whole number of at most 20 ASCII digits is left out and named in the problems. A netdev
+    without the file (a kernel before 3.15) has no line: nothing for it, and no problem.
+    """
+    prefixes = {carrier_path(netdev) + ":": netdev for netdev in netdevs}
+    texts: dict[str, list[str]] = {}
+    for line in grep_output.splitlines():
+        path, sep, text = line.partition(f"/{CARRIER_CHANGES}:")
+        netdev = prefixes.get(path + sep) if sep else None
+        if netdev is not None:
+            texts.setdefault(netdev, []).append(text)
+    values: dict[str, int] = {}
+    problems: list[str] = []
+    for netdev, lines in texts.items():
+        text = "\n".join(lines)  # a file of one count is one line
+        if text.isascii() and text.isdigit() and len(text) <= _COUNT_DIGITS:
+            values[netdev] = int(text)
+        else:
+            problems.append(f"{carrier_path(netdev)}: not a whole number: {text[:40]!r}")
+    return values, problems
 
 
 def _gpu(query: GpuQuery, position: int) -> AgentGpu:
@@ -107,10 +144,13 @@ class CommandModeNode:
         else:
             optics = self.optics_countdown <= 0
             self.optics_countdown = self.optics_every if optics else self.optics_countdown - 1
-            for netdev in sorted(set(self.netdevs.values())):
+            netdevs = sorted(set(self.netdevs.values()))
+            for netdev in netdevs:
                 parts.append((f"ethtool:{netdev}", command("ethtool", "-S", netdev)))
                 if optics:
                     parts.append((f"optics:{netdev}", command("ethtool", "-m", netdev)))
+            if netdevs:
+                parts.append(("carrier", command("grep", "-H", ".", *map(carrier_path, netdevs))))
         parts.append(("rdma", command("rdma", "-j", "res", "show")))
         parts.append(("gpu", command("nvidia-smi", f"--query-gpu={','.join(GPU_QUERY_FIELDS)}",
                                      "--format=csv,noheader,nounits")))
@@ -139,12 +179,17 @@ class CommandModeNode:
             if port.device
         )
         netdevs: dict[str, AgentNetdev] = {}
+        carrier, problems = carrier_changes(sections.get("carrier", ""), set(netdev_of.values()))
+        self.problems += problems[:5]
         for name, body in sections.items():
             if name.startswith("ethtool:"):
                 netdev = name.split(":", 1)[1]
                 stats = read_output(f"ethtool -S {netdev}", parse_ethtool_stats, body)
+                counters = stats.counters
+                if netdev in carrier:  # after the ethtool -S counters, as the agent sends it
+                    counters = {**counters, CARRIER_CHANGES: carrier[netdev]}
                 optics = sections.get(f"optics:{netdev}")
-                netdevs[netdev] = AgentNetdev(netdev, stats.counters, optics or None)
+                netdevs[netdev] = AgentNetdev(netdev, counters, optics or None)
         query = read_output("nvidia-smi --query-gpu", functools.partial(parse_nvidia_smi_query, columns=GPU_QUERY_FIELDS),
                             sections.get("gpu", ""))
         gpus = tuple(_gpu(gpu, position) for position, gpu in enumerate(query.gpus))

@@ -2,7 +2,8 @@
 
 The real agent (``collectors/agent.py``) reads sysfs, ethtool, rdma and NVML
 and prints one JSON line of schema ``fleet-agent/2`` (docs/agent-schema.md)
-per interval until stdin closes. The simulated node answers the same command
+per interval until stdin closes; each netdev's ``ethtool`` map ends with its
+sysfs ``carrier_changes``. The simulated node answers the same command
 line with lines of the same schema, on the same fixed ticks: ``AgentLines``
 builds each from only the parts of the node a line carries; ``optics_text``
 is the ``ethtool -m`` renderer's text, every K-th line. With
@@ -49,6 +50,8 @@ from fleet.simulator.tools.ib import PHYS_STATE_NUM, PORT_STATE_NUM, sysfs_rate
 
 SCHEMA = "fleet-agent/2"
 PYTHON_VERSION = "Python 3.10.12"
+CARRIER_CHANGES = "carrier_changes"
+"""The netdev's sysfs ``carrier_changes``, which the agent sends after its ``ethtool -S`` counters."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,6 +281,8 @@ class AgentLines:
         if options.ethtool_keep is not None:
             self._ethtool_table = _kept_table(ETHTOOL_ROCE_TABLE if model.roce else ETHTOOL_IPOIB_TABLE,
                                               options.ethtool_keep)
+        self._carrier = options.ethtool_keep is None or CARRIER_CHANGES in options.ethtool_keep
+        """Whether the lines carry the netdevs' ``carrier_changes`` (``--ethtool-keep`` filters it too)."""
         self._gpu_indices: tuple[int, ...] = ()
         self._rails = 0
         # per rail: the faults and link state the NIC's head and QP count were last read under
@@ -303,7 +308,7 @@ class AgentLines:
         options = self.options
         host = self.host
         effects = parts.effects
-        head_of, qps_of, table = self._head_of, self._qps_of, self._ethtool_table
+        head_of, qps_of, table, carrier = self._head_of, self._qps_of, self._ethtool_table, self._carrier
         now = _Sections([], [], [], [], [], [])
         for rail in range(self._rails):
             down = parts.down(rail)
@@ -313,8 +318,10 @@ class AgentLines:
             now.heads.append(head[2])
             now.counters.append(parts.counters(rail))
             now.hw.append(parts.hw_counters(rail))
-            now.ethtool.append(parts.ethtool(rail) if table is None
-                               else parts.filled(table, rail))
+            ethtool = parts.ethtool(rail) if table is None else parts.filled(table, rail)
+            if carrier:  # after the ethtool -S counters, as the agent reads it (a copy: ethtool() is the view's)
+                ethtool = {**ethtool, CARRIER_CHANGES: parts.carrier_changes(rail)}
+            now.ethtool.append(ethtool)
             qps = qps_of[rail]
             if qps is None or qps[0] is not effects or qps[1] != down:
                 qps = qps_of[rail] = (effects, down, parts.qp_count(rail))

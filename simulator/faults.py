@@ -224,6 +224,15 @@ def link_down_events(faults: Sequence[FaultSpec], topology: Topology, cable: Cab
     return count
 
 
+def carrier_changes(downs: int, up: bool) -> int:
+    """How often a link's carrier was lost or came back since boot, as Linux counts it for a netdev
+    (``/sys/class/net/<if>/carrier_changes``, https://www.kernel.org/doc/Documentation/ABI/testing/sysfs-class-net)
+    and a switch counts a port's carrier transitions: the first carrier-on at boot (a carrier-off
+    before the netdev is registered is not counted: ``netif_carrier_off`` in net/sched/sch_generic.c),
+    then a loss and a return per link-down event (``downs``), the last return missing while down."""
+    return 1 + 2 * downs - (0 if up else 1)
+
+
 def xid_events(faults: Sequence[FaultSpec], node: str, gpu: int, t: float) -> tuple[int, int]:
     """(last XID, XID count) of one GPU at ``t``."""
     last, count = 0, 0

@@ -1017,7 +1017,7 @@ class FleetModel:
             tx_bps=tx_gbps * 1e9,
             lldp=self._peer_neighbor(peer) if up and peer is not None else None,
             description=peer[2] if peer is not None else "",
-            carrier_transitions=(1 + 2 * downs - (0 if up else 1)) if peer is not None else 0,
+            carrier_transitions=fault_rules.carrier_changes(downs, up) if peer is not None else 0,
         )
 
     def _peer_neighbor(self, peer: tuple[str, str, str]) -> LldpNeighbor:
@@ -1167,6 +1167,11 @@ class NodeParts:
             }
         return steps
 
+    def carrier_changes(self, rail: int) -> int:
+        """The netdev's ``/sys/class/net/<if>/carrier_changes``: its carrier came up at boot, then was
+        lost and came back at each of the NIC's link-down events (the ones ``link_down_events_phy`` counts)."""
+        return fault_rules.carrier_changes(self.steps(rail)[STEP + "link_down"], not self.down(rail))
+
     def counters(self, rail: int) -> dict[str, int]:
         """sysfs ``ports/1/counters/*``, raw."""
         return self._filled_once(self._counters, PORT_TABLE, rail)
@@ -1269,6 +1274,7 @@ class NodeParts:
             qps=model._qps(node, rail, effects, down, self.totals(rail)) if full else (),
             lldp=self.lldp(rail) if full else None,
             qos=qos,
+            carrier_changes=self.carrier_changes(rail),
         )
 
     def lldp(self, rail: int) -> LldpNeighbor | None:

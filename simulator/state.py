@@ -104,6 +104,7 @@ class NicView:
     qps: tuple[QpView, ...]
     lldp: LldpNeighbor | None  # who this NIC's cable reaches (after any miswire)
     qos: NicQos | None = None  # its RoCE configuration (mlnx_qos, ECN, RDMA-CM, MTU, PCIe); None on InfiniBand
+    carrier_changes: int = 1  # the netdev's carrier losses and returns since boot: up once, then a down and an up per flap
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,7 @@ The tree holds what the node agent and command-mode collectors read:
 ``/sys/class/infiniband/<dev>/{node_guid,sys_image_guid,fw_ver,hca_type,board_id,
 node_type,node_desc}``, ``ports/<p>/{state,phys_state,rate,link_layer,lid,sm_lid,
 lid_mask_count,cap_mask,gids/*,gid_attrs/{types,ndevs}/*,counters/*,hw_counters/*}``,
-``device/net/<netdev>/...`` and ``/sys/class/net/<netdev>/{operstate,carrier,
+``device/net/<netdev>/...`` and ``/sys/class/net/<netdev>/{operstate,carrier,carrier_changes,
 speed,mtu,address,statistics/*}``, and what says what the host is: ``/sys/devices/system/cpu/online``,
 ``/proc/meminfo`` and ``/sys/module/nvidia/version``. Values use the kernel's formats ("4: ACTIVE",
 "5: LinkUp", "400 Gb/sec (4X NDR)", GIDs and GUIDs in colon groups). Paths are
@@ -185,6 +185,7 @@ def _netdev_head(nic: NicView) -> dict[str, str]:
         "address": _ipoib_address(nic) if is_ib else nic.mac,
         "operstate": "up" if up else "down",
         "carrier": "1" if up else "0",
+        "carrier_changes": str(nic.carrier_changes),
         "speed": str(nic.rate_gbps * 1000) if up else "-1",
         "mtu": str(IPOIB_MTU if is_ib else nic.qos.netdev_mtu if nic.qos is not None else ROCE_NETDEV_MTU),
         "type": "32" if is_ib else "1",

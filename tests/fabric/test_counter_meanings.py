@@ -13,7 +13,8 @@ from helpers.diagnosis_fleet import LEAVES, NICS, NODES, T0, T1, Fleet, module_l
 from fleet.fabric.diagnosis import Thresholds, diagnose
 from fleet.fabric.events import Severity
 from fleet.fabric.records import JobRecord
-from fleet.fabric.rules.context import Moment, Reading
+from fleet.fabric.rules import links
+from fleet.fabric.rules.context import Context, Moment, Reading
 from fleet.fabric.rules.thresholds import with_overrides
 
 
@@ -32,6 +33,22 @@ def test_carrier_changes_in_the_window_are_flaps_when_the_phy_counters_say_nothi
     """The netdev's carrier_changes counts every loss and every return of carrier: 2 changes, one flap."""
     fleet.counter("gpu002", "carrier_changes", "mlx5_0", "1", 6.0, 8.0)
     assert kinds(fleet) == [("link_flapping", "gpu002", "mlx5_0")]
+
+
+def test_carrier_changes_alone_are_flaps_on_a_nic_without_link_down_counters(fleet: Fleet) -> None:
+    """A NIC whose driver has no ``link_down_events_phy`` (not mlx5; an IPoIB netdev) and whose ``link_downed``
+    was not read: the netdev's carrier_changes (sysfs-class-net), stored under the RDMA device, is all the rule
+    has, and enough. Four changes in the window, up now: two flaps."""
+    def links_found() -> list[tuple[str, str, str, float]]:
+        return [(f.kind, f.node, f.nic, f.evidence["link_down_events_in_window"])
+                for f in links.rules(Context(fleet.input(), Thresholds()))]
+
+    for metric in ("link_down_events_phy", "link_downed"):
+        for readings in (fleet.first, fleet.latest):
+            del readings[("gpu002", metric, "mlx5_0", "1")]
+    assert links_found() == []
+    fleet.counter("gpu002", "carrier_changes", "mlx5_0", "1", 1.0, 5.0)
+    assert links_found() == [("link_flapping", "gpu002", "mlx5_0", 2.0)]
 
 
 def test_link_downs_since_the_counters_were_cleared_are_not_a_flap_now(fleet: Fleet) -> None:

@@ -38,8 +38,10 @@ def agent_line(view: NodeView, ts: float, seq: int, interval_s: float, *, optics
                 "hw_counters": nic.hw_counters,
             }
         )
-        ethtool = (nic.ethtool if ethtool_keep is None
+        ethtool = (dict(nic.ethtool) if ethtool_keep is None
                    else {name: value for name, value in nic.ethtool.items() if name in ethtool_keep})
+        if ethtool_keep is None or "carrier_changes" in ethtool_keep:  # the netdev's sysfs file, after ethtool -S
+            ethtool["carrier_changes"] = nic.carrier_changes
         entry: dict[str, Any] = {"ethtool": ethtool}
         if optics and nic.optics is not None:
             text = render_module(nic.optics)

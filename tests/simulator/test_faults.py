@@ -15,6 +15,8 @@ import pytest
 from sim_helpers import small_model
 
 from fleet.simulator.model import FleetModel
+from fleet.simulator.session import Machine, Rendezvous
+from fleet.simulator.shell import Shell
 from fleet.simulator.state import NicView, NodeView
 
 T = 60.0  # seconds after start; faults start at 10
@@ -81,6 +83,38 @@ def test_link_flap() -> None:
     assert nic(faulty, "gpu002", 1, 71.0).ethtool["link_down_events_phy"] == 4
     assert delta(faulty, "gpu001", 0, "counters", "port_xmit_data") < delta(base, "gpu001", 0, "counters", "port_xmit_data")
     assert_bystanders_unchanged(base, faulty)
+
+
+def carrier_changes(model: FleetModel, node: str, netdev: str, t: float) -> int:
+    """``cat /sys/class/net/<netdev>/carrier_changes`` on the simulated node at ``t``."""
+    model.now = lambda: t  # type: ignore[method-assign]
+    answer = Shell(Machine(node, "node", model, Rendezvous())).run_now(f"cat /sys/class/net/{netdev}/carrier_changes")
+    assert answer is not None
+    chunks, status = answer
+    assert status == 0, chunks
+    return int("".join(text for stream, text in chunks if stream == 1))
+
+
+def test_link_flap_raises_the_netdev_carrier_changes_by_two_per_flap() -> None:
+    """Every carrier loss and return, as the kernel counts them (sysfs-class-net): 1 for the first up at
+    boot, then 2 per flap, the return missing while the link is down; the leaf's end counts the same."""
+    base, faulty = pair(fault("link_flap", "gpu002:mlx5_1", period=20))
+    netdev = faulty.netdev(1)
+    times = (9.0, 11.0, 16.0, 31.0, 36.0, 71.0, 76.0)  # down windows: 10..15, 30..35, 50..55, 70..75 s
+    changes = [carrier_changes(faulty, "gpu002", netdev, t) for t in times]
+    assert changes == [1, 2, 3, 4, 5, 8, 9]
+    downs = [nic(faulty, "gpu002", 1, t).ethtool["link_down_events_phy"] for t in times]
+    assert [c - 2 * d for c, d in zip(changes, downs, strict=True)] == [1, 0, 1, 0, 1, 0, 1]  # up: 1, down: 0
+    leaf, port = faulty.nic_cable("gpu002", 1, faulty.effects(76.0))
+    switch_port = next(p for p in faulty.switch_view(leaf, 76.0).ports if p.name == port)
+    assert switch_port.carrier_transitions == changes[-1]
+    assert [carrier_changes(base, "gpu002", netdev, t) for t in (9.0, 76.0)] == [1, 1]
+    assert carrier_changes(faulty, "gpu001", faulty.netdev(1), 76.0) == 1  # a bystander NIC
+
+
+def test_a_link_down_fault_is_one_loss_and_one_return_of_carrier() -> None:
+    faulty = small_model('[[faults]]\nkind = "link_down"\ntarget = "gpu002:mlx5_1"\nat = 10\nuntil = 20\n')
+    assert [carrier_changes(faulty, "gpu002", faulty.netdev(1), t) for t in (9.0, 15.0, 25.0)] == [1, 2, 3]
 
 
 def _rx_dbm(view: NicView) -> float:
