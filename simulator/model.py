@@ -59,6 +59,7 @@ from fleet.simulator.tools.sysfs import IB_PORT_COUNTERS
 from fleet.simulator.topology import Topology
 from fleet.simulator.traffic import (
     ECMP_FIELDS,
+    LOS_DBM,
     PKT_BYTES,
     SWITCHD_RESTART_S,
     Fabric,
@@ -659,7 +660,7 @@ class FleetModel:
         switch, _ = self.nic_cable(node, rail, effects)
         if cable in effects.down or switch in self.restarting(t):
             return True
-        if self.fabric.rx_power_dbm(cable, effects) < -14.0:
+        if self.fabric.rx_power_dbm(cable, effects) < LOS_DBM:
             return True
         flap = effects.flapping.get(cable)
         return flap is not None and fault_rules.flap_is_down(flap[0], flap[1], t)
@@ -667,10 +668,30 @@ class FleetModel:
     def _link_down_steps(self, node: str, rail: int, t: float, effects: FaultEffects) -> int:
         cable = (node, nic_name(rail))
         count = fault_rules.link_down_events(self.scenario.faults, self.topology, cable, t)
+        count += self._dark_episodes(cable, t)
         if self._applied:  # switchd restarts of the switch at the cable's end
             switch, _ = self.nic_cable(node, rail, effects)
             count += sum(1 for a in self._applied.get(switch, ()) if a.restart and a.t <= t)
         return count
+
+    def _dark_episodes(self, cable: tuple[str, str], t: float) -> int:
+        """How often attenuation took the cable's light below the receiver's loss of signal
+        (``LOS_DBM``) from the start to ``t``: each time, the link went down, a link-down event like
+        any other, counted by the PHY and the netdev's carrier alike."""
+        attenuating = [f for f in self.scenario.faults
+                       if f.kind == "optics_attenuation" and f.at <= t
+                       and fault_rules.cable_of(self.topology, f.target) == cable]
+        if not attenuating:
+            return 0
+        lit_dbm = self.fabric.rx_power_dbm(cable, FaultEffects())
+        moments = sorted({f.at for f in attenuating}
+                         | {f.until for f in attenuating if f.until is not None and f.until <= t})
+        episodes, dark = 0, False
+        for moment in moments:
+            now_dark = lit_dbm - sum(f.param("db") for f in attenuating if f.active(moment)) < LOS_DBM
+            episodes += now_dark and not dark
+            dark = now_dark
+        return episodes
 
     def _storm_steps(self, node: str, rail: int, t: float) -> dict[str, int]:
         warning = error = 0

@@ -117,6 +117,25 @@ def test_a_link_down_fault_is_one_loss_and_one_return_of_carrier() -> None:
     assert [carrier_changes(faulty, "gpu002", faulty.netdev(1), t) for t in (9.0, 15.0, 25.0)] == [1, 2, 3]
 
 
+def test_light_below_loss_of_signal_is_a_link_down_event_and_its_return_another_carrier_change() -> None:
+    """An attenuation that darkens the link takes it down like a pulled cable: the PHY counts a
+    link-down event and the netdev a carrier loss; when the light comes back, the return. A 6 dB loss
+    that leaves the light above loss of signal counts nothing, and no count ever goes back."""
+    faulty = small_model('[[faults]]\nkind = "optics_attenuation"\ntarget = "gpu002:mlx5_1"\ndb = 30\nat = 10\n'
+                         'until = 20\n\n[[faults]]\nkind = "optics_attenuation"\ntarget = "gpu002:mlx5_1"\n'
+                         'db = 30\nat = 30\n\n[[faults]]\nkind = "optics_attenuation"\n'
+                         'target = "gpu002:mlx5_2"\ndb = 6\nat = 10\n')
+    times = (9.0, 15.0, 25.0, 35.0)
+    dark = [nic(faulty, "gpu002", 1, t) for t in times]
+    assert [view.state for view in dark] == ["ACTIVE", "DOWN", "ACTIVE", "DOWN"]
+    assert [view.ethtool["link_down_events_phy"] for view in dark] == [0, 1, 1, 2]
+    assert [carrier_changes(faulty, "gpu002", faulty.netdev(1), t) for t in times] == [1, 2, 3, 4]
+    dim = [nic(faulty, "gpu002", 2, t) for t in times]
+    assert {view.state for view in dim} == {"ACTIVE"}
+    assert {view.ethtool["link_down_events_phy"] for view in dim} == {0}
+    assert [carrier_changes(faulty, "gpu002", faulty.netdev(2), t) for t in times] == [1, 1, 1, 1]
+
+
 def _rx_dbm(view: NicView) -> float:
     assert view.optics is not None
     return sum(10 * math.log10(lane.rx_power_mw) for lane in view.optics.lanes) / len(view.optics.lanes)
