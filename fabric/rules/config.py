@@ -50,17 +50,26 @@ def newest_report(ctx: Context) -> ConfigReport | None:
     return report_of(events[-1]) if events else None
 
 
-def _where(part: str) -> dict[str, str]:
-    """``gpu003:mlx5_1`` / ``gpu010`` / ``gpu015:gpu3`` / ``leaf03`` / ``leaf10:Ethernet8`` as finding fields."""
+def _gpu_part(rest: str) -> bool:
+    """``gpu3`` after a node's name: a GPU of the node (``fleet.fabric.config_checks``), not a NIC."""
+    return rest.startswith("gpu") and rest[3:].isdigit()
+
+
+def _where(part: str, ctx: Context) -> dict[str, str]:
+    """``gpu003:mlx5_1`` / ``gpu010`` / ``gpu015:gpu3`` / ``leaf03`` / ``leaf10:Ethernet8`` as finding fields.
+
+    Whether the host is a node or a switch is the inventory's word (its role), whatever the host is
+    called; a host the store has no role for is a node when the part names a NIC or a GPU."""
     host, _, rest = part.partition(":")
-    is_node = host.startswith("gpu") or rest.startswith(("mlx5_", "gpu"))
+    role = ctx.role(host)
+    is_node = role == "node" or (role == "" and (rest.startswith("mlx5_") or _gpu_part(rest)))
     if is_node:
-        return {"node": host, "nic": rest} if rest.startswith("mlx5_") else {"node": host}
+        return {"node": host, "nic": rest} if rest and not _gpu_part(rest) else {"node": host}
     return {"switch": host, "port": rest}
 
 
 def _explains(part: str, finding: Finding, ctx: Context) -> bool:
-    where = _where(part)
+    where = _where(part, ctx)
     if "switch" in where:
         if where["port"]:
             return (finding.switch, finding.port) == (where["switch"], where["port"])
@@ -71,13 +80,14 @@ def _explains(part: str, finding: Finding, ctx: Context) -> bool:
     return finding.node == where["node"]
 
 
-def _finding(result: CheckResult, part: str, report: ConfigReport, symptoms: Sequence[Finding]) -> Finding:
+def _finding(result: CheckResult, part: str, report: ConfigReport, symptoms: Sequence[Finding],
+             ctx: Context) -> Finding:
     spec = SPECS[result.check]
     evidence: dict[str, object] = {
         "check": result.check, "setting": spec.title, "expected": result.expected, "found": result.found,
         "checked_at": round(report.ts, 3), "source": spec.url,
     }
-    if part.partition(":")[2].startswith("gpu"):
+    if _gpu_part(part.partition(":")[2]):
         evidence["gpu"] = part.partition(":")[2]
     for symptom in symptoms:
         evidence[f"symptom_{symptom.kind}"] = {k: v for k, v in symptom.evidence.items() if k != "symptom"}
@@ -90,7 +100,7 @@ def _finding(result: CheckResult, part: str, report: ConfigReport, symptoms: Seq
         next_step=(f"{part}: {spec.title} is {result.found}, the profile expects {result.expected} "
                    f"({spec.expectation}).{explained}{fix} `fleet check fix` applies it on a canary first and "
                    "rolls it back if the check still fails."),
-        **_where(part),
+        **_where(part, ctx),
     )
 
 
@@ -113,5 +123,5 @@ def rules(ctx: Context, found: list[Finding]) -> list[Finding]:
             kinds = EXPLAINS.get(result.check, frozenset())
             symptoms = [f for f in remaining if f.kind in kinds and _explains(part, f, ctx)]
             remaining = [f for f in remaining if f not in symptoms]
-            causes.append(_finding(result, part, report, symptoms))
+            causes.append(_finding(result, part, report, symptoms, ctx))
     return remaining + causes
