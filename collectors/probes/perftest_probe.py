@@ -58,7 +58,9 @@ LISTEN_WAIT_S = 3.0
 anyway: a real perftest's stdout is block-buffered over SSH, so the banner may only
 arrive at exit. Connection refusals are then retried (``CONNECT_RETRIES``)."""
 CONNECT_RETRIES = 5
+"""Tries of a client that was refused while its server had not yet said it listens."""
 CONNECT_RETRY_DELAY_S = 0.3
+"""The most a refused client waits before its next try; the server's banner ends the wait at once."""
 PORT_RETRIES = 3
 """Other ports to try when a server cannot listen on its port (held by someone else)."""
 SERVER_GRACE_S = 5.0
@@ -343,17 +345,24 @@ async def _client(
 ) -> str:
     """The client, staged at once and started when ``gate`` is done (``fleet.collectors.commands.gated``:
     its SSH session is opened while the NICs' previous probes still measure), then retried, started
-    at once, while the server has not yet listened (its banner may be buffered)."""
+    at once, while the server has not yet listened (its banner may be buffered).
+
+    Only a refusal of a try started after the server's banner was heard is the server's answer: the
+    banner and the refusal come back over two SSH sessions from two nodes, so a server that starts
+    listening while the refusal is on its way (a slow node, whose server starts late) is often heard
+    before the refusal is read. Judged by the server's state when the refusal is read, a healthy pair
+    would fail."""
     args = [*perftest_argv(spec, spec.src_nic, gid, port), spec.peer_address or spec.dst]
     cmd = _timed(budget_s, spec.test, args)
     result: RunResult | None = None
     for attempt in range(CONNECT_RETRIES):
         ran = gated(cmd) if attempt == 0 else cmd
+        listened = server.listening  # before the try: what the refusal can be an answer to
         result = await launcher.run(spec.src, ran, budget_s, gate if attempt == 0 else None)
         refused = any(text in result.stderr for text in _CANNOT_CONNECT)
-        if result.ok or not refused or server.listening or server.ended() or attempt == CONNECT_RETRIES - 1:
+        if result.ok or not refused or listened or server.ended() or attempt == CONNECT_RETRIES - 1:
             break
-        await asyncio.sleep(CONNECT_RETRY_DELAY_S)  # a back-off between tries, not a wait for a result
+        await server.wait_listening(CONNECT_RETRY_DELAY_S)  # a back-off that its banner ends, not a wait for a result
     assert result is not None
     text = f"$ {cmd.text}\n{result.stdout}{result.stderr}"
     raw.append(f"# client {spec.src}:\n{text}")
@@ -414,11 +423,14 @@ class _Server:
             self.spec.dst, self.command, self._on_line, first_line_timeout_s=self.budget_s + SERVER_GRACE_S,
             line_timeout_s=self.budget_s + SERVER_GRACE_S, stop=self._stop,
         ))  # fmt: skip
-        either: set[asyncio.Future[Any]] = {self._heard, self._task}
-        await asyncio.wait(either, timeout=LISTEN_WAIT_S, return_when=asyncio.FIRST_COMPLETED)
-        if self.ended() and not self.listening:
-            return False
+        await self.wait_listening(LISTEN_WAIT_S)
         return self.listening
+
+    async def wait_listening(self, timeout_s: float) -> None:
+        """Until its banner comes or it ends, at most ``timeout_s``."""
+        assert self._task is not None
+        either: set[asyncio.Future[Any]] = {self._heard, self._task}
+        await asyncio.wait(either, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
 
     def ended(self) -> bool:
         return self._task is not None and self._task.done()

@@ -2,8 +2,12 @@
 the spine that silently drops packets, marks only the pairs whose probes crossed it, and judges a pair
 through a spine against the other pairs through a spine, not against the ones under one leaf.
 
-The model starts 95 s in the past, so spine02's loss (from 90 s) is on and the pause storm (120 s) not
-yet. Ground truth comes from the simulator's own model: the loss along each probe's path both ways.
+The model starts 95 s in the past, so spine02's loss (from 90 s) is on from the first probe. The pause
+storm (from 120 s) starts during the run, on rail 6: no fault of the scenario touches the healthy rails
+judged here after 90 s, so the loss along their paths is the same whenever it is asked. Ground truth
+comes from the simulator's own model: the loss along each probe's path both ways. gpu030 answers every
+command 3 s late: its perftest servers start listening about when their clients first try, and its
+pairs must still be measured.
 """
 
 from __future__ import annotations

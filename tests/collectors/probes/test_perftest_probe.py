@@ -285,3 +285,50 @@ async def test_a_server_that_never_listens_fails_after_the_retries(monkeypatch: 
     record = await run_perftest(node, PerftestSpec("gpu001", "gpu002"))
     assert not record.ok and "Couldn't connect" in record.result["error"]
     assert node.client_tries == perftest_probe.CONNECT_RETRIES and node.server_stopped
+
+
+class _LateServer:
+    """The simulated fleet through ``launcher``, with a server node slow to start its perftest server: it
+    starts once the client's first try was refused, and that refusal is read back only after the server's
+    banner. Banner and refusal come over two SSH sessions from two nodes; on a real network either can
+    come back first."""
+
+    def __init__(self, launcher: Launcher) -> None:
+        self.launcher = launcher
+        self.refusals = 0
+        self._refused = asyncio.Event()
+        self._heard = asyncio.Event()
+
+    async def run(self, host: str, cmd: Command, timeout_s: float,
+                  gate: asyncio.Future[None] | None = None) -> RunResult:
+        result = await self.launcher.run(host, cmd, timeout_s, gate)
+        if "Couldn't connect" in result.stderr:
+            self.refusals += 1
+            self._refused.set()
+            await asyncio.wait_for(self._heard.wait(), 10.0)
+        return result
+
+    async def stream(self, host: str, cmd: Command, on_line: Callable[[str], None], *, first_line_timeout_s: float,
+                     line_timeout_s: float, stop: asyncio.Event | None = None) -> RunResult:
+        await self._refused.wait()
+
+        def heard(line: str) -> None:
+            on_line(line)
+            if "Waiting for client to connect" in line:
+                self._heard.set()
+
+        return await self.launcher.stream(host, cmd, heard, first_line_timeout_s=first_line_timeout_s,
+                                          line_timeout_s=line_timeout_s, stop=stop)
+
+
+async def test_a_refusal_from_before_the_server_listened_is_tried_again(
+    fleet: Fleet, launcher: Launcher, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server listens by the time its client's refusal is read: the refusal answered a try from before
+    it listened, so the pair is tried again and measured, not reported as failed."""
+    monkeypatch.setattr(perftest_probe, "LISTEN_WAIT_S", 0.05)  # the client's first try comes before the server
+    late = _LateServer(launcher)
+    record = await run_perftest(late, PerftestSpec("gpu001", "gpu003"))
+    assert record.ok, record.result
+    assert late.refusals == 1 and record.result["t_typical_usec"] > 0
+    assert fleet.perftest_servers() == []
