@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from fleet.collectors.agent import CARRIER_CHANGES
 from fleet.collectors.agent_reader import SCHEMA, AgentGpu, AgentLine, AgentNetdev, AgentPort
 from fleet.collectors.commands import Command, Glob, command
 from fleet.collectors.isolation import read_output
@@ -36,9 +37,6 @@ GPU_QUERY_FIELDS: tuple[str, ...] = (
 )
 MIB = 1 << 20
 _NET_DIR = re.compile(rf"^{re.escape(_IB)}/([^/]+)/device/net:$")
-CARRIER_CHANGES = "carrier_changes"
-"""The netdev's sysfs count of carrier losses and returns: the agent's key for it in the netdev's
-``ethtool`` counters (docs/agent-schema.md), here too."""
 _COUNT_DIGITS = 20
 """A 64-bit count has at most 20 decimal digits."""
 
