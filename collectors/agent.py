@@ -53,8 +53,14 @@ _NETDEV = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:@-]{0,14}$")
 _RATE = re.compile(r"^\s*([0-9.]+)\s*Gb/sec")
 _ETHTOOL_LINE = re.compile(r"^\s*([^:]+?):\s*(-?\d+)\s*$")
 _COUNT = re.compile(r"[0-9]{1,20}")
+
 CARRIER_CHANGES = "carrier_changes"
 """A netdev's sysfs count of carrier losses and returns, sent under its ``ethtool`` counters."""
+
+
+def is_count(text: str) -> bool:
+    """Whether a sysfs file's text is a count: a whole number of at most 20 ASCII digits (64 bits)."""
+    return _COUNT.fullmatch(text) is not None
 
 
 # --- sysfs ---------------------------------------------------------------------------
@@ -228,7 +234,7 @@ def carrier_changes(sysfs: str, name: str, errors: list[str]) -> int | None:
     except OSError as exc:
         errors.append(f"{path}: {exc.strerror or exc}")
         return None
-    if not _COUNT.fullmatch(text):
+    if not is_count(text):
         errors.append(f"{path}: not a whole number: {text[:40]!r}")
         return None
     return int(text)

@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from fleet.collectors.agent import CARRIER_CHANGES
+from fleet.collectors.agent import CARRIER_CHANGES, is_count
 from fleet.collectors.agent_reader import SCHEMA, AgentGpu, AgentLine, AgentNetdev, AgentPort
 from fleet.collectors.commands import Command, Glob, command
 from fleet.collectors.isolation import read_output
@@ -37,8 +37,6 @@ GPU_QUERY_FIELDS: tuple[str, ...] = (
 )
 MIB = 1 << 20
 _NET_DIR = re.compile(rf"^{re.escape(_IB)}/([^/]+)/device/net:$")
-_COUNT_DIGITS = 20
-"""A 64-bit count has at most 20 decimal digits."""
 
 
 def netdev_map(ls_output: str) -> dict[str, str]:
@@ -78,7 +76,7 @@ def carrier_changes(grep_output: str, netdevs: Iterable[str]) -> tuple[dict[str,
     problems: list[str] = []
     for netdev, lines in texts.items():
         text = "\n".join(lines)  # a file of one count is one line
-        if text.isascii() and text.isdigit() and len(text) <= _COUNT_DIGITS:
+        if is_count(text):
             values[netdev] = int(text)
         else:
             problems.append(f"{carrier_path(netdev)}: not a whole number: {text[:40]!r}")
